@@ -1,0 +1,230 @@
+//! The merged, symbolised database written by `hpcprof-rs` (`DB/profile.db`).
+//!
+//! A database is a directory: `profile.db` (this type, MessagePack behind the
+//! header) and `src/` with copies of the source files that frames refer to.
+
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::{self, FormatError, Kind};
+use crate::measurement::{MetricInfo, SampleStats};
+
+/// File kind of `profile.db`.
+pub const KIND: Kind = Kind {
+    magic: *b"HPCPROFD",
+    version: 1,
+    what: "profile database",
+};
+
+/// Name of the main file inside a database directory.
+pub const FILE_NAME: &str = "profile.db";
+
+/// The whole merged profile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Database {
+    pub info: DbInfo,
+    /// Interned source locations; tree nodes refer to them by index.
+    pub frames: Vec<Frame>,
+    /// Code-centric tree: root -> call path -> sampled instruction.
+    pub code: Tree,
+    /// Data-centric tree: root -> {heap, static, unknown} roots -> ... ->
+    /// object -> access call path.
+    pub data: Tree,
+    /// Every data object; `node` is its node in `data`.
+    pub objects: Vec<DataObject>,
+}
+
+/// What was merged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbInfo {
+    /// Names of the sample sources that actually ran.
+    pub events: Vec<String>,
+    /// Sorted distinct MPI ranks (empty when not MPI).
+    pub ranks: Vec<u32>,
+    pub processes: u32,
+    pub threads: u32,
+    /// Measurement files merged.
+    pub profiles: u32,
+    /// Files that were skipped, with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// Metric columns of every tree node.
+    pub metrics: Vec<MetricInfo>,
+    /// Index of the primary metric in `metrics`.
+    pub primary_metric: u32,
+    /// Sample counts summed over all threads.
+    pub stats: SampleStats,
+    /// Command lines of the measured processes (distinct).
+    pub commands: Vec<Vec<String>>,
+}
+
+/// A source location (one inlining level).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Frame {
+    /// Demangled function name, or `module+0xoffset` without symbols.
+    pub function: String,
+    /// Source file as recorded in the debug info.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// File name of the module.
+    pub module: String,
+    /// True when this frame was inlined into its parent.
+    pub inlined: bool,
+}
+
+/// A tree; node 0 is the root and parents precede children.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tree {
+    pub nodes: Vec<TreeNode>,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree {
+            nodes: vec![TreeNode {
+                parent: u32::MAX,
+                kind: NodeKind::Root(String::new()),
+                exclusive: Vec::new(),
+            }],
+        }
+    }
+}
+
+/// One node of a [`Tree`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeNode {
+    /// `u32::MAX` for the root.
+    pub parent: u32,
+    pub kind: NodeKind,
+    /// Exclusive metric values, one per `DbInfo::metrics` entry (missing
+    /// trailing entries are zero).
+    pub exclusive: Vec<u64>,
+}
+
+/// What a node stands for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeKind {
+    /// A named root ("heap data", "static data", "unknown data", ...).
+    Root(String),
+    /// A source location: index into `Database::frames`.
+    Frame(u32),
+    /// A data object: index into `Database::objects`.
+    Object(u32),
+}
+
+/// The kinds of data objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectKind {
+    Heap,
+    Static,
+    Stack,
+    Unknown,
+}
+
+impl ObjectKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Heap => "heap",
+            ObjectKind::Static => "static",
+            ObjectKind::Stack => "stack",
+            ObjectKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// A data object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataObject {
+    pub kind: ObjectKind,
+    pub name: String,
+    /// Allocation call path, root (e.g. `main`) first, as frame indices.
+    pub alloc_path: Vec<u32>,
+    /// Heap: bytes allocated through the path; static: symbol size; stack:
+    /// stack size; unknown: 0.
+    pub bytes: u64,
+    /// Heap: number of allocations through the path.
+    pub allocations: u64,
+    /// Node of this object in `Database::data`.
+    pub node: u32,
+}
+
+impl Database {
+    pub fn to_bytes(&self) -> Result<Vec<u8>, FormatError> {
+        envelope::encode(KIND, self)
+    }
+
+    /// Reads `profile.db` bytes; an error (never a panic) for damaged bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, FormatError> {
+        let db: Database = envelope::decode(KIND, bytes)?;
+        db.validate()?;
+        Ok(db)
+    }
+
+    /// Checks every index, so that readers can index without fear.
+    pub fn validate(&self) -> Result<(), FormatError> {
+        let bad = |msg: String| FormatError::Invalid {
+            what: KIND.what,
+            msg,
+        };
+        for (name, tree) in [("code", &self.code), ("data", &self.data)] {
+            if tree.nodes.is_empty() {
+                return Err(bad(format!("{name} tree has no root")));
+            }
+            for (i, node) in tree.nodes.iter().enumerate().skip(1) {
+                if node.parent as usize >= i {
+                    return Err(bad(format!("{name} tree node {i} has parent {}", node.parent)));
+                }
+                let ok = match node.kind {
+                    NodeKind::Root(_) => true,
+                    NodeKind::Frame(f) => (f as usize) < self.frames.len(),
+                    NodeKind::Object(o) => (o as usize) < self.objects.len(),
+                };
+                if !ok {
+                    return Err(bad(format!("{name} tree node {i} refers to a missing entry")));
+                }
+            }
+        }
+        for obj in &self.objects {
+            if obj.node as usize >= self.data.nodes.len()
+                || obj.alloc_path.iter().any(|&f| f as usize >= self.frames.len())
+            {
+                return Err(bad(format!("object {} refers to a missing entry", obj.name)));
+            }
+        }
+        if !self.info.metrics.is_empty() && self.info.primary_metric as usize >= self.info.metrics.len() {
+            return Err(bad("primary metric out of range".into()));
+        }
+        Ok(())
+    }
+
+    /// The primary metric's name ("samples" when none is recorded).
+    pub fn primary_metric_name(&self) -> &str {
+        self.info
+            .metrics
+            .get(self.info.primary_metric as usize)
+            .map(|m| m.name.as_str())
+            .unwrap_or("samples")
+    }
+}
+
+impl Tree {
+    /// Inclusive metric values of every node (children summed into parents).
+    pub fn inclusive(&self, columns: usize) -> Vec<Vec<u64>> {
+        let mut inc: Vec<Vec<u64>> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut v = n.exclusive.clone();
+                v.resize(columns, 0);
+                v
+            })
+            .collect();
+        for i in (1..self.nodes.len()).rev() {
+            let parent = self.nodes[i].parent as usize;
+            let (head, tail) = inc.split_at_mut(i);
+            for (p, c) in head[parent].iter_mut().zip(&tail[0]) {
+                *p += c;
+            }
+        }
+        inc
+    }
+}

@@ -1,0 +1,34 @@
+//! Every on-disk type of the pipeline, in one place.
+//!
+//! The three tools never depend on each other; they agree through this crate:
+//!
+//! * [`measurement`]: the per-thread profile that the preload library of
+//!   `hpcrun-rs` writes (`*.hpcrun`): raw instruction addresses, the module
+//!   table to map them, allocation sites and the four calling-context trees
+//!   (code, heap data, static data, unknown data).
+//! * [`database`]: the merged, symbolised database that `hpcprof-rs` writes
+//!   (`DB/profile.db`) and `hpcview-tui` reads.
+//! * [`views`] and [`export`]: the derived tables (objects, functions) and the
+//!   stable JSON/CSV export contract (`hpcprof-rs export`).
+//!
+//! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
+//! header: an 8-byte magic, a little-endian `u32` format version and a
+//! little-endian `u32` of flags (zero). [`envelope`] reads and writes that
+//! header and never panics on bad bytes.
+//!
+//! ```
+//! use formats::measurement::ThreadProfile;
+//! let profile = ThreadProfile::default();
+//! let bytes = profile.to_bytes().unwrap();
+//! let back = ThreadProfile::from_bytes(&bytes).unwrap();
+//! assert_eq!(profile, back);
+//! assert!(ThreadProfile::from_bytes(&bytes[..10]).is_err());
+//! ```
+
+pub mod database;
+pub mod envelope;
+pub mod export;
+pub mod measurement;
+pub mod views;
+
+pub use envelope::FormatError;

@@ -1,0 +1,274 @@
+//! The per-thread measurement file written by the `hpcrun-rs` preload library.
+//!
+//! One file per thread (`<exe>.<host>.<pid>.<tid>.hpcrun`). Addresses are raw
+//! virtual addresses of the measured process; [`Module`] maps them back to a
+//! file and an offset so that `hpcprof-rs` can symbolise them and merge runs
+//! that were loaded at different addresses (ASLR, several ranks).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::{self, FormatError, Kind};
+
+/// File kind of a measurement file.
+pub const KIND: Kind = Kind {
+    magic: *b"HPCRUNMF",
+    version: 1,
+    what: "measurement file",
+};
+
+/// File name extension of measurement files.
+pub const EXTENSION: &str = "hpcrun";
+
+/// Everything one thread measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadProfile {
+    pub process: ProcessInfo,
+    pub thread: ThreadInfo,
+    /// The sample sources that actually ran (after any fallback).
+    pub events: Vec<EventInfo>,
+    /// Names of the metric columns of every tree node, in order.
+    pub metrics: Vec<MetricInfo>,
+    /// Loaded modules at the time the file was written.
+    pub modules: Vec<Module>,
+    /// Allocation sites referenced by `ObjectRef::HeapSite` (by index).
+    pub alloc_sites: Vec<AllocSite>,
+    /// Static variables referenced by `ObjectRef::Static` (by index).
+    pub statics: Vec<StaticVar>,
+    /// Code-centric tree: access call paths, leaf = the sampled instruction.
+    pub code: Cct,
+    /// Heap data: root -> `Object(HeapSite)` -> access call path.
+    pub heap: Cct,
+    /// Static data: root -> `Object(Static)` -> access call path.
+    pub statics_tree: Cct,
+    /// Unknown data: root -> `Object(Stack | SmallHeap | Unknown | NotRecovered)` -> access path.
+    pub unknown: Cct,
+    /// Counts of what happened to every sample.
+    pub stats: SampleStats,
+}
+
+/// The measured process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub host: String,
+    /// MPI rank, when the process is one.
+    pub rank: Option<u32>,
+    pub exe: String,
+    pub command: Vec<String>,
+    /// Identifies one `hpcrun-rs` invocation (all processes of a run share it).
+    pub run_id: String,
+}
+
+/// The measured thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    pub tid: u32,
+    /// 0 for the main thread, then in creation order within the process.
+    pub index: u32,
+    /// Lowest and highest address of this thread's stack.
+    pub stack: (u64, u64),
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+}
+
+/// A sample source that ran.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventInfo {
+    /// e.g. "mem:soft".
+    pub name: String,
+    /// Sampling period, in `unit`s.
+    pub period: u64,
+    /// e.g. "ns" (task-clock) or "loads".
+    pub unit: String,
+}
+
+/// One metric column.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetricInfo {
+    pub name: String,
+    pub unit: String,
+    pub description: String,
+}
+
+/// A loaded ELF module (executable or shared library).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    pub path: String,
+    /// GNU build-id as lowercase hex, when the module has one.
+    pub build_id: Option<String>,
+    /// Load bias: runtime address = file virtual address + bias.
+    pub bias: u64,
+    /// Runtime address ranges [start, end) of its loaded segments.
+    pub ranges: Vec<(u64, u64)>,
+}
+
+/// A distinct allocation call path and what was allocated through it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocSite {
+    /// Lookup addresses, innermost (the caller of malloc) first. Return
+    /// addresses are already decremented by one so that they fall inside the
+    /// call instruction.
+    pub frames: Vec<u64>,
+    /// Number of tracked allocations made through this path (whole process).
+    pub allocations: u64,
+    /// Bytes requested through this path (whole process).
+    pub bytes: u64,
+    /// The largest single allocation.
+    pub max_bytes: u64,
+}
+
+/// A static variable from a module's symbol table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaticVar {
+    pub name: String,
+    /// Index into `ThreadProfile::modules`, when known.
+    pub module: Option<u32>,
+    /// Runtime address.
+    pub address: u64,
+    pub size: u64,
+}
+
+/// A calling-context tree: node 0 is the root; parents precede children.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cct {
+    pub nodes: Vec<CctNode>,
+}
+
+impl Default for Cct {
+    fn default() -> Self {
+        Cct {
+            nodes: vec![CctNode {
+                parent: u32::MAX,
+                key: NodeKey::Root,
+                metrics: Vec::new(),
+            }],
+        }
+    }
+}
+
+/// One node; `metrics` are exclusive (this node only), one per metric column
+/// (missing trailing columns are zero).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CctNode {
+    /// Index of the parent node (`u32::MAX` for the root).
+    pub parent: u32,
+    pub key: NodeKey,
+    pub metrics: Vec<u64>,
+}
+
+/// What a node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeKey {
+    Root,
+    /// A lookup address (leaf: the sampled instruction; callers: return
+    /// address minus one).
+    Call(u64),
+    /// A data object; its children are the access call paths.
+    Object(ObjectRef),
+}
+
+/// Which data object a sample touched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ObjectRef {
+    /// Index into `ThreadProfile::alloc_sites`.
+    HeapSite(u32),
+    /// Index into `ThreadProfile::statics`.
+    Static(u32),
+    /// The stack of the thread with this index.
+    Stack(u32),
+    /// A heap block below the tracking threshold.
+    SmallHeap,
+    /// A data address that belongs to no known object.
+    Unknown,
+    /// A memory-accessing instruction whose address could not be recovered.
+    NotRecovered,
+}
+
+/// What happened to the samples of one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleStats {
+    /// Every sample signal handled.
+    pub samples: u64,
+    /// The skid-corrected instruction accessed memory.
+    pub memory_samples: u64,
+    /// ... and its data address was recovered.
+    pub address_recovered: u64,
+    /// ... of which from the instruction before the interrupted IP.
+    pub recovered_previous: u64,
+    /// ... of which from the instruction at the interrupted IP (the previous
+    /// one overwrote its address register).
+    pub recovered_at_ip: u64,
+    /// Samples lost, by cause (e.g. "tree full", "unwind failed").
+    pub dropped: BTreeMap<String, u64>,
+}
+
+impl SampleStats {
+    /// Adds another thread's counts to these.
+    pub fn add(&mut self, other: &SampleStats) {
+        self.samples += other.samples;
+        self.memory_samples += other.memory_samples;
+        self.address_recovered += other.address_recovered;
+        self.recovered_previous += other.recovered_previous;
+        self.recovered_at_ip += other.recovered_at_ip;
+        for (cause, n) in &other.dropped {
+            *self.dropped.entry(cause.clone()).or_default() += n;
+        }
+    }
+}
+
+impl ThreadProfile {
+    /// Serialises with the header.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, FormatError> {
+        envelope::encode(KIND, self)
+    }
+
+    /// Reads a file's bytes; an error (never a panic) for anything damaged.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, FormatError> {
+        let profile: ThreadProfile = envelope::decode(KIND, bytes)?;
+        profile.validate()?;
+        Ok(profile)
+    }
+
+    /// Checks the cross references, so that readers can index without fear.
+    pub fn validate(&self) -> Result<(), FormatError> {
+        let bad = |msg: String| FormatError::Invalid {
+            what: KIND.what,
+            msg,
+        };
+        for (name, tree) in [
+            ("code", &self.code),
+            ("heap", &self.heap),
+            ("static", &self.statics_tree),
+            ("unknown", &self.unknown),
+        ] {
+            if tree.nodes.is_empty() {
+                return Err(bad(format!("{name} tree has no root")));
+            }
+            for (i, node) in tree.nodes.iter().enumerate().skip(1) {
+                if node.parent as usize >= i {
+                    return Err(bad(format!("{name} tree node {i} has parent {}", node.parent)));
+                }
+                if let NodeKey::Object(obj) = node.key {
+                    let ok = match obj {
+                        ObjectRef::HeapSite(s) => (s as usize) < self.alloc_sites.len(),
+                        ObjectRef::Static(s) => (s as usize) < self.statics.len(),
+                        _ => true,
+                    };
+                    if !ok {
+                        return Err(bad(format!("{name} tree node {i} names a missing object")));
+                    }
+                }
+            }
+        }
+        for var in &self.statics {
+            if let Some(m) = var.module {
+                if m as usize >= self.modules.len() {
+                    return Err(bad(format!("static {} names a missing module", var.name)));
+                }
+            }
+        }
+        Ok(())
+    }
+}

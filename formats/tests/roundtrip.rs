@@ -1,0 +1,174 @@
+//! Property tests: encode/decode round trips; random, truncated and
+//! newer-version bytes give errors, never panics.
+
+use formats::database::{DataObject, Database, Frame, NodeKind, ObjectKind, TreeNode};
+use formats::measurement::{
+    AllocSite, CctNode, Module, NodeKey, ObjectRef, SampleStats, StaticVar, ThreadProfile,
+};
+use formats::FormatError;
+use proptest::prelude::*;
+
+fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
+    (
+        any::<u32>(),
+        "[a-z]{0,12}",
+        proptest::collection::vec(any::<u64>(), 0..20),
+        proptest::collection::vec((0u32..8, any::<u64>(), 0u64..1000), 0..40),
+        any::<u64>(),
+    )
+        .prop_map(|(pid, host, frames, nodes, samples)| {
+            let mut p = ThreadProfile::default();
+            p.process.pid = pid;
+            p.process.host = host.clone();
+            p.modules.push(Module {
+                path: format!("/bin/{host}"),
+                build_id: Some("abcd".into()),
+                bias: 0x1000,
+                ranges: vec![(0x1000, 0x2000)],
+            });
+            p.alloc_sites.push(AllocSite {
+                frames: frames.clone(),
+                allocations: 1,
+                bytes: 4096,
+                max_bytes: 4096,
+            });
+            p.statics.push(StaticVar {
+                name: "A".into(),
+                module: Some(0),
+                address: 0x1100,
+                size: 8,
+            });
+            for (i, (kind, value, m)) in nodes.into_iter().enumerate() {
+                let key = match kind {
+                    0 => NodeKey::Call(value),
+                    1 => NodeKey::Object(ObjectRef::HeapSite(0)),
+                    2 => NodeKey::Object(ObjectRef::Static(0)),
+                    3 => NodeKey::Object(ObjectRef::Stack(value as u32)),
+                    4 => NodeKey::Object(ObjectRef::SmallHeap),
+                    5 => NodeKey::Object(ObjectRef::Unknown),
+                    6 => NodeKey::Object(ObjectRef::NotRecovered),
+                    _ => NodeKey::Call(!value),
+                };
+                let parent = (value % (i as u64 + 1)) as u32;
+                p.heap.nodes.push(CctNode {
+                    parent,
+                    key,
+                    metrics: vec![m, m / 2],
+                });
+            }
+            p.stats = SampleStats {
+                samples,
+                ..Default::default()
+            };
+            p.stats.dropped.insert("tree full".into(), 3);
+            p
+        })
+}
+
+fn sample_db() -> Database {
+    let mut db = Database::default();
+    db.frames.push(Frame {
+        function: "main".into(),
+        file: Some("abc.c".into()),
+        line: Some(4),
+        module: "abc".into(),
+        inlined: false,
+    });
+    db.objects.push(DataObject {
+        kind: ObjectKind::Heap,
+        name: "C".into(),
+        alloc_path: vec![0],
+        bytes: 100,
+        allocations: 1,
+        node: 1,
+    });
+    db.data.nodes.push(TreeNode {
+        parent: 0,
+        kind: NodeKind::Object(0),
+        exclusive: vec![7],
+    });
+    db
+}
+
+proptest! {
+    #[test]
+    fn profile_round_trip(p in arb_profile()) {
+        let bytes = p.to_bytes().unwrap();
+        prop_assert_eq!(ThreadProfile::from_bytes(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn truncated_profile_is_an_error(p in arb_profile(), cut in 0.0f64..1.0) {
+        let bytes = p.to_bytes().unwrap();
+        let at = ((bytes.len() as f64) * cut) as usize;
+        prop_assert!(ThreadProfile::from_bytes(&bytes[..at]).is_err());
+    }
+
+    #[test]
+    fn random_bytes_are_an_error(junk in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        prop_assert!(ThreadProfile::from_bytes(&junk).is_err());
+        prop_assert!(Database::from_bytes(&junk).is_err());
+    }
+
+    #[test]
+    fn random_body_behind_a_good_header_never_panics(junk in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        let mut bytes = b"HPCRUNMF\x01\0\0\0\0\0\0\0".to_vec();
+        bytes.extend_from_slice(&junk);
+        let _ = ThreadProfile::from_bytes(&bytes);
+        let mut bytes = b"HPCPROFD\x01\0\0\0\0\0\0\0".to_vec();
+        bytes.extend_from_slice(&junk);
+        let _ = Database::from_bytes(&bytes);
+    }
+
+    #[test]
+    fn flipped_byte_never_panics(p in arb_profile(), at in any::<prop::sample::Index>(), x in 1u8..) {
+        let mut bytes = p.to_bytes().unwrap();
+        let i = at.index(bytes.len());
+        bytes[i] ^= x;
+        let _ = ThreadProfile::from_bytes(&bytes);
+    }
+}
+
+#[test]
+fn database_round_trip() {
+    let db = sample_db();
+    let bytes = db.to_bytes().unwrap();
+    assert_eq!(Database::from_bytes(&bytes).unwrap(), db);
+}
+
+#[test]
+fn newer_version_is_refused() {
+    let mut bytes = ThreadProfile::default().to_bytes().unwrap();
+    bytes[8] = 99;
+    match ThreadProfile::from_bytes(&bytes) {
+        Err(FormatError::NewerVersion { found: 99, .. }) => {}
+        other => panic!("expected NewerVersion, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_database_is_not_a_profile() {
+    let bytes = sample_db().to_bytes().unwrap();
+    assert!(matches!(
+        ThreadProfile::from_bytes(&bytes),
+        Err(FormatError::BadMagic { .. })
+    ));
+}
+
+#[test]
+fn dangling_references_are_refused() {
+    let mut db = sample_db();
+    db.objects[0].node = 99;
+    let bytes = db.to_bytes().unwrap();
+    assert!(matches!(
+        Database::from_bytes(&bytes),
+        Err(FormatError::Invalid { .. })
+    ));
+}
+
+#[test]
+fn inclusive_sums_children() {
+    let db = sample_db();
+    let inc = db.data.inclusive(1);
+    assert_eq!(inc[0], vec![7]);
+}
