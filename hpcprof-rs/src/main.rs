@@ -1,1 +1,278 @@
-fn main() {}
+//! `hpcprof-rs`: merges the per-thread measurement files of `hpcrun-rs`,
+//! maps them to source and writes a database; exports it as JSON or CSV.
+//!
+//! ```sh
+//! hpcprof-rs measurements/                 # -> db/ (profile.db + src/)
+//! hpcprof-rs -o run1.db -j 8 measurements/
+//! hpcprof-rs export db/ --view data --format json --top 10
+//! ```
+//!
+//! The merge reads every `*.hpcrun` file of the directory in parallel
+//! ([`read`]; damaged files are skipped with a warning), symbolises raw
+//! addresses with addr2line ([`symbolize`]), merges the code-centric and the
+//! data-centric trees ([`merge`]), names heap objects after the variable
+//! their allocation is assigned to ([`name`]) and writes the database
+//! atomically ([`db`]).
+//!
+//! Exit status: 0 on success; 1 with `--strict` when a file was skipped;
+//! 2 when nothing was written (bad arguments, no measurements, an existing
+//! output, an unreadable database to export).
+
+mod db;
+mod merge;
+mod name;
+mod read;
+mod symbolize;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, ValueEnum};
+use formats::database::{Database, FILE_NAME};
+use formats::export::{self, View};
+
+const MERGE_AFTER_HELP: &str = "\
+Subcommands:
+  export DB    Print a database as JSON or CSV (see `hpcprof-rs export --help`)
+
+A measurement directory literally named `export` can be given as `./export`.
+
+Exit status: 0 on success, 1 with --strict when a file was skipped,
+2 when no database was written.";
+
+/// Merge hpcrun-rs measurements into a database.
+///
+/// Reads every *.hpcrun file of MEASUREMENTS_DIR (not recursive), maps raw
+/// addresses to functions, files and lines (addr2line, with inlining),
+/// merges all threads, processes and ranks, and writes DB/profile.db plus
+/// copies of the source files under DB/src/. Damaged files are skipped with
+/// a warning.
+#[derive(Debug, Parser)]
+#[command(name = "hpcprof-rs", version, after_help = MERGE_AFTER_HELP)]
+struct MergeArgs {
+    /// Database directory to write.
+    #[arg(short = 'o', long = "output", value_name = "DB", default_value = "db")]
+    output: PathBuf,
+
+    /// Worker threads for reading and symbolising [default: one per CPU].
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    jobs: Option<usize>,
+
+    /// Replace DB if it exists (only if it is an hpcprof-rs database).
+    #[arg(long)]
+    force: bool,
+
+    /// Exit with status 1 if any measurement file was skipped.
+    #[arg(long)]
+    strict: bool,
+
+    /// Directory of *.hpcrun files written by hpcrun-rs.
+    #[arg(value_name = "MEASUREMENTS_DIR")]
+    measurements: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ViewArg {
+    /// Data objects (heap, static, stack, unknown), hottest first.
+    Data,
+    /// Functions with their lines, hottest first.
+    Code,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FormatArg {
+    /// The stable JSON document (`format`, `version`, ...).
+    Json,
+    /// One row per object or function, with a header line.
+    Csv,
+}
+
+/// Print a database as JSON or CSV on standard output.
+///
+/// The JSON document is a stable interface for scripts: fields are only ever
+/// added; its `version` changes if one must go.
+#[derive(Debug, Parser)]
+#[command(name = "hpcprof-rs export", bin_name = "hpcprof-rs export", version)]
+struct ExportArgs {
+    /// Database directory written by hpcprof-rs (or its profile.db file).
+    #[arg(value_name = "DB")]
+    db: PathBuf,
+
+    /// Which table to export.
+    #[arg(long, value_enum, default_value = "data")]
+    view: ViewArg,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "json")]
+    format: FormatArg,
+
+    /// Keep only the first N rows.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let result = if args.get(1).is_some_and(|a| a == "export") {
+        let rest = std::iter::once(OsString::from("hpcprof-rs export")).chain(args[2..].iter().cloned());
+        run_export(ExportArgs::parse_from(rest))
+    } else {
+        run_merge(MergeArgs::parse_from(args))
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hpcprof-rs: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_merge(args: MergeArgs) -> Result<ExitCode> {
+    // Refuse before doing any work.
+    db::check_output(&args.output, args.force)?;
+    if let Some(n) = args.jobs {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .context("cannot start the worker threads")?;
+    }
+    let files = read::find(&args.measurements)?;
+    let measurements = read::read_all(&files);
+    for (file, reason) in &measurements.skipped {
+        eprintln!("hpcprof-rs: warning: skipping {file}: {reason}");
+    }
+    if measurements.profiles.is_empty() {
+        anyhow::bail!(
+            "none of the {} measurement files in {} could be read",
+            files.len(),
+            args.measurements.display()
+        );
+    }
+    let skipped = measurements.skipped.len();
+    let profiles: Vec<_> = measurements.profiles.into_iter().map(|(_, p)| p).collect();
+    let merged = merge::merge(&profiles, measurements.skipped);
+    drop(profiles);
+    for w in &merged.warnings {
+        eprintln!("hpcprof-rs: warning: {w}");
+    }
+    let written = db::write(&merged.db, &args.output, args.force)?;
+    for w in &written.warnings {
+        eprintln!("hpcprof-rs: warning: {w}");
+    }
+    eprintln!("{}", summary(&merged.db, &args.output, skipped));
+    if args.strict && skipped > 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The one-line summary printed after a merge.
+fn summary(db: &Database, out: &Path, skipped: usize) -> String {
+    let info = &db.info;
+    let s = &info.stats;
+    let pct = if s.memory_samples == 0 {
+        0.0
+    } else {
+        100.0 * s.address_recovered as f64 / s.memory_samples as f64
+    };
+    let dropped = if s.dropped.is_empty() {
+        "none".to_string()
+    } else {
+        s.dropped
+            .iter()
+            .map(|(cause, n)| format!("{cause}: {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "hpcprof-rs: merged {} profiles ({} processes, {} ranks, {} threads) into {}; {skipped} files skipped; samples: {}, memory accesses: {}, address recovered: {} ({pct:.1}%); dropped: {dropped}",
+        info.profiles,
+        info.processes,
+        info.ranks.len(),
+        info.threads,
+        out.display(),
+        s.samples,
+        s.memory_samples,
+        s.address_recovered,
+    )
+}
+
+/// Reads a database directory (or its `profile.db`); errors name the file.
+fn load(path: &Path) -> Result<Database> {
+    let file = if path.is_dir() {
+        path.join(FILE_NAME)
+    } else {
+        path.to_path_buf()
+    };
+    if !path.exists() {
+        anyhow::bail!("database {} does not exist", path.display());
+    }
+    let bytes =
+        std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    Database::from_bytes(&bytes).with_context(|| format!("cannot use {}", file.display()))
+}
+
+fn run_export(args: ExportArgs) -> Result<ExitCode> {
+    let db = load(&args.db)?;
+    let view = match args.view {
+        ViewArg::Data => View::Data,
+        ViewArg::Code => View::Code,
+    };
+    let text = match args.format {
+        FormatArg::Json => export::to_json(&db, view, args.top),
+        FormatArg::Csv => export::to_csv(&db, view, args.top),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        // `hpcprof-rs export db | head` is fine.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e).context("cannot write to standard output"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definitions_are_valid() {
+        MergeArgs::command().debug_assert();
+        ExportArgs::command().debug_assert();
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = read::tests::temp_dir("load");
+        let err = format!("{:#}", load(&dir.join("nope")).unwrap_err());
+        assert!(err.contains("nope") && err.contains("does not exist"), "{err}");
+        let err = format!("{:#}", load(&dir).unwrap_err());
+        assert!(err.contains(FILE_NAME), "{err}");
+        std::fs::write(dir.join(FILE_NAME), b"HPCPROFD\x09\0\0\0\0\0\0\0xxxx").unwrap();
+        let err = format!("{:#}", load(&dir).unwrap_err());
+        assert!(err.contains(FILE_NAME) && err.contains("newer"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn summary_line() {
+        let mut db = Database::default();
+        db.info.profiles = 2;
+        db.info.processes = 1;
+        db.info.threads = 2;
+        db.info.stats.samples = 10;
+        db.info.stats.memory_samples = 8;
+        db.info.stats.address_recovered = 6;
+        db.info.stats.dropped.insert("tree full".into(), 3);
+        let s = summary(&db, Path::new("db"), 1);
+        assert_eq!(
+            s,
+            "hpcprof-rs: merged 2 profiles (1 processes, 0 ranks, 2 threads) into db; 1 files skipped; samples: 10, memory accesses: 8, address recovered: 6 (75.0%); dropped: tree full: 3"
+        );
+    }
+}

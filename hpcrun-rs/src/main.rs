@@ -1,1 +1,60 @@
-fn main() {}
+//! `hpcrun-rs`: runs a program under the data-centric memory profiler.
+//!
+//! It finds the preload library (`libhpcrun_preload.so`, next to this
+//! executable or named by `HPCRUN_PRELOAD`), appends it to `LD_PRELOAD`,
+//! passes the configuration in `HPCRUN_*` environment variables, runs the
+//! command and exits with the command's exit status (128+N when the command
+//! was killed by signal N). Each thread of each process writes one
+//! measurement file into the output directory.
+//!
+//! ```sh
+//! hpcrun-rs -e mem:soft -o measurements ./app args...
+//! ```
+
+mod events;
+mod launch;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Measure a program: which data its memory accesses go to, and from where.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hpcrun-rs",
+    version,
+    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  mem:latency[@N]   hardware load-latency sampling (PEBS, IBS, SPE); not available in this version:\n                    falls back to mem:soft with a note on stderr.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>.<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
+)]
+struct Args {
+    /// Sample source, optionally with a period: mem:soft, mem:soft@250000, mem:latency.
+    #[arg(short = 'e', long = "event", value_name = "EVENT[@PERIOD]")]
+    events: Vec<String>,
+
+    /// Output directory (created if missing; must not hold another run's files).
+    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = "measurements")]
+    output: PathBuf,
+
+    /// Smallest heap block (bytes) that is tracked with its allocation call path.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024)]
+    min_bytes: usize,
+
+    /// Refuse to fall back to another event when the requested one is unavailable.
+    #[arg(long)]
+    strict: bool,
+
+    /// The program to run, and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match launch::run(&args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("hpcrun-rs: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

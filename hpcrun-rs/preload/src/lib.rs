@@ -1,1 +1,42 @@
+//! `libhpcrun_preload.so`: the measurement library that `hpcrun-rs` injects
+//! with `LD_PRELOAD` into the program it profiles.
+//!
+//! Data flow, one module each:
+//!
+//! * [`hooks`]: interposes the malloc family; every allocation of at least
+//!   `HPCRUN_MIN_BYTES` is unwound ([`unwind`]) and recorded in the object map.
+//! * [`objects`]: the address -> heap object map (read from the signal
+//!   handler without locks) and the table of allocation sites.
+//! * [`modules`]: loaded ELF modules, their static variables and function
+//!   symbols, and the static-data map.
+//! * [`threads`]: per-thread state, the `pthread_create` hook and the thread
+//!   registry (stack ranges).
+//! * [`sampling`]: the per-thread `perf_event_open` task-clock event whose
+//!   overflow signal goes to that thread.
+//! * [`handler`]: the signal handler: unwind, decode the skid-corrected
+//!   instruction ([`soft`]), find the data object, insert into the trees
+//!   ([`cct`]).
+//! * [`writer`]: one MessagePack file per thread at thread and process exit.
+//!
+//! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
+//! memory never comes from the hooked functions (it has its own global
+//! allocator on glibc's `__libc_*` entry points); the signal handler neither
+//! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`] and
+//! [`handler`].
 
+pub mod cct;
+pub mod config;
+pub mod ffi;
+pub mod handler;
+pub mod hooks;
+pub mod modules;
+pub mod objects;
+pub mod sampling;
+pub mod soft;
+pub mod threads;
+pub mod unwind;
+pub mod writer;
+
+/// The library's own allocator: glibc's allocator, reached without the hooks.
+#[global_allocator]
+static ALLOCATOR: ffi::LibcAllocator = ffi::LibcAllocator;

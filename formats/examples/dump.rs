@@ -1,0 +1,43 @@
+//! Prints a summary of a measurement file: `cargo run -p formats --example dump -- FILE`.
+
+fn main() {
+    for path in std::env::args().skip(1) {
+        let bytes = std::fs::read(&path).expect("read");
+        match formats::measurement::ThreadProfile::from_bytes(&bytes) {
+            Ok(p) => {
+                println!("{path}: pid {} tid {} index {}", p.process.pid, p.thread.tid, p.thread.index);
+                println!("  events {:?}", p.events);
+                println!("  stats {:?}", p.stats);
+                println!(
+                    "  nodes: code {} heap {} static {} unknown {}",
+                    p.code.nodes.len(),
+                    p.heap.nodes.len(),
+                    p.statics_tree.nodes.len(),
+                    p.unknown.nodes.len()
+                );
+                for (i, s) in p.alloc_sites.iter().enumerate() {
+                    println!("  site {i}: {:x?} allocs {} bytes {}", s.frames, s.allocations, s.bytes);
+                }
+                for s in &p.statics {
+                    println!("  static {} {:#x} {}", s.name, s.address, s.size);
+                }
+                for (name, tree) in [("heap", &p.heap), ("static", &p.statics_tree), ("unknown", &p.unknown)] {
+                    let inc = {
+                        let mut v: Vec<u64> = tree.nodes.iter().map(|n| n.metrics.first().copied().unwrap_or(0)).collect();
+                        for i in (1..v.len()).rev() {
+                            let p = tree.nodes[i].parent as usize;
+                            v[p] += v[i];
+                        }
+                        v
+                    };
+                    for (i, n) in tree.nodes.iter().enumerate() {
+                        if let formats::measurement::NodeKey::Object(o) = n.key {
+                            println!("  {name} object {o:?}: {} samples", inc[i]);
+                        }
+                    }
+                }
+            }
+            Err(e) => println!("{path}: {e}"),
+        }
+    }
+}

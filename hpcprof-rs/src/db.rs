@@ -1,0 +1,237 @@
+//! Writes a database directory atomically.
+//!
+//! Everything goes to `DB.tmp-<pid>/` first (`profile.db`, then `src/` with a
+//! copy of every source file that frames refer to and that exists here);
+//! the directory is renamed to `DB` at the end, so a reader never sees half a
+//! database. An existing `DB` is only replaced with `--force`, and only if it
+//! looks like a database (it holds `profile.db`, or is empty).
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use formats::database::{Database, FILE_NAME};
+use rayon::prelude::*;
+
+/// Name of the source copy directory inside a database.
+pub const SOURCE_DIR: &str = "src";
+
+/// What writing did besides `profile.db`.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Source files copied into `src/`.
+    pub sources: usize,
+    /// Source files that exist but could not be copied.
+    pub warnings: Vec<String>,
+}
+
+/// Fails early when `out` exists and may not be replaced.
+pub fn check_output(out: &Path, force: bool) -> Result<()> {
+    if out.file_name().is_none() {
+        bail!(
+            "cannot write the database to {}: name a new directory with -o",
+            out.display()
+        );
+    }
+    if std::fs::symlink_metadata(out).is_err() {
+        return Ok(());
+    }
+    if !force {
+        bail!(
+            "{} already exists; use --force to replace it or -o to write elsewhere",
+            out.display()
+        );
+    }
+    if !is_replaceable(out) {
+        bail!(
+            "{} exists and is not an hpcprof-rs database (no {FILE_NAME} in it); refusing to replace it even with --force",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
+fn is_replaceable(out: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(out) else {
+        return true;
+    };
+    if !meta.is_dir() {
+        return false;
+    }
+    out.join(FILE_NAME).is_file()
+        || std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_none())
+}
+
+/// `DB` with a suffix appended to its last component.
+fn sibling(out: &Path, suffix: &str) -> PathBuf {
+    let mut name: OsString = out.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    out.with_file_name(name)
+}
+
+/// Writes `db` to the directory `out` (see the module documentation).
+pub fn write(db: &Database, out: &Path, force: bool) -> Result<Written> {
+    check_output(out, force)?;
+    let tmp = sibling(out, &format!(".tmp-{}", std::process::id()));
+    if std::fs::symlink_metadata(&tmp).is_ok() {
+        std::fs::remove_dir_all(&tmp)
+            .with_context(|| format!("cannot remove stale {}", tmp.display()))?;
+    }
+    let result = write_into(db, &tmp).and_then(|written| {
+        install(&tmp, out, force)?;
+        Ok(written)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+fn write_into(db: &Database, tmp: &Path) -> Result<Written> {
+    std::fs::create_dir_all(tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let bytes = db
+        .to_bytes()
+        .context("cannot encode the profile database")?;
+    let file = tmp.join(FILE_NAME);
+    std::fs::write(&file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(copy_sources(db, &tmp.join(SOURCE_DIR)))
+}
+
+/// Where the copy of the source file `file` goes: `src/<path without />`.
+/// `None` for relative paths or paths with `..`.
+pub fn source_copy_path(src_dir: &Path, file: &str) -> Option<PathBuf> {
+    let path = Path::new(file);
+    if !path.is_absolute() {
+        return None;
+    }
+    let mut dest = src_dir.to_path_buf();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(part) => dest.push(part),
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(dest)
+}
+
+fn copy_sources(db: &Database, src_dir: &Path) -> Written {
+    let files: BTreeSet<&str> = db.frames.iter().filter_map(|f| f.file.as_deref()).collect();
+    let results: Vec<Option<Result<(), String>>> = files
+        .par_iter()
+        .map(|&file| {
+            let dest = source_copy_path(src_dir, file)?;
+            if !Path::new(file).is_file() {
+                return None;
+            }
+            let copy = || -> std::io::Result<()> {
+                if let Some(parent) = dest.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::copy(file, &dest)?;
+                Ok(())
+            };
+            Some(copy().map_err(|e| format!("cannot copy source file {file}: {e}")))
+        })
+        .collect();
+    let mut written = Written::default();
+    for r in results.into_iter().flatten() {
+        match r {
+            Ok(()) => written.sources += 1,
+            Err(w) => written.warnings.push(w),
+        }
+    }
+    written
+}
+
+/// Renames `tmp` to `out`; an old `out` (allowed by `check_output`) is moved
+/// aside first and removed after the new one is in place.
+fn install(tmp: &Path, out: &Path, force: bool) -> Result<()> {
+    let mut old = None;
+    if std::fs::symlink_metadata(out).is_ok() {
+        if !force || !is_replaceable(out) {
+            bail!(
+                "{} appeared while merging; use --force to replace it or -o to write elsewhere",
+                out.display()
+            );
+        }
+        let aside = sibling(out, &format!(".old-{}", std::process::id()));
+        std::fs::rename(out, &aside)
+            .with_context(|| format!("cannot move the old {} aside", out.display()))?;
+        old = Some(aside);
+    }
+    if let Err(e) = std::fs::rename(tmp, out) {
+        if let Some(aside) = &old {
+            let _ = std::fs::rename(aside, out);
+        }
+        return Err(e).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()));
+    }
+    if let Some(aside) = old {
+        std::fs::remove_dir_all(&aside)
+            .with_context(|| format!("cannot remove the old database {}", aside.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formats::database::Frame;
+
+    #[test]
+    fn source_paths() {
+        let src = Path::new("/db/src");
+        assert_eq!(
+            source_copy_path(src, "/home/u/app.c"),
+            Some(PathBuf::from("/db/src/home/u/app.c"))
+        );
+        assert_eq!(source_copy_path(src, "app.c"), None);
+        assert_eq!(source_copy_path(src, "/a/../../etc/passwd"), None);
+    }
+
+    #[test]
+    fn writes_atomically_and_refuses_to_overwrite() {
+        let dir = crate::read::tests::temp_dir("db");
+        let out = dir.join("db");
+        let this_file = concat!(env!("CARGO_MANIFEST_DIR"), "/src/db.rs");
+        let db = Database {
+            frames: vec![
+                Frame {
+                    function: "f".into(),
+                    file: Some(this_file.into()),
+                    line: Some(1),
+                    ..Frame::default()
+                },
+                Frame {
+                    function: "g".into(),
+                    file: Some("/nonexistent/x.c".into()),
+                    ..Frame::default()
+                },
+            ],
+            ..Database::default()
+        };
+        let w = write(&db, &out, false).unwrap();
+        assert_eq!(w.sources, 1);
+        let back = Database::from_bytes(&std::fs::read(out.join(FILE_NAME)).unwrap()).unwrap();
+        assert_eq!(back, db);
+        assert!(source_copy_path(&out.join(SOURCE_DIR), this_file)
+            .unwrap()
+            .is_file());
+        let err = write(&db, &out, false).unwrap_err().to_string();
+        assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+        write(&db, &out, true).unwrap();
+        // Not a database: never replaced.
+        let other = dir.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("keep.txt"), "x").unwrap();
+        assert!(write(&db, &other, true).is_err());
+        assert!(other.join("keep.txt").is_file());
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers.len(), 2, "{leftovers:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

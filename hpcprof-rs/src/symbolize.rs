@@ -1,0 +1,300 @@
+//! Maps module-relative addresses to source frames with addr2line.
+//!
+//! One addr2line [`Loader`] per module file; modules are resolved in
+//! parallel (rayon). Every address yields its inline chain, outermost first;
+//! an address without debug information yields one frame named after the
+//! `.symtab`/`.dynsym` symbol that contains it, or `module+0xOFF`. Nothing
+//! here fails: an unreadable module only produces a warning.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use addr2line::Loader;
+use formats::database::Frame;
+use object::read::elf::{FileHeader, ProgramHeader};
+use rayon::prelude::*;
+
+/// The addresses to resolve in one module.
+#[derive(Debug, Clone)]
+pub struct ModuleRequest {
+    /// Path of the module as the measured process loaded it.
+    pub path: String,
+    /// GNU build-id recorded at measurement time.
+    pub build_id: Option<String>,
+    /// File virtual addresses (runtime address minus load bias).
+    pub addrs: Vec<u64>,
+}
+
+/// The frames of every requested address of one module.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// Address -> inline chain, outermost first (never empty).
+    pub frames: HashMap<u64, Vec<Frame>>,
+    /// Problems worth telling the user about.
+    pub warnings: Vec<String>,
+}
+
+/// Resolves every module of `requests` (in parallel); results in the same order.
+pub fn resolve_all(requests: &[ModuleRequest]) -> Vec<Resolved> {
+    requests.par_iter().map(resolve_module).collect()
+}
+
+/// Demangles a Rust (legacy or v0) or C++ symbol; other names are returned as they are.
+pub fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        // `{:#}` leaves out the hash suffix.
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            if let Ok(s) = sym.demangle() {
+                return s;
+            }
+        }
+    }
+    name.to_string()
+}
+
+/// Last path component of a module path.
+pub fn basename(path: &str) -> &str {
+    path.rsplit('/').find(|s| !s.is_empty()).unwrap_or(path)
+}
+
+fn fallback_frame(module: &str, rel: u64, function: Option<String>) -> Frame {
+    Frame {
+        function: function.unwrap_or_else(|| format!("{}+0x{rel:x}", basename(module))),
+        file: None,
+        line: None,
+        module: module.to_string(),
+        inlined: false,
+    }
+}
+
+fn resolve_module(req: &ModuleRequest) -> Resolved {
+    let mut out = Resolved::default();
+    let fallback_all = |out: &mut Resolved| {
+        for &rel in &req.addrs {
+            out.frames
+                .insert(rel, vec![fallback_frame(&req.path, rel, None)]);
+        }
+    };
+    // Pseudo modules ("[vdso]", "") have no file to read.
+    if req.path.is_empty() || req.path.starts_with('[') {
+        fallback_all(&mut out);
+        return out;
+    }
+    if let Some(recorded) = &req.build_id {
+        if let Some(on_disk) = file_build_id(Path::new(&req.path)) {
+            if !on_disk.eq_ignore_ascii_case(recorded) {
+                out.warnings.push(format!(
+                    "{} differs from the measured module (build-id {on_disk}, measured {recorded}); its source locations may be wrong",
+                    req.path
+                ));
+            }
+        }
+    }
+    // Prefer a separate debug file (/usr/lib/debug/.build-id/xx/yyyy.debug).
+    let debug_file = req.build_id.as_deref().and_then(separate_debug_file);
+    let loader = debug_file
+        .as_deref()
+        .and_then(|p| Loader::new(p).ok())
+        .map(Ok)
+        .unwrap_or_else(|| Loader::new(&req.path));
+    let loader = match loader {
+        Ok(l) => l,
+        Err(e) => {
+            out.warnings.push(format!(
+                "cannot read {} ({e}); its frames are shown as {}+0xOFFSET",
+                req.path,
+                basename(&req.path)
+            ));
+            fallback_all(&mut out);
+            return out;
+        }
+    };
+    for &rel in &req.addrs {
+        out.frames.insert(rel, lookup(&loader, &req.path, rel));
+    }
+    out
+}
+
+/// The inline chain of one address, outermost first (never empty).
+fn lookup(loader: &Loader, module: &str, rel: u64) -> Vec<Frame> {
+    // addr2line yields innermost first.
+    let mut chain: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
+    if let Ok(mut iter) = loader.find_frames(rel) {
+        while let Ok(Some(frame)) = iter.next() {
+            let function = frame
+                .function
+                .as_ref()
+                .and_then(|f| f.raw_name().ok())
+                .map(|n| demangle(&n));
+            let (file, line) = match frame.location {
+                Some(loc) => (loc.file.map(str::to_string), loc.line),
+                None => (None, None),
+            };
+            chain.push((function, file, line));
+        }
+    }
+    let symbol = || loader.find_symbol(rel).map(demangle);
+    if chain.is_empty() {
+        return vec![fallback_frame(module, rel, symbol())];
+    }
+    chain.reverse();
+    chain
+        .into_iter()
+        .enumerate()
+        .map(|(i, (function, file, line))| {
+            let function = match function {
+                Some(f) => f,
+                None if i == 0 => symbol().unwrap_or_else(|| format!("{}+0x{rel:x}", basename(module))),
+                None => "[inlined]".to_string(),
+            };
+            Frame {
+                function,
+                file,
+                line,
+                module: module.to_string(),
+                inlined: i > 0,
+            }
+        })
+        .collect()
+}
+
+fn separate_debug_file(build_id: &str) -> Option<PathBuf> {
+    if build_id.len() < 3 || !build_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let path = PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &build_id[..2],
+        &build_id[2..]
+    ));
+    path.is_file().then_some(path)
+}
+
+/// The GNU build-id of an ELF file, from the notes of its program headers
+/// (which sit at the start of the file: only the first 64 KiB are read).
+pub fn file_build_id(path: &Path) -> Option<String> {
+    let mut head = Vec::with_capacity(64 * 1024);
+    std::fs::File::open(path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .ok()?;
+    build_id_from_head(&head)
+}
+
+fn build_id_from_head(data: &[u8]) -> Option<String> {
+    fn notes<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Option<String> {
+        let header = Elf::parse(data).ok()?;
+        let endian = header.endian().ok()?;
+        for phdr in header.program_headers(endian, data).ok()? {
+            let Ok(Some(mut notes)) = phdr.notes(endian, data) else {
+                continue;
+            };
+            while let Ok(Some(note)) = notes.next() {
+                if note.name() == object::elf::ELF_NOTE_GNU
+                    && note.n_type(endian) == object::elf::NT_GNU_BUILD_ID
+                {
+                    return Some(note.desc().iter().map(|b| format!("{b:02x}")).collect());
+                }
+            }
+        }
+        None
+    }
+    // EI_CLASS: 1 = 32-bit, 2 = 64-bit.
+    match data.get(4) {
+        Some(2) => notes::<object::elf::FileHeader64<object::Endianness>>(data),
+        Some(1) => notes::<object::elf::FileHeader32<object::Endianness>>(data),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_rust_and_cpp() {
+        assert_eq!(
+            demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"),
+            "core::ptr::drop_in_place"
+        );
+        assert_eq!(demangle("_Z3fooi"), "foo(int)");
+        assert_eq!(demangle("main"), "main");
+        assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
+    }
+
+    #[test]
+    fn unreadable_module_gives_offset_frames() {
+        let req = ModuleRequest {
+            path: "/nonexistent/libfoo.so".into(),
+            build_id: None,
+            addrs: vec![0x1234],
+        };
+        let r = resolve_module(&req);
+        assert_eq!(r.warnings.len(), 1);
+        let f = &r.frames[&0x1234];
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].function, "libfoo.so+0x1234");
+        assert!(!f[0].inlined);
+    }
+
+    #[test]
+    fn pseudo_module_is_quiet() {
+        let req = ModuleRequest {
+            path: "[vdso]".into(),
+            build_id: None,
+            addrs: vec![0x10],
+        };
+        let r = resolve_module(&req);
+        assert!(r.warnings.is_empty());
+        assert_eq!(r.frames[&0x10][0].function, "[vdso]+0x10");
+    }
+
+    #[test]
+    fn symbolises_this_test_binary() {
+        // The test binary itself has debug info: resolve the address of a
+        // function of ours and expect this file.
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap().to_string();
+        // Find the symbol address from the file: use the object crate.
+        let data = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        use object::{Object, ObjectSymbol};
+        let sym = file
+            .symbols()
+            .find(|s| {
+                s.name()
+                    .map(|n| demangle(n).ends_with("symbolize::build_id_from_head"))
+                    .unwrap_or(false)
+            })
+            .expect("symbol of build_id_from_head");
+        let addr = sym.address() + 4;
+        let r = resolve_module(&ModuleRequest {
+            path: exe,
+            build_id: None,
+            addrs: vec![addr],
+        });
+        let chain = &r.frames[&addr];
+        let outer = &chain[0];
+        assert!(!outer.inlined);
+        assert!(
+            outer.function.contains("build_id_from_head"),
+            "{}",
+            outer.function
+        );
+        assert!(outer.file.as_deref().unwrap_or("").ends_with("symbolize.rs"));
+        assert!(chain[1..].iter().all(|f| f.inlined));
+    }
+
+    #[test]
+    fn reads_build_id_of_this_binary_or_none() {
+        // Must not panic on any input.
+        assert_eq!(build_id_from_head(b""), None);
+        assert_eq!(build_id_from_head(b"\x7fELF\x02garbage"), None);
+        let _ = file_build_id(&std::env::current_exe().unwrap());
+    }
+}

@@ -1,0 +1,146 @@
+//! A thread's calling-context trees, in preallocated memory so that the
+//! signal handler can insert paths without allocating or locking.
+//!
+//! One node pool holds the four trees; nodes 0..4 are their roots. Children
+//! are found through an open-addressing hash table keyed by (parent, tag,
+//! key). Only the owning thread's handler writes; the file writer reads after
+//! sampling stopped. Everything is atomic (relaxed), so there are no data
+//! races even if a late signal arrives while the file is written.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+use crate::ffi;
+
+/// Roots.
+pub const CODE: u32 = 0;
+pub const HEAP: u32 = 1;
+pub const STATIC: u32 = 2;
+pub const UNKNOWN: u32 = 3;
+const ROOTS: u32 = 4;
+
+/// Node tags.
+pub const TAG_ROOT: u32 = 0;
+pub const TAG_CALL: u32 = 1;
+pub const TAG_HEAP_SITE: u32 = 2;
+pub const TAG_STATIC: u32 = 3;
+pub const TAG_STACK: u32 = 4;
+pub const TAG_SMALL_HEAP: u32 = 5;
+pub const TAG_UNKNOWN: u32 = 6;
+pub const TAG_NOT_RECOVERED: u32 = 7;
+
+/// Metric columns.
+pub const M_SAMPLES: usize = 0;
+pub const M_CPU_SAMPLES: usize = 1;
+pub const METRICS: usize = 2;
+
+/// How many hash slots are probed before giving up.
+const MAX_PROBE: usize = 64;
+
+#[repr(C)]
+pub struct Node {
+    pub parent: AtomicU32,
+    pub tag: AtomicU32,
+    pub key: AtomicU64,
+    pub metrics: [AtomicU64; METRICS],
+}
+
+
+/// The node pool of one thread.
+pub struct Tree {
+    nodes: &'static [Node],
+    /// 0 = empty, otherwise node index + 1.
+    table: &'static [AtomicU32],
+    len: AtomicU32,
+}
+
+fn hash(parent: u32, tag: u32, key: u64) -> u64 {
+    let mut h = key ^ ((parent as u64) << 32 | tag as u64).rotate_left(17);
+    h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 29)
+}
+
+impl Tree {
+    /// A pool of `capacity` nodes (a power of two), or `None` if memory
+    /// could not be mapped.
+    pub fn new(capacity: usize) -> Option<Tree> {
+        let capacity = capacity.next_power_of_two().max(64);
+        let nodes = ffi::map_zeroed::<Node>(capacity)?;
+        let table = ffi::map_zeroed::<AtomicU32>(capacity * 2)?;
+        for root in 0..ROOTS {
+            nodes[root as usize].parent.store(u32::MAX, Relaxed);
+        }
+        Some(Tree {
+            nodes,
+            table,
+            len: AtomicU32::new(ROOTS),
+        })
+    }
+
+    /// Finds or creates the child of `parent` with this tag and key. `None`
+    /// when the pool is full.
+    pub fn child(&self, parent: u32, tag: u32, key: u64) -> Option<u32> {
+        let mask = self.table.len() - 1;
+        let mut slot = hash(parent, tag, key) as usize & mask;
+        for _ in 0..MAX_PROBE {
+            let entry = self.table[slot].load(Relaxed);
+            if entry == 0 {
+                let index = self.len.load(Relaxed);
+                if index as usize >= self.nodes.len() {
+                    return None;
+                }
+                let node = &self.nodes[index as usize];
+                node.parent.store(parent, Relaxed);
+                node.tag.store(tag, Relaxed);
+                node.key.store(key, Relaxed);
+                self.len.store(index + 1, Relaxed);
+                self.table[slot].store(index + 1, Relaxed);
+                return Some(index);
+            }
+            let node = &self.nodes[entry as usize - 1];
+            if node.parent.load(Relaxed) == parent
+                && node.tag.load(Relaxed) == tag
+                && node.key.load(Relaxed) == key
+            {
+                return Some(entry - 1);
+            }
+            slot = (slot + 1) & mask;
+        }
+        None
+    }
+
+    /// Inserts the call path (root-most frame first) under `parent`;
+    /// returns the leaf node.
+    pub fn path(&self, mut parent: u32, frames_root_first: impl Iterator<Item = u64>) -> Option<u32> {
+        for frame in frames_root_first {
+            parent = self.child(parent, TAG_CALL, frame)?;
+        }
+        Some(parent)
+    }
+
+    pub fn add(&self, node: u32, metric: usize, value: u64) {
+        self.nodes[node as usize].metrics[metric].fetch_add(value, Relaxed);
+    }
+
+    pub fn len(&self) -> usize {
+        self.len.load(Relaxed) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// (parent, tag, key, metrics) of node `i`.
+    pub fn node(&self, i: usize) -> (u32, u32, u64, [u64; METRICS]) {
+        let n = &self.nodes[i];
+        let mut m = [0u64; METRICS];
+        for (out, v) in m.iter_mut().zip(&n.metrics) {
+            *out = v.load(Relaxed);
+        }
+        (
+            n.parent.load(Relaxed),
+            n.tag.load(Relaxed),
+            n.key.load(Relaxed),
+            m,
+        )
+    }
+}

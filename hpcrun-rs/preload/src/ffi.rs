@@ -1,0 +1,522 @@
+//! Every call into C and the kernel, with the `unsafe` they need.
+//!
+//! Other modules call the safe wrappers here; each `unsafe` block states why
+//! it is sound.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::{c_int, c_void, CStr};
+
+extern "C" {
+    fn __libc_malloc(size: usize) -> *mut c_void;
+    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+}
+
+/// glibc's allocator, reached through its internal entry points so that the
+/// library's own memory never passes through its own hooks.
+pub struct LibcAllocator;
+
+// SAFETY: the `__libc_*` functions implement malloc's contract; alignment
+// beyond 16 goes through `__libc_memalign`.
+unsafe impl GlobalAlloc for LibcAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: plain calls into glibc's allocator.
+        unsafe {
+            if layout.align() <= 16 {
+                __libc_malloc(layout.size()) as *mut u8
+            } else {
+                __libc_memalign(layout.align(), layout.size()) as *mut u8
+            }
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as above; calloc zeroes.
+        unsafe {
+            if layout.align() <= 16 {
+                __libc_calloc(1, layout.size()) as *mut u8
+            } else {
+                let p = __libc_memalign(layout.align(), layout.size()) as *mut u8;
+                if !p.is_null() {
+                    std::ptr::write_bytes(p, 0, layout.size());
+                }
+                p
+            }
+        }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: `ptr` came from one of the functions above.
+        unsafe { __libc_free(ptr as *mut c_void) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from this allocator; over-aligned blocks are
+        // copied by hand because realloc does not keep alignment.
+        unsafe {
+            if layout.align() <= 16 {
+                __libc_realloc(ptr as *mut c_void, new_size) as *mut u8
+            } else {
+                let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                new
+            }
+        }
+    }
+}
+
+/// The real allocator, for the hooks.
+pub mod real {
+    use super::*;
+    pub fn malloc(size: usize) -> *mut c_void {
+        // SAFETY: glibc's malloc has no preconditions.
+        unsafe { __libc_malloc(size) }
+    }
+    pub fn calloc(n: usize, size: usize) -> *mut c_void {
+        // SAFETY: glibc's calloc checks the multiplication itself.
+        unsafe { __libc_calloc(n, size) }
+    }
+    /// # Safety
+    /// `p` is null or a live block of glibc's allocator.
+    pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: per the caller's contract.
+        unsafe { __libc_realloc(p, size) }
+    }
+    /// # Safety
+    /// `p` is null or a live block of glibc's allocator.
+    pub unsafe fn free(p: *mut c_void) {
+        // SAFETY: per the caller's contract.
+        unsafe { __libc_free(p) }
+    }
+    pub fn memalign(align: usize, size: usize) -> *mut c_void {
+        // SAFETY: glibc's memalign validates `align`.
+        unsafe { __libc_memalign(align, size) }
+    }
+}
+
+/// Types for which all-zero bytes are a valid value (atomics, integers).
+///
+/// # Safety
+/// Implement only for types whose every field is an integer or atomic.
+pub unsafe trait ZeroInit: Sync {}
+
+// SAFETY (all below): integers and atomics, or structs of only those.
+unsafe impl ZeroInit for std::sync::atomic::AtomicU32 {}
+// SAFETY: see above.
+unsafe impl ZeroInit for std::sync::atomic::AtomicU64 {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::cct::Node {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::objects::Site {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::objects::Entry {}
+
+/// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
+/// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing
+/// until used. Returns `None` when the kernel refuses.
+pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
+    let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
+    // SAFETY: anonymous private mapping; no file, no aliasing.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
+    // unmapped, and T is valid when zeroed (ZeroInit).
+    Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
+}
+
+/// A view of `len` bytes of this process's mapped memory at `addr`, for
+/// memory that stays mapped while the module it belongs to is loaded.
+///
+/// # Safety
+/// The range must be mapped and readable for as long as the slice is used.
+pub unsafe fn memory(addr: u64, len: usize) -> &'static [u8] {
+    // SAFETY: per the caller's contract.
+    unsafe { std::slice::from_raw_parts(addr as *const u8, len) }
+}
+
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+pub fn getpid() -> u32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() as u32 }
+}
+
+/// Wall-clock time in ns since the epoch.
+pub fn now_unix_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn errno() -> c_int {
+    // SAFETY: __errno_location returns this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+pub fn set_errno(value: c_int) {
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = value }
+}
+
+/// The calling thread's stack as [low, high).
+pub fn current_stack_range() -> Option<(u64, u64)> {
+    // SAFETY: `attr` is initialised by pthread_getattr_np before use and
+    // destroyed after.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        ok.then(|| (addr as u64, addr as u64 + size as u64))
+    }
+}
+
+/// `dlsym(RTLD_NEXT, name)`.
+pub fn next_symbol(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated.
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+}
+
+/// One loaded module as the dynamic loader reports it.
+#[derive(Debug, Clone)]
+pub struct LoadedModule {
+    pub path: String,
+    pub bias: u64,
+    /// PT_LOAD segments as (start, end, executable).
+    pub segments: Vec<(u64, u64, bool)>,
+    /// PT_GNU_EH_FRAME as (start, end).
+    pub eh_frame_hdr: Option<(u64, u64)>,
+}
+
+/// Every module the loader has mapped, the executable first.
+pub fn loaded_modules() -> Vec<LoadedModule> {
+    unsafe extern "C" fn callback(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the loader passes a valid info; `data` is our Vec.
+        unsafe {
+            let out = &mut *(data as *mut Vec<LoadedModule>);
+            let info = &*info;
+            let name = if info.dlpi_name.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(info.dlpi_name).to_string_lossy().into_owned()
+            };
+            let mut module = LoadedModule {
+                path: name,
+                bias: info.dlpi_addr,
+                segments: Vec::new(),
+                eh_frame_hdr: None,
+            };
+            for i in 0..info.dlpi_phnum as usize {
+                let ph = &*info.dlpi_phdr.add(i);
+                let start = info.dlpi_addr.wrapping_add(ph.p_vaddr);
+                let end = start.wrapping_add(ph.p_memsz);
+                match ph.p_type {
+                    libc::PT_LOAD => {
+                        module
+                            .segments
+                            .push((start, end, ph.p_flags & libc::PF_X != 0))
+                    }
+                    libc::PT_GNU_EH_FRAME => module.eh_frame_hdr = Some((start, end)),
+                    _ => {}
+                }
+            }
+            out.push(module);
+        }
+        0
+    }
+    let mut out: Vec<LoadedModule> = Vec::new();
+    // SAFETY: the callback only touches `out` and the loader's data.
+    unsafe { libc::dl_iterate_phdr(Some(callback), &mut out as *mut _ as *mut c_void) };
+    if let Some(first) = out.first_mut() {
+        if first.path.is_empty() {
+            first.path = std::fs::read_link("/proc/self/exe")
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+        }
+    }
+    out
+}
+
+/// The address of a function of this library (to find its own module).
+pub fn own_address() -> u64 {
+    loaded_modules as *const () as usize as u64
+}
+
+/// Runs `f` once at library load, from `.init_array`.
+#[macro_export]
+macro_rules! on_load {
+    ($f:path) => {
+        #[used]
+        #[link_section = ".init_array"]
+        static ON_LOAD: extern "C" fn() = {
+            extern "C" fn on_load() {
+                $f();
+            }
+            on_load
+        };
+    };
+}
+
+/// Registers `f` to run at process exit (after the program's own atexit
+/// handlers, which were registered later).
+pub fn at_exit(f: extern "C" fn()) {
+    // SAFETY: registering a plain function.
+    unsafe { libc::atexit(f) };
+}
+
+/// Registers fork handlers.
+pub fn at_fork(child: unsafe extern "C" fn()) {
+    // SAFETY: registering a plain function.
+    unsafe { libc::pthread_atfork(None, None, Some(child)) };
+}
+
+/// A pthread key whose destructor runs at thread exit.
+pub fn thread_exit_key(destructor: unsafe extern "C" fn(*mut c_void)) -> Option<libc::pthread_key_t> {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: valid out pointer.
+    (unsafe { libc::pthread_key_create(&mut key, Some(destructor)) } == 0).then_some(key)
+}
+
+pub fn set_thread_value(key: libc::pthread_key_t, value: *mut c_void) {
+    // SAFETY: `key` came from pthread_key_create.
+    unsafe { libc::pthread_setspecific(key, value) };
+}
+
+/// Host name of the machine.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buffer and its length.
+    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+        return String::from("localhost");
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// perf_event constants libc does not define for linux-gnu.
+pub const F_SETSIG: c_int = 10;
+pub const F_SETOWN_EX: c_int = 15;
+pub const F_OWNER_TID: c_int = 0;
+
+/// Opens a task-clock sampling event on the calling thread that sends
+/// `signal` to this thread every `period_ns` of its CPU time. Returns the fd.
+pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = pe::perf_event_attr {
+        type_: pe::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
+        config: pe::PERF_COUNT_SW_TASK_CLOCK as u64,
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = period_ns;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    // SAFETY: valid attr; pid 0 / cpu -1 = this thread on any CPU.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(&mut attr, 0, -1, -1, pe::PERF_FLAG_FD_CLOEXEC as _)
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    #[repr(C)]
+    struct FOwnerEx {
+        kind: c_int,
+        pid: libc::pid_t,
+    }
+    let owner = FOwnerEx {
+        kind: F_OWNER_TID,
+        pid: gettid() as libc::pid_t,
+    };
+    // SAFETY: fcntl/ioctl on our own fd with valid arguments.
+    let ok = unsafe {
+        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
+            && libc::fcntl(fd, F_SETSIG, signal) == 0
+            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
+            && libc::ioctl(fd, pe::RESET as _, 0) == 0
+            && libc::ioctl(fd, pe::ENABLE as _, 0) == 0
+    };
+    if !ok {
+        let e = errno();
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// Stops and closes a sampling event.
+pub fn close_event(fd: c_int) {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: our own fd; errors are harmless.
+    unsafe {
+        libc::ioctl(fd, pe::DISABLE as _, 0);
+        libc::close(fd);
+    }
+}
+
+/// Stops a sampling event without closing it (from any thread).
+pub fn disable_event(fd: c_int) {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: our own fd; errors are harmless.
+    unsafe { libc::ioctl(fd, pe::DISABLE as _, 0) };
+}
+
+pub fn sigrtmin() -> c_int {
+    libc::SIGRTMIN()
+}
+
+/// Installs `handler` (SA_SIGINFO | SA_RESTART) for `signal`.
+pub fn install_handler(
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+) -> bool {
+    // SAFETY: a zeroed sigaction with our handler and an empty mask.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(signal, &sa, std::ptr::null_mut()) == 0
+    }
+}
+
+/// A file mapped read-only; unmapped on drop.
+pub struct MappedFile {
+    ptr: *mut c_void,
+    len: usize,
+}
+
+impl MappedFile {
+    pub fn open(path: &str) -> Option<MappedFile> {
+        let file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len() as usize;
+        if len == 0 {
+            return None;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: read-only private mapping of an open file.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (ptr != libc::MAP_FAILED).then_some(MappedFile { ptr, len })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
+/// A value published once per update and then only read, from any thread
+/// and from signal handlers: a pointer to a leaked box. Old values are never
+/// freed, so a reader's reference stays valid forever.
+pub struct Published<T>(std::sync::atomic::AtomicPtr<T>);
+
+impl<T> Published<T> {
+    pub const fn new() -> Self {
+        Published(std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    pub fn publish(&self, value: T) -> &'static T {
+        let leaked: &'static mut T = Box::leak(Box::new(value));
+        self.0.store(leaked, std::sync::atomic::Ordering::Release);
+        leaked
+    }
+
+    pub fn get(&self) -> Option<&'static T> {
+        let p = self.0.load(std::sync::atomic::Ordering::Acquire);
+        // SAFETY: non-null pointers stored here come from `Box::leak` and
+        // are never freed.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+}
+
+// SAFETY: a null AtomicPtr is all zeroes.
+unsafe impl<T: Sync> ZeroInit for Published<T> {}
+
+impl<T> Default for Published<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The calling thread's stack bounds; reading a word inside them is safe
+/// while the thread runs (its stack stays mapped).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StackBounds {
+    pub low: u64,
+    pub high: u64,
+}
+
+impl StackBounds {
+    /// Bounds of the calling thread's stack.
+    pub fn current() -> Option<StackBounds> {
+        current_stack_range().map(|(low, high)| StackBounds { low, high })
+    }
+
+    /// Reads the word at `addr` if it lies inside the stack.
+    pub fn read(&self, addr: u64) -> Option<u64> {
+        if addr < self.low || addr.checked_add(8)? > self.high {
+            return None;
+        }
+        // SAFETY: inside the stack mapping of the thread that owns these
+        // bounds; only that thread calls this (from its hooks or handler).
+        Some(unsafe { std::ptr::read_volatile(addr as *const u64) })
+    }
+
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.low && addr < self.high
+    }
+}
+
+/// The bytes [start, end) of a loaded module, if they lie inside one of its
+/// loaded `segments` (as reported by the dynamic loader). Valid while the
+/// module stays loaded (modules are not unloaded in this version).
+pub fn loaded_bytes(segments: &[(u64, u64, bool)], start: u64, end: u64) -> Option<&'static [u8]> {
+    let inside = start <= end && segments.iter().any(|&(s, e, _)| start >= s && end <= e);
+    // SAFETY: the range is inside a segment the loader mapped readable.
+    inside.then(|| unsafe { memory(start, (end - start) as usize) })
+}

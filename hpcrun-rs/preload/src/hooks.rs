@@ -1,0 +1,233 @@
+//! The interposed C entry points: the malloc family and `pthread_create`.
+//!
+//! Every hook calls glibc's real allocator first, then (for blocks of at
+//! least `min_bytes`, outside re-entrant calls, once the library is
+//! initialised) unwinds the allocation call path and records the block.
+//! A const-initialised thread-local guard makes nested calls (from the
+//! unwinder, the loader, or the library itself) pass straight through.
+//! errno is preserved across the bookkeeping.
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::ffi::{self, real};
+use crate::{config, modules, objects, threads, unwind};
+
+/// Set once the library finished initialising.
+pub static READY: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` unless a hook is already active on this thread.
+fn guarded(f: impl FnOnce()) {
+    if !READY.load(Ordering::Acquire) {
+        return;
+    }
+    let entered = IN_HOOK.with(|g| !g.replace(true));
+    if entered {
+        let saved = ffi::errno();
+        f();
+        ffi::set_errno(saved);
+        IN_HOOK.with(|g| g.set(false));
+    }
+}
+
+/// Makes the calling thread's hooks pass through while `f` runs (used by
+/// the library's own code that may call into libc allocation).
+pub fn without_hooks<R>(f: impl FnOnce() -> R) -> R {
+    let was = IN_HOOK.with(|g| g.replace(true));
+    let r = f();
+    IN_HOOK.with(|g| g.set(was));
+    r
+}
+
+/// The caller's (pc, sp, bp), read where this is inlined.
+#[inline(always)]
+fn current_registers() -> (u64, u64, u64) {
+    let (pc, sp, bp): (u64, u64, u64);
+    // SAFETY: reads three registers, touches no memory.
+    unsafe {
+        std::arch::asm!(
+            "lea {pc}, [rip]",
+            "mov {sp}, rsp",
+            "mov {bp}, rbp",
+            pc = out(reg) pc,
+            sp = out(reg) sp,
+            bp = out(reg) bp,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+    (pc, sp, bp)
+}
+
+/// Unwinds the allocation call path and records the block.
+#[inline(never)]
+fn record(ptr: *mut c_void, size: usize) {
+    if ptr.is_null() || !READY.load(Ordering::Acquire) || size < config::get().min_bytes {
+        return;
+    }
+    guarded(|| {
+        let (Some(state), Some(unwinder), Some(objs), Some(snap)) =
+            (threads::current(), unwind::get(), objects::get(), modules::get())
+        else {
+            return;
+        };
+        let (pc, sp, bp) = current_registers();
+        let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
+        // SAFETY: the hook cache is used only by this thread's hooks, and
+        // the IN_HOOK guard excludes nested use.
+        let cache = unsafe { &mut *state.hook_cache.get() };
+        let got = unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames);
+        // Drop the frames inside this library (the hook itself).
+        let own = frames[..got.len]
+            .iter()
+            .take_while(|&&f| snap.is_own_code(f))
+            .count();
+        let path = &frames[own..got.len];
+        if let Some(site) = objs.site(path) {
+            objs.insert(ptr as u64, size as u64, site);
+        }
+    });
+}
+
+fn forget(ptr: *mut c_void) {
+    if ptr.is_null() || !READY.load(Ordering::Acquire) {
+        return;
+    }
+    if let Some(objs) = objects::get() {
+        objs.remove(ptr as u64);
+    }
+}
+
+/// # Safety
+/// C's malloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    let p = real::malloc(size);
+    record(p, size);
+    p
+}
+
+/// # Safety
+/// C's calloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    let p = real::calloc(n, size);
+    if !p.is_null() {
+        record(p, n.saturating_mul(size));
+    }
+    p
+}
+
+/// # Safety
+/// C's realloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
+    // Forget first: once glibc has the block back, another thread may get
+    // the same address and record it.
+    forget(old);
+    // SAFETY: `old` is null or a live block, per the caller's contract.
+    let p = unsafe { real::realloc(old, size) };
+    if !p.is_null() {
+        record(p, size);
+    }
+    p
+}
+
+/// # Safety
+/// C's free contract.
+#[no_mangle]
+pub unsafe extern "C" fn free(ptr: *mut c_void) {
+    forget(ptr);
+    // SAFETY: per the caller's contract.
+    unsafe { real::free(ptr) }
+}
+
+/// # Safety
+/// C's memalign contract.
+#[no_mangle]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    let p = real::memalign(align, size);
+    record(p, size);
+    p
+}
+
+/// # Safety
+/// C11's aligned_alloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    let p = real::memalign(align, size);
+    record(p, size);
+    p
+}
+
+/// # Safety
+/// POSIX's posix_memalign contract (`out` is writable).
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
+    if align < std::mem::size_of::<*mut c_void>() || !align.is_power_of_two() {
+        return libc::EINVAL;
+    }
+    let saved = ffi::errno();
+    let p = real::memalign(align, size);
+    if p.is_null() {
+        ffi::set_errno(saved);
+        return libc::ENOMEM;
+    }
+    // SAFETY: `out` is writable per the caller's contract.
+    unsafe { *out = p };
+    record(p, size);
+    0
+}
+
+type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
+type PthreadCreate = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    StartRoutine,
+    *mut c_void,
+) -> c_int;
+
+struct Trampoline {
+    start: StartRoutine,
+    arg: *mut c_void,
+}
+
+extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
+    // SAFETY: `raw` is the Box we leaked in pthread_create below.
+    let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
+    without_hooks(crate::sampling::start_thread);
+    (tramp.start)(tramp.arg)
+}
+
+/// # Safety
+/// POSIX's pthread_create contract.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: StartRoutine,
+    arg: *mut c_void,
+) -> c_int {
+    let real = ffi::next_symbol(c"pthread_create");
+    if real.is_null() {
+        return libc::EAGAIN;
+    }
+    // SAFETY: RTLD_NEXT's pthread_create has this signature.
+    let real: PthreadCreate = unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) };
+    if !READY.load(Ordering::Acquire) || config::get().out_dir.is_none() {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { real(thread, attr, start, arg) };
+    }
+    let tramp = Box::into_raw(Box::new(Trampoline { start, arg }));
+    // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
+    let rc = unsafe { real(thread, attr, thread_start, tramp as *mut c_void) };
+    if rc != 0 {
+        // SAFETY: the thread was not created, so the box is still ours.
+        drop(unsafe { Box::from_raw(tramp) });
+    }
+    rc
+}

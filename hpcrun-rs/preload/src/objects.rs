@@ -1,0 +1,308 @@
+//! The heap-object map and the allocation-site table.
+//!
+//! **Sites**: every distinct allocation call path gets one entry in an
+//! append-only table (deduplicated by hash under a writers-only spin lock).
+//! **Objects**: live tracked blocks as a sorted array of (start, end, site)
+//! guarded by a sequence lock. Writers (the malloc hooks) serialise on a spin
+//! lock; the signal handler never takes it: it reads optimistically and
+//! retries a few times if a writer was active, then gives up (counted as a
+//! dropped lookup). Lookup is a binary search: O(log n) with no allocation.
+//! Frees of untracked blocks take no lock (an optimistic exact lookup first).
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::OnceLock;
+
+use crate::ffi;
+
+/// Longest allocation call path kept.
+pub const MAX_ALLOC_FRAMES: usize = 48;
+const SITE_CAPACITY: usize = 1 << 16;
+const OBJECT_CAPACITY: usize = 1 << 20;
+
+pub struct Site {
+    hash: AtomicU64,
+    len: AtomicU32,
+    pub allocations: AtomicU64,
+    pub bytes: AtomicU64,
+    pub max_bytes: AtomicU64,
+    frames: [AtomicU64; MAX_ALLOC_FRAMES],
+}
+
+#[repr(C)]
+pub struct Entry {
+    start: AtomicU64,
+    end: AtomicU64,
+    site: AtomicU64,
+}
+
+
+pub struct Objects {
+    sites: &'static [Site],
+    site_index: &'static [AtomicU32],
+    site_count: AtomicU32,
+    site_lock: AtomicBool,
+    entries: &'static [Entry],
+    len: AtomicU64,
+    seq: AtomicU64,
+    write_lock: AtomicBool,
+}
+
+static OBJECTS: OnceLock<Objects> = OnceLock::new();
+
+/// Creates the tables (at library load).
+pub fn init() -> bool {
+    let Some(sites) = ffi::map_zeroed::<Site>(SITE_CAPACITY) else {
+        return false;
+    };
+    let Some(site_index) = ffi::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2) else {
+        return false;
+    };
+    let Some(entries) = ffi::map_zeroed::<Entry>(OBJECT_CAPACITY) else {
+        return false;
+    };
+    OBJECTS
+        .set(Objects {
+            sites,
+            site_index,
+            site_count: AtomicU32::new(0),
+            site_lock: AtomicBool::new(false),
+            entries,
+            len: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+            write_lock: AtomicBool::new(false),
+        })
+        .is_ok()
+}
+
+pub fn get() -> Option<&'static Objects> {
+    OBJECTS.get()
+}
+
+fn lock(flag: &AtomicBool) {
+    while flag
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+        std::thread::yield_now();
+    }
+}
+
+fn unlock(flag: &AtomicBool) {
+    flag.store(false, Release);
+}
+
+fn path_hash(frames: &[u64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in frames {
+        h ^= f;
+        h = h.wrapping_mul(0x100_0000_01b3).rotate_left(23);
+    }
+    h | 1
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    Site(u32),
+    NotFound,
+    /// A writer was active on every try.
+    Busy,
+}
+
+impl Objects {
+    /// Site id of this call path (innermost first), created if new. `None`
+    /// when the table is full.
+    pub fn site(&self, frames: &[u64]) -> Option<u32> {
+        let frames = &frames[..frames.len().min(MAX_ALLOC_FRAMES)];
+        let hash = path_hash(frames);
+        let mask = self.site_index.len() - 1;
+        let mut slot = hash as usize & mask;
+        lock(&self.site_lock);
+        let result = loop {
+            let entry = self.site_index[slot].load(Relaxed);
+            if entry == 0 {
+                let id = self.site_count.load(Relaxed);
+                if id as usize >= self.sites.len() {
+                    break None;
+                }
+                let site = &self.sites[id as usize];
+                site.hash.store(hash, Relaxed);
+                site.len.store(frames.len() as u32, Relaxed);
+                for (slot, f) in site.frames.iter().zip(frames) {
+                    slot.store(*f, Relaxed);
+                }
+                self.site_count.store(id + 1, Release);
+                self.site_index[slot].store(id + 1, Relaxed);
+                break Some(id);
+            }
+            let site = &self.sites[entry as usize - 1];
+            if site.hash.load(Relaxed) == hash && self.site_frames_equal(site, frames) {
+                break Some(entry - 1);
+            }
+            slot = (slot + 1) & mask;
+        };
+        unlock(&self.site_lock);
+        result
+    }
+
+    fn site_frames_equal(&self, site: &Site, frames: &[u64]) -> bool {
+        site.len.load(Relaxed) as usize == frames.len()
+            && site.frames.iter().zip(frames).all(|(a, b)| a.load(Relaxed) == *b)
+    }
+
+    pub fn site_count(&self) -> u32 {
+        self.site_count.load(Acquire)
+    }
+
+    /// The frames of site `id` (innermost first) and its counters.
+    pub fn site_info(&self, id: u32) -> Option<(Vec<u64>, &Site)> {
+        let site = self.sites.get(id as usize)?;
+        let n = site.len.load(Relaxed) as usize;
+        Some((site.frames[..n].iter().map(|f| f.load(Relaxed)).collect(), site))
+    }
+
+    /// Records a live block.
+    pub fn insert(&self, start: u64, size: u64, site: u32) {
+        if let Some(s) = self.sites.get(site as usize) {
+            s.allocations.fetch_add(1, Relaxed);
+            s.bytes.fetch_add(size, Relaxed);
+            s.max_bytes.fetch_max(size, Relaxed);
+        }
+        lock(&self.write_lock);
+        let len = self.len.load(Relaxed) as usize;
+        let pos = self.lower_bound(start, len);
+        let replace = pos < len && self.entries[pos].start.load(Relaxed) == start;
+        if replace || len < self.entries.len() {
+            self.begin_write();
+            if !replace {
+                let mut i = len;
+                while i > pos {
+                    self.copy_entry(i - 1, i);
+                    i -= 1;
+                }
+                self.len.store(len as u64 + 1, Relaxed);
+            }
+            let e = &self.entries[pos];
+            e.start.store(start, Relaxed);
+            e.end.store(start + size.max(1), Relaxed);
+            e.site.store(site as u64, Relaxed);
+            self.end_write();
+        }
+        unlock(&self.write_lock);
+    }
+
+    /// Forgets the block starting at `start`, if tracked.
+    pub fn remove(&self, start: u64) {
+        if !self.is_tracked(start) {
+            return;
+        }
+        lock(&self.write_lock);
+        let len = self.len.load(Relaxed) as usize;
+        let pos = self.lower_bound(start, len);
+        if pos < len && self.entries[pos].start.load(Relaxed) == start {
+            self.begin_write();
+            for i in pos..len - 1 {
+                self.copy_entry(i + 1, i);
+            }
+            self.len.store(len as u64 - 1, Relaxed);
+            self.end_write();
+        }
+        unlock(&self.write_lock);
+    }
+
+    /// True if a block starts exactly at `start` (optimistic; a writer in
+    /// progress makes it answer true, which only costs a lock).
+    fn is_tracked(&self, start: u64) -> bool {
+        let s1 = self.seq.load(Acquire);
+        if s1 & 1 == 1 {
+            return true;
+        }
+        let len = (self.len.load(Relaxed) as usize).min(self.entries.len());
+        let pos = self.lower_bound(start, len);
+        let found = pos < len && self.entries[pos].start.load(Relaxed) == start;
+        fence(Acquire);
+        found || self.seq.load(Relaxed) != s1
+    }
+
+    /// The site of the block containing `addr`. Safe in a signal handler.
+    pub fn lookup(&self, addr: u64) -> Lookup {
+        for _ in 0..8 {
+            let s1 = self.seq.load(Acquire);
+            if s1 & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let len = (self.len.load(Relaxed) as usize).min(self.entries.len());
+            // Last entry with start <= addr.
+            let pos = self.upper_bound(addr, len);
+            let mut found = Lookup::NotFound;
+            if pos > 0 {
+                let e = &self.entries[pos - 1];
+                if addr < e.end.load(Relaxed) {
+                    found = Lookup::Site(e.site.load(Relaxed) as u32);
+                }
+            }
+            fence(Acquire);
+            if self.seq.load(Relaxed) == s1 {
+                return found;
+            }
+        }
+        Lookup::Busy
+    }
+
+    /// First index whose start >= key.
+    fn lower_bound(&self, key: u64, len: usize) -> usize {
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.entries[mid].start.load(Relaxed) < key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// First index whose start > key.
+    fn upper_bound(&self, key: u64, len: usize) -> usize {
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.entries[mid].start.load(Relaxed) <= key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    fn copy_entry(&self, from: usize, to: usize) {
+        let (f, t) = (&self.entries[from], &self.entries[to]);
+        t.start.store(f.start.load(Relaxed), Relaxed);
+        t.end.store(f.end.load(Relaxed), Relaxed);
+        t.site.store(f.site.load(Relaxed), Relaxed);
+    }
+
+    fn begin_write(&self) {
+        self.seq.fetch_add(1, Relaxed);
+        fence(Release);
+    }
+
+    fn end_write(&self) {
+        self.seq.fetch_add(1, Release);
+    }
+
+    /// After fork: the child is single-threaded, so locks held by other
+    /// threads of the parent are released.
+    pub fn reset_locks_after_fork(&self) {
+        self.site_lock.store(false, Relaxed);
+        self.write_lock.store(false, Relaxed);
+        let s = self.seq.load(Relaxed);
+        if s & 1 == 1 {
+            self.seq.store(s + 1, Relaxed);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Library start-up and the per-thread sample source.
+//!
+//! `mem:soft` (and `cpu-time`) use a software task-clock perf event per
+//! thread, opened by that thread, whose overflow signal (a real-time signal,
+//! `SIGRTMIN+4` unless `HPCRUN_SIGNAL` says otherwise) is delivered to that
+//! same thread (`F_SETOWN_EX` with `F_OWNER_TID`).
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
+
+use crate::{config, cct, ffi, handler, hooks, modules, objects, soft, threads, unwind, writer};
+
+/// Nodes per thread (all four trees).
+pub const TREE_CAPACITY: usize = 1 << 16;
+
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// True while samples should be recorded.
+pub fn active() -> bool {
+    ACTIVE.load(Relaxed)
+}
+
+crate::on_load!(init);
+
+/// Runs at library load (from `.init_array`).
+fn init() {
+    hooks::without_hooks(|| {
+        let cfg = config::get();
+        if cfg.out_dir.is_none() {
+            // Loaded without hpcrun-rs: stay passive.
+            return;
+        }
+        if !objects::init() {
+            return;
+        }
+        let snapshot = modules::refresh();
+        unwind::refresh(snapshot);
+        soft::warm_up();
+        let signal = ffi::sigrtmin() + cfg.signal_offset;
+        SIGNAL.store(signal, Relaxed);
+        if cfg.period_ns > 0 && !ffi::install_handler(signal, handler::on_sample) {
+            writer::warn("could not install the sample signal handler; sampling disabled");
+        }
+        writer::init();
+        ffi::at_exit(at_exit);
+        ffi::at_fork(after_fork_in_child);
+        ACTIVE.store(true, Relaxed);
+        hooks::READY.store(true, Release);
+        start_thread();
+    });
+}
+
+/// Sets up the calling thread: state, exit hook, sampling.
+pub fn start_thread() {
+    if !ACTIVE.load(Relaxed) {
+        return;
+    }
+    let Some(state) = threads::start_current(TREE_CAPACITY) else {
+        writer::warn("could not map memory for a thread's profile; thread not measured");
+        return;
+    };
+    writer::register_thread_exit(state);
+    let cfg = config::get();
+    if cfg.period_ns > 0 {
+        match ffi::open_task_clock(cfg.period_ns, SIGNAL.load(Relaxed)) {
+            Ok(fd) => state.perf_fd.store(fd, Release),
+            Err(errno) => writer::warn_once(&format!(
+                "perf_event_open(task-clock) failed (errno {errno}): no samples; check /proc/sys/kernel/perf_event_paranoid"
+            )),
+        }
+    }
+}
+
+/// Stops a thread's sampling (from any thread).
+pub fn stop(state: &threads::ThreadState, close: bool) {
+    let fd = state.perf_fd.swap(-1, AcqRel);
+    if fd >= 0 {
+        if close {
+            ffi::close_event(fd);
+        } else {
+            ffi::disable_event(fd);
+        }
+    }
+}
+
+/// Process exit: stop every thread's sampling, then write every profile
+/// that was not written yet.
+extern "C" fn at_exit() {
+    hooks::without_hooks(|| {
+        ACTIVE.store(false, Relaxed);
+        let pid = ffi::getpid();
+        for state in threads::all().filter(|s| s.pid == pid) {
+            stop(state, false);
+        }
+        for state in threads::all().filter(|s| s.pid == pid) {
+            writer::finish(state);
+        }
+    });
+}
+
+/// In a forked child: reset locks other threads may have held, forget the
+/// parent's threads and measure this (only) thread afresh.
+unsafe extern "C" fn after_fork_in_child() {
+    hooks::without_hooks(|| {
+        if let Some(objs) = objects::get() {
+            objs.reset_locks_after_fork();
+        }
+        // The parent's perf events are the parent's: do not touch them.
+        threads::reset_after_fork();
+        start_thread();
+    });
+}
+
+/// Metric columns, in `cct::M_*` order.
+pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
+    [
+        (
+            "samples",
+            "samples",
+            "task-clock samples whose skid-corrected instruction accesses memory (mem:soft); each stands for one sampling period of thread CPU time",
+        ),
+        (
+            "cpu_samples",
+            "samples",
+            "all task-clock samples (code-centric tree only)",
+        ),
+    ]
+}

@@ -1,0 +1,250 @@
+//! `mem:soft`: the software memory-access sample source.
+//!
+//! A task-clock sample interrupts a thread at the instruction *after* the
+//! one that was executing (measured skid, see DESIGN.md). We find that
+//! previous instruction (decoding forward from the start of the enclosing
+//! function, with a per-thread cache, else a backward guess), and if it has
+//! an explicit memory operand whose address registers it did not overwrite,
+//! its effective address is computed from the interrupted registers. If it
+//! overwrote them (a pointer chase `mov (%rdi),%rdi`), the instruction at the
+//! interrupted IP is used instead. No allocation anywhere (iced-x86's tables
+//! are warmed up before sampling starts).
+
+use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
+
+/// General-purpose registers of the interrupted context, indexed by
+/// [`gpr_index`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Regs {
+    pub gpr: [u64; 16],
+    pub rip: u64,
+}
+
+/// RAX=0 .. R15=15 (iced's order).
+pub fn gpr_index(reg: Register) -> Option<usize> {
+    let full = reg.full_register();
+    let n = full as usize;
+    let rax = Register::RAX as usize;
+    (n >= rax && n <= Register::R15 as usize).then(|| n - rax)
+}
+
+/// What the skid-corrected instruction does with memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No explicit memory operand.
+    NotMemory,
+    /// Address recovered.
+    Address { addr: u64, size: u32, write: bool },
+    /// Accesses memory, but the address cannot be computed (registers
+    /// overwritten, segment base unknown, gather).
+    Unrecoverable,
+}
+
+/// Decodes one instruction at `ip` from `code` (which starts at `code_start`).
+pub fn decode_at(code: &[u8], code_start: u64, ip: u64) -> Option<Instruction> {
+    let off = ip.checked_sub(code_start)? as usize;
+    let bytes = code.get(off..)?;
+    let mut decoder = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    if !decoder.can_decode() {
+        return None;
+    }
+    let insn = decoder.decode();
+    (!insn.is_invalid()).then_some(insn)
+}
+
+/// Start of the instruction that ends exactly at `ip`, decoding forward from
+/// `from` (a function start). `None` if the decode does not land on `ip`.
+pub fn previous_by_forward_decode(code: &[u8], code_start: u64, from: u64, ip: u64) -> Option<u64> {
+    let start = from.checked_sub(code_start)? as usize;
+    let end = ip.checked_sub(code_start)? as usize;
+    let bytes = code.get(start..end)?;
+    let mut decoder = Decoder::with_ip(64, bytes, from, DecoderOptions::NONE);
+    let mut insn = Instruction::default();
+    let mut last = None;
+    while decoder.can_decode() {
+        decoder.decode_out(&mut insn);
+        if insn.is_invalid() {
+            return None;
+        }
+        last = Some(insn.ip());
+    }
+    (decoder.ip() == ip).then_some(last?)
+}
+
+/// Without a function start: the shortest valid instruction that ends at
+/// `ip` and accesses memory, else the shortest valid one.
+pub fn previous_by_backward_guess(code: &[u8], code_start: u64, ip: u64) -> Option<u64> {
+    let mut fallback = None;
+    for len in 1..=15u64 {
+        let Some(start) = ip.checked_sub(len) else {
+            break;
+        };
+        if start < code_start {
+            break;
+        }
+        let Some(insn) = decode_at(code, code_start, start) else {
+            continue;
+        };
+        if insn.len() as u64 != len {
+            continue;
+        }
+        if has_memory_operand(&insn) {
+            return Some(start);
+        }
+        fallback.get_or_insert(start);
+    }
+    fallback
+}
+
+fn memory_operand(insn: &Instruction) -> Option<u32> {
+    (0..insn.op_count()).find(|&i| insn.op_kind(i) == OpKind::Memory)
+}
+
+fn has_memory_operand(insn: &Instruction) -> bool {
+    !matches!(insn.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) && memory_operand(insn).is_some()
+}
+
+/// True if executing `insn` changed register `reg` (conservatively).
+fn writes_register(insn: &Instruction, reg: Register) -> bool {
+    let full = reg.full_register();
+    if insn.op_count() > 0 && insn.op_kind(0) == OpKind::Register {
+        let compares = matches!(
+            insn.mnemonic(),
+            Mnemonic::Cmp | Mnemonic::Test | Mnemonic::Ucomisd | Mnemonic::Ucomiss | Mnemonic::Comisd | Mnemonic::Comiss
+        );
+        if !compares && insn.op0_register().full_register() == full {
+            return true;
+        }
+    }
+    // Exchanges write their second operand too.
+    if matches!(insn.mnemonic(), Mnemonic::Xchg | Mnemonic::Xadd | Mnemonic::Cmpxchg)
+        && insn.op_count() > 1
+        && insn.op_kind(1) == OpKind::Register
+        && insn.op1_register().full_register() == full
+    {
+        return true;
+    }
+    // Implicit writers of RAX/RDX/RSP.
+    match insn.mnemonic() {
+        Mnemonic::Mul | Mnemonic::Div | Mnemonic::Idiv | Mnemonic::Cqo | Mnemonic::Cdq => {
+            full == Register::RAX || full == Register::RDX
+        }
+        Mnemonic::Imul if insn.op_count() == 1 => full == Register::RAX || full == Register::RDX,
+        Mnemonic::Push | Mnemonic::Pop | Mnemonic::Call | Mnemonic::Ret => full == Register::RSP,
+        _ => false,
+    }
+}
+
+/// The data address of `insn` computed from `regs`. `executed` says whether
+/// the registers are those *after* the instruction ran (skid) or before it.
+pub fn access(insn: &Instruction, regs: &Regs, executed: bool) -> Access {
+    if !has_memory_operand(insn) {
+        return Access::NotMemory;
+    }
+    let Some(op) = memory_operand(insn) else {
+        return Access::NotMemory;
+    };
+    if insn.is_string_instruction() || matches!(insn.code(), Code::INVALID) {
+        return Access::Unrecoverable;
+    }
+    match insn.memory_segment() {
+        Register::FS | Register::GS => return Access::Unrecoverable,
+        _ => {}
+    }
+    let base = insn.memory_base();
+    let index = insn.memory_index();
+    if index.is_xmm() || index.is_ymm() || index.is_zmm() {
+        return Access::Unrecoverable;
+    }
+    let value = |reg: Register| -> Option<u64> {
+        if reg == Register::None {
+            return Some(0);
+        }
+        if reg == Register::RIP || reg == Register::EIP {
+            return Some(0);
+        }
+        if executed && writes_register(insn, reg) {
+            return None;
+        }
+        let v = regs.gpr[gpr_index(reg)?];
+        Some(if reg.is_gpr32() { v & 0xffff_ffff } else { v })
+    };
+    let (Some(b), Some(i)) = (value(base), value(index)) else {
+        return Access::Unrecoverable;
+    };
+    let addr = b
+        .wrapping_add(i.wrapping_mul(insn.memory_index_scale() as u64))
+        .wrapping_add(insn.memory_displacement64());
+    let write = op == 0 && !matches!(insn.mnemonic(), Mnemonic::Cmp | Mnemonic::Test);
+    Access::Address {
+        addr,
+        size: insn.memory_size().size() as u32,
+        write,
+    }
+}
+
+/// Decodes a few instructions so that iced-x86 builds any lazy state before
+/// the first signal arrives.
+pub fn warm_up() {
+    // mov rax,[rdi+rsi*8+8]; addsd xmm0,[rcx]; vmovupd ymm0,[rax]; lea; ret
+    let code: [u8; 21] = [
+        0x48, 0x8b, 0x44, 0xf7, 0x08, 0xf2, 0x0f, 0x58, 0x01, 0xc5, 0xfd, 0x10, 0x00, 0x48, 0x8d,
+        0x04, 0x24, 0xc3, 0x90, 0x90, 0x90,
+    ];
+    let regs = Regs::default();
+    let mut ip = 0x1000;
+    while let Some(insn) = decode_at(&code, 0x1000, ip) {
+        let _ = access(&insn, &regs, true);
+        ip += insn.len() as u64;
+    }
+    let _ = previous_by_forward_decode(&code, 0x1000, 0x1000, 0x1009);
+    let _ = previous_by_backward_guess(&code, 0x1000, 0x1009);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // 0: 48 8b 3f        mov rdi,[rdi]        (pointer chase)
+    // 3: f2 0f 58 01     addsd xmm0,[rcx]
+    // 7: 48 8b 44 f7 08  mov rax,[rdi+rsi*8+8]
+    const CODE: [u8; 12] = [0x48, 0x8b, 0x3f, 0xf2, 0x0f, 0x58, 0x01, 0x48, 0x8b, 0x44, 0xf7, 0x08];
+
+    #[test]
+    fn forward_decode_finds_previous_instruction() {
+        assert_eq!(previous_by_forward_decode(&CODE, 0x100, 0x100, 0x107), Some(0x103));
+        assert_eq!(previous_by_forward_decode(&CODE, 0x100, 0x100, 0x103), Some(0x100));
+        assert_eq!(previous_by_forward_decode(&CODE, 0x100, 0x100, 0x105), None);
+    }
+
+    #[test]
+    fn backward_guess_finds_memory_instruction() {
+        assert_eq!(previous_by_backward_guess(&CODE, 0x100, 0x107), Some(0x103));
+    }
+
+    #[test]
+    fn effective_address_from_registers() {
+        let mut regs = Regs::default();
+        regs.gpr[1] = 0x5000; // rcx
+        regs.gpr[7] = 0x9000; // rdi
+        regs.gpr[6] = 2; // rsi
+        let addsd = decode_at(&CODE, 0x100, 0x103).unwrap();
+        assert_eq!(
+            access(&addsd, &regs, true),
+            Access::Address { addr: 0x5000, size: 8, write: false }
+        );
+        let mov = decode_at(&CODE, 0x100, 0x107).unwrap();
+        assert_eq!(
+            access(&mov, &regs, true),
+            Access::Address { addr: 0x9000 + 16 + 8, size: 8, write: false }
+        );
+        // The pointer chase overwrote its own address register.
+        let chase = decode_at(&CODE, 0x100, 0x100).unwrap();
+        assert_eq!(access(&chase, &regs, true), Access::Unrecoverable);
+        // Before it executes, the address is known.
+        assert_eq!(
+            access(&chase, &regs, false),
+            Access::Address { addr: 0x9000, size: 8, write: false }
+        );
+    }
+}

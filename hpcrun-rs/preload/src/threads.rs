@@ -1,0 +1,171 @@
+//! Per-thread measurement state and the registry of all threads.
+//!
+//! A thread's state is created when it starts (the main thread at load time,
+//! others in the `pthread_create` trampoline), reached from the signal
+//! handler through a thread-local pointer, and finished (sampling stopped,
+//! file written) at thread exit or process exit. States are never freed: a
+//! late signal can never see a dangling pointer.
+
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+
+use crate::cct;
+use crate::ffi::{self, StackBounds};
+use crate::unwind;
+
+/// Causes of dropped samples (index into `Stats::dropped`).
+pub const DROP_CAUSES: [&str; 5] = [
+    "tree full",
+    "handler re-entered",
+    "object map busy",
+    "no thread state",
+    "unwind failed",
+];
+pub const DROP_TREE_FULL: usize = 0;
+pub const DROP_REENTERED: usize = 1;
+pub const DROP_MAP_BUSY: usize = 2;
+pub const DROP_UNWIND: usize = 4;
+
+/// Sample counters of one thread.
+#[derive(Default)]
+pub struct Stats {
+    pub samples: AtomicU64,
+    pub memory: AtomicU64,
+    pub recovered: AtomicU64,
+    pub recovered_previous: AtomicU64,
+    pub recovered_at_ip: AtomicU64,
+    pub dropped: [AtomicU64; DROP_CAUSES.len()],
+}
+
+/// Size of the per-thread cache of "instruction before this IP".
+pub const DECODE_CACHE: usize = 4096;
+
+pub struct ThreadState {
+    pub pid: u32,
+    pub tid: u32,
+    pub index: u32,
+    pub stack: StackBounds,
+    pub start_ns: u64,
+    pub tree: cct::Tree,
+    pub stats: Stats,
+    /// (ip, previous instruction start) pairs, direct-mapped by ip.
+    pub decode_cache: &'static [AtomicU64],
+    pub perf_fd: AtomicI32,
+    /// Set while the signal handler runs (re-entry guard).
+    pub in_handler: AtomicBool,
+    /// Set once the profile is written; the handler then ignores samples.
+    pub finished: AtomicBool,
+    /// Unwind cache used only by the signal handler.
+    pub handler_cache: UnsafeCell<unwind::Cache>,
+    /// Unwind cache used only by the allocation hooks (never by the handler,
+    /// so a signal during a hook cannot alias it).
+    pub hook_cache: UnsafeCell<unwind::Cache>,
+}
+
+// SAFETY: the UnsafeCell caches are only used by the owning thread (see the
+// field docs); everything else is atomic or immutable.
+unsafe impl Sync for ThreadState {}
+
+thread_local! {
+    static CURRENT: Cell<Option<&'static ThreadState>> = const { Cell::new(None) };
+}
+
+/// The calling thread's state, if it has one (safe in a signal handler:
+/// const-initialised TLS without destructor).
+pub fn current() -> Option<&'static ThreadState> {
+    CURRENT.with(|c| c.get())
+}
+
+/// Every thread state created in this process (slots are published once
+/// and never freed).
+struct Registry {
+    slots: &'static [ffi::Published<ThreadState>],
+    count: AtomicU32,
+}
+
+const MAX_THREADS: usize = 1 << 16;
+
+static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
+
+fn registry() -> &'static Registry {
+    REGISTRY.get_or_init(|| Registry {
+        slots: ffi::map_zeroed::<ffi::Published<ThreadState>>(MAX_THREADS).unwrap_or(&[]),
+        count: AtomicU32::new(0),
+    })
+}
+
+/// All registered states.
+pub fn all() -> impl Iterator<Item = &'static ThreadState> {
+    let reg = registry();
+    let n = (reg.count.load(Acquire) as usize).min(reg.slots.len());
+    reg.slots[..n].iter().filter_map(|s| s.get())
+}
+
+static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
+
+/// Creates, registers and makes current a state for the calling thread.
+pub fn start_current(tree_capacity: usize) -> Option<&'static ThreadState> {
+    let stack = StackBounds::current().unwrap_or_default();
+    let tree = cct::Tree::new(tree_capacity)?;
+    let decode_cache = ffi::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
+    let state = ThreadState {
+        pid: ffi::getpid(),
+        tid: ffi::gettid(),
+        index: NEXT_INDEX.fetch_add(1, Relaxed),
+        stack,
+        start_ns: ffi::now_unix_ns(),
+        tree,
+        stats: Stats::default(),
+        decode_cache,
+        perf_fd: AtomicI32::new(-1),
+        in_handler: AtomicBool::new(false),
+        finished: AtomicBool::new(false),
+        handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
+        hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
+    };
+    let reg = registry();
+    let slot = reg.count.fetch_add(1, AcqRel) as usize;
+    let state: &'static ThreadState = match reg.slots.get(slot) {
+        Some(s) => s.publish(state),
+        None => Box::leak(Box::new(state)),
+    };
+    CURRENT.with(|c| c.set(Some(state)));
+    Some(state)
+}
+
+/// Forgets the calling thread's state (after it is finished).
+pub fn clear_current() {
+    CURRENT.with(|c| c.set(None));
+}
+
+/// After fork in the child: states of the parent's threads are dropped
+/// from the registry (they belong to the parent's files).
+pub fn reset_after_fork() {
+    let reg = registry();
+    reg.count.store(0, Release);
+    NEXT_INDEX.store(0, Relaxed);
+    clear_current();
+}
+
+/// The thread whose stack contains `addr` (its index), for stack objects.
+pub fn stack_owner(addr: u64) -> Option<u32> {
+    let reg = registry();
+    let n = (reg.count.load(Acquire) as usize).min(reg.slots.len());
+    reg.slots[..n].iter().find_map(|s| {
+        let st = s.get()?;
+        (!st.finished.load(Relaxed) && st.stack.contains(addr)).then_some(st.index)
+    })
+}
+
+/// Cached previous-instruction lookup.
+pub fn cached_previous(state: &ThreadState, ip: u64) -> Option<u64> {
+    let slot = (ip as usize ^ (ip as usize >> 12)) % DECODE_CACHE * 2;
+    (state.decode_cache[slot].load(Relaxed) == ip).then(|| state.decode_cache[slot + 1].load(Relaxed))
+}
+
+pub fn cache_previous(state: &ThreadState, ip: u64, prev: u64) {
+    let slot = (ip as usize ^ (ip as usize >> 12)) % DECODE_CACHE * 2;
+    state.decode_cache[slot].store(0, Relaxed);
+    state.decode_cache[slot + 1].store(prev, Relaxed);
+    state.decode_cache[slot].store(ip, Relaxed);
+}

@@ -1,0 +1,264 @@
+//! Turns a thread's state into a `formats::measurement::ThreadProfile` and
+//! writes it as `<exe>.<host>.<pid>.<tid>.hpcrun` in the output directory.
+//! Runs at thread exit (pthread key destructor) and at process exit, never
+//! in a signal handler, so it may allocate (from the library's own
+//! allocator).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::OnceLock;
+
+use formats::measurement::{
+    AllocSite, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef, ProcessInfo,
+    SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
+};
+
+use crate::threads::{self, ThreadState};
+use crate::{cct, config, ffi, hooks, modules, objects, sampling};
+
+static EXIT_KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
+
+/// Creates the thread-exit key (at load time).
+pub fn init() {
+    if let Some(key) = ffi::thread_exit_key(on_thread_exit) {
+        let _ = EXIT_KEY.set(key);
+    }
+}
+
+/// Arranges for `state` to be written when the calling thread exits.
+pub fn register_thread_exit(_state: &ThreadState) {
+    if let Some(&key) = EXIT_KEY.get() {
+        // Any non-null value makes the destructor run.
+        ffi::set_thread_value(key, 1 as *mut libc::c_void);
+    }
+}
+
+unsafe extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
+    hooks::without_hooks(|| {
+        if let Some(state) = threads::current() {
+            finish(state);
+            threads::clear_current();
+        }
+    });
+}
+
+/// Prints a warning on stderr.
+pub fn warn(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "hpcrun-rs: {msg}");
+}
+
+/// Prints a warning once per process.
+pub fn warn_once(msg: &str) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if !DONE.swap(true, Relaxed) {
+        warn(msg);
+    }
+}
+
+/// Stops sampling for `state` and writes its profile (once).
+pub fn finish(state: &ThreadState) {
+    if state.pid != ffi::getpid() || state.finished.swap(true, AcqRel) {
+        return;
+    }
+    sampling::stop(state, true);
+    let Some(dir) = config::get().out_dir.as_deref() else {
+        return;
+    };
+    let profile = build_profile(state);
+    let exe = profile
+        .process
+        .exe
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("process")
+        .to_string();
+    let path = format!(
+        "{dir}/{exe}.{}.{}.{}.{EXTENSION}",
+        profile.process.host, profile.process.pid, profile.thread.tid
+    );
+    let bytes = match profile.to_bytes() {
+        Ok(b) => b,
+        Err(e) => {
+            warn(&format!("could not encode the profile of thread {}: {e}", state.tid));
+            return;
+        }
+    };
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(&bytes));
+    if let Err(e) = written {
+        warn(&format!("could not write {path}: {e}"));
+    }
+}
+
+fn process_info() -> ProcessInfo {
+    let command: Vec<String> = std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let rank = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok());
+    ProcessInfo {
+        pid: ffi::getpid(),
+        host: ffi::hostname(),
+        rank,
+        exe,
+        command,
+        run_id: config::get().run_id.clone(),
+    }
+}
+
+/// Builds the file contents from the thread's node pool and the global
+/// tables.
+pub fn build_profile(state: &ThreadState) -> ThreadProfile {
+    let cfg = config::get();
+    let snap = modules::get();
+    let objs = objects::get();
+    let mut profile = ThreadProfile {
+        process: process_info(),
+        thread: ThreadInfo {
+            tid: state.tid,
+            index: state.index,
+            stack: (state.stack.low, state.stack.high),
+            start_unix_ns: state.start_ns,
+            end_unix_ns: ffi::now_unix_ns(),
+        },
+        events: vec![EventInfo {
+            name: cfg.event.clone(),
+            period: cfg.period_ns,
+            unit: "ns".into(),
+        }],
+        metrics: sampling::metric_columns()
+            .iter()
+            .map(|(name, unit, description)| MetricInfo {
+                name: name.to_string(),
+                unit: unit.to_string(),
+                description: description.to_string(),
+            })
+            .collect(),
+        ..Default::default()
+    };
+    if let Some(snap) = snap {
+        profile.modules = snap
+            .modules
+            .iter()
+            .map(|m| Module {
+                path: m.path.clone(),
+                build_id: m.build_id.clone(),
+                bias: m.bias,
+                ranges: m.segments.iter().map(|&(s, e, _)| (s, e)).collect(),
+            })
+            .collect();
+    }
+
+    let mut trees = [Cct::default(), Cct::default(), Cct::default(), Cct::default()];
+    let n = state.tree.len();
+    // Node -> (tree, index in that tree).
+    let mut placed: Vec<(usize, u32)> = Vec::with_capacity(n);
+    let mut site_ids: HashMap<u64, u32> = HashMap::new();
+    let mut static_ids: HashMap<u64, u32> = HashMap::new();
+    for i in 0..n {
+        let (parent, tag, key, metrics) = state.tree.node(i);
+        if i < 4 {
+            placed.push((i, 0));
+            trees[i].nodes[0].metrics = metrics.to_vec();
+            continue;
+        }
+        let Some(&(tree, parent_index)) = placed.get(parent as usize) else {
+            placed.push((usize::MAX, 0));
+            continue;
+        };
+        if tree == usize::MAX {
+            placed.push((usize::MAX, 0));
+            continue;
+        }
+        let node_key = match tag {
+            cct::TAG_CALL => NodeKey::Call(key),
+            cct::TAG_HEAP_SITE => {
+                let next = site_ids.len() as u32;
+                let id = *site_ids.entry(key).or_insert(next);
+                if id == next {
+                    let (frames, allocations, bytes, max_bytes) = objs
+                        .and_then(|o| o.site_info(key as u32))
+                        .map(|(f, s)| {
+                            (
+                                f,
+                                s.allocations.load(Relaxed),
+                                s.bytes.load(Relaxed),
+                                s.max_bytes.load(Relaxed),
+                            )
+                        })
+                        .unwrap_or_default();
+                    profile.alloc_sites.push(AllocSite {
+                        frames,
+                        allocations,
+                        bytes,
+                        max_bytes,
+                    });
+                }
+                NodeKey::Object(ObjectRef::HeapSite(id))
+            }
+            cct::TAG_STATIC => {
+                let next = static_ids.len() as u32;
+                let id = *static_ids.entry(key).or_insert(next);
+                if id == next {
+                    let var = snap.and_then(|s| s.statics.get(key as usize));
+                    profile.statics.push(match var {
+                        Some(v) => StaticVar {
+                            name: v.name.clone(),
+                            module: Some(v.module),
+                            address: v.start,
+                            size: v.end - v.start,
+                        },
+                        None => StaticVar::default(),
+                    });
+                }
+                NodeKey::Object(ObjectRef::Static(id))
+            }
+            cct::TAG_STACK => NodeKey::Object(ObjectRef::Stack(key as u32)),
+            cct::TAG_SMALL_HEAP => NodeKey::Object(ObjectRef::SmallHeap),
+            cct::TAG_NOT_RECOVERED => NodeKey::Object(ObjectRef::NotRecovered),
+            _ => NodeKey::Object(ObjectRef::Unknown),
+        };
+        let index = trees[tree].nodes.len() as u32;
+        trees[tree].nodes.push(CctNode {
+            parent: parent_index,
+            key: node_key,
+            metrics: metrics.to_vec(),
+        });
+        placed.push((tree, index));
+    }
+    let [code, heap, statics, unknown] = trees;
+    profile.code = code;
+    profile.heap = heap;
+    profile.statics_tree = statics;
+    profile.unknown = unknown;
+
+    let s = &state.stats;
+    profile.stats = SampleStats {
+        samples: s.samples.load(Relaxed),
+        memory_samples: s.memory.load(Relaxed),
+        address_recovered: s.recovered.load(Relaxed),
+        recovered_previous: s.recovered_previous.load(Relaxed),
+        recovered_at_ip: s.recovered_at_ip.load(Relaxed),
+        dropped: threads::DROP_CAUSES
+            .iter()
+            .zip(&s.dropped)
+            .filter(|(_, n)| n.load(Relaxed) > 0)
+            .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
+            .collect(),
+    };
+    profile
+}

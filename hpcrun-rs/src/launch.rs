@@ -1,0 +1,155 @@
+//! Preparing the environment and running the command.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use object::Object;
+
+use crate::events;
+use crate::Args;
+
+/// File name of the preload library.
+pub const PRELOAD_NAME: &str = "libhpcrun_preload.so";
+
+/// The preload library: `HPCRUN_PRELOAD`, else next to this executable.
+pub fn find_preload() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("HPCRUN_PRELOAD") {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!("HPCRUN_PRELOAD names {}, which is not a file", p.display());
+        }
+        return Ok(p);
+    }
+    let exe = std::env::current_exe().context("cannot find the hpcrun-rs executable")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidate = dir.join(PRELOAD_NAME);
+    if candidate.is_file() {
+        return Ok(candidate);
+    }
+    bail!(
+        "cannot find {PRELOAD_NAME} next to {} (build it with `cargo build -p hpcrun-preload`, or set HPCRUN_PRELOAD to its path)",
+        exe.display()
+    )
+}
+
+/// The command's executable, resolved through PATH.
+fn resolve(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Refuses statically linked executables, which ignore LD_PRELOAD.
+fn check_not_static(program: &Path) -> Result<()> {
+    let Ok(bytes) = std::fs::read(program) else {
+        return Ok(()); // Let the exec report it.
+    };
+    let Ok(file) = object::File::parse(&*bytes) else {
+        return Ok(()); // A script or another format: not our business.
+    };
+    if let object::File::Elf64(elf) = &file {
+        use object::read::elf::ProgramHeader;
+        let endian = elf.endian();
+        let has_interp = elf
+            .elf_program_headers()
+            .iter()
+            .any(|ph| ph.p_type(endian) == object::elf::PT_INTERP);
+        let is_exec = file.kind() == object::ObjectKind::Executable || file.kind() == object::ObjectKind::Dynamic;
+        if is_exec && !has_interp && !bytes.windows(9).any(|w| w == b"ld-linux-") {
+            bail!(
+                "{} is statically linked: LD_PRELOAD cannot reach it, so it cannot be measured (rebuild it without -static)",
+                program.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Creates the output directory, refusing one that holds another run.
+fn prepare_output(dir: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let existing = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == formats::measurement::EXTENSION))
+        .count();
+    if existing > 0 {
+        bail!(
+            "{} already holds {existing} measurement file(s) of another run; choose a new directory with -o, or remove them",
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+pub fn run(args: &Args) -> Result<u8> {
+    let (chosen, notes) = events::choose(&args.events, args.strict)?;
+    for note in notes {
+        eprintln!("hpcrun-rs: {note}");
+    }
+    let preload = find_preload()?;
+    let program = &args.command[0];
+    let resolved = resolve(program);
+    match &resolved {
+        Some(p) => check_not_static(p)?,
+        None => bail!("command not found: {program}"),
+    }
+    let out = prepare_output(&args.output)?;
+
+    let mut ld_preload = OsString::new();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|s| !s.is_empty()) {
+        ld_preload.push(existing);
+        ld_preload.push(" ");
+    }
+    ld_preload.push(preload.as_os_str());
+    let run_id = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+
+    let status = Command::new(program)
+        .args(&args.command[1..])
+        .env("LD_PRELOAD", ld_preload)
+        .env("HPCRUN_OUT", &out)
+        .env("HPCRUN_EVENTS", format!("{}@{}", chosen.name, chosen.period))
+        .env("HPCRUN_MIN_BYTES", args.min_bytes.to_string())
+        .env("HPCRUN_RUN_ID", run_id)
+        .status()
+        .with_context(|| format!("cannot run {program}"))?;
+
+    let files = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.path().extension().is_some_and(|x| x == formats::measurement::EXTENSION))
+                .count()
+        })
+        .unwrap_or(0);
+    eprintln!(
+        "hpcrun-rs: {} ({} every {} ns): {files} profile(s) in {}",
+        program,
+        chosen.name,
+        chosen.period,
+        out.display()
+    );
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(sig)) => (128 + sig) as u8,
+        _ => 1,
+    })
+}

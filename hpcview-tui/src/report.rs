@@ -1,0 +1,359 @@
+//! The text report (`hpcview-tui DB --report`): a header line, then the
+//! data-centric and/or the code-centric table, from [`formats::views`].
+
+use std::fmt::Write;
+
+use formats::database::{Database, Frame};
+use formats::views::{self, FunctionRow, ObjectRow};
+
+/// Which tables to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tables {
+    Data,
+    Code,
+    Both,
+}
+
+/// Longest name or function shown before it is shortened with `…`.
+const MAX_NAME: usize = 40;
+
+/// The whole report, `top` rows per table.
+pub fn render(db: &Database, tables: Tables, top: usize) -> String {
+    let mut out = header(db);
+    out.push('\n');
+    if matches!(tables, Tables::Data | Tables::Both) {
+        out.push('\n');
+        out.push_str(&data_table(db, top));
+    }
+    if matches!(tables, Tables::Code | Tables::Both) {
+        out.push('\n');
+        out.push_str(&code_table(db, top));
+    }
+    out
+}
+
+/// One line: events, processes, threads, primary metric, recovery rate.
+pub fn header(db: &Database) -> String {
+    let info = &db.info;
+    let s = &info.stats;
+    let events = if info.events.is_empty() {
+        "none".to_string()
+    } else {
+        info.events.join(", ")
+    };
+    let recovery = if s.memory_samples == 0 {
+        "n/a (no memory samples)".to_string()
+    } else {
+        format!(
+            "{:.1}% ({} of {} memory samples)",
+            100.0 * s.address_recovered as f64 / s.memory_samples as f64,
+            s.address_recovered,
+            s.memory_samples
+        )
+    };
+    let ranks = if info.ranks.is_empty() {
+        String::new()
+    } else {
+        format!(" | ranks: {}", info.ranks.len())
+    };
+    format!(
+        "events: {events} | processes: {}{ranks} | threads: {} | metric: {} | address recovery: {recovery}",
+        info.processes,
+        info.threads,
+        db.primary_metric_name()
+    )
+}
+
+/// Shortens `s` to `max` characters, ending in `…` when cut.
+fn fit(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn pad(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    format!("{s}{}", " ".repeat(width.saturating_sub(n)))
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.1}%", 100.0 * share)
+}
+
+/// Source files of the system, the toolchain or third-party packages.
+fn is_system(frame: &Frame) -> bool {
+    let file = frame.file.as_deref().unwrap_or("");
+    let system_file = ["/usr/", "/rustc/", "/build/", "/lib/", "/lib64/"]
+        .iter()
+        .any(|p| file.starts_with(p))
+        || file.contains("/.cargo/registry/")
+        || file.contains("/.rustup/");
+    let system_module = ["/usr/lib", "/lib/", "/lib64/", "/usr/local/lib"]
+        .iter()
+        .any(|p| frame.module.starts_with(p));
+    system_file || system_module
+}
+
+fn location(file: Option<&str>, line: Option<u32>) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        (Some(f), None) => f.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// `function file:line` of the innermost user frame of an allocation path.
+pub fn alloc_site(path: &[&Frame]) -> String {
+    let with_line = |f: &&&Frame| f.file.is_some() && f.line.is_some();
+    let frame = path
+        .iter()
+        .rev()
+        .filter(with_line)
+        .find(|f| !is_system(f))
+        .or_else(|| path.iter().rev().find(with_line))
+        .or_else(|| path.last());
+    match frame {
+        Some(f) => {
+            let loc = location(f.file.as_deref(), f.line);
+            if loc.is_empty() {
+                f.function.clone()
+            } else {
+                format!("{} {loc}", f.function)
+            }
+        }
+        None => "-".to_string(),
+    }
+}
+
+fn primary(db: &Database, metrics: &[u64]) -> u64 {
+    metrics
+        .get(db.info.primary_metric as usize)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// The data-centric table: objects by the primary metric.
+pub fn data_table(db: &Database, top: usize) -> String {
+    let rows: Vec<ObjectRow<'_>> = views::objects(db);
+    let total = rows.len();
+    let rows = &rows[..top.min(total)];
+    let metric = db.primary_metric_name();
+    let mut out = format!(
+        "Data-centric view: top {} of {total} objects by {metric}\n",
+        rows.len()
+    );
+    if rows.is_empty() {
+        out.push_str("  (no data objects)\n");
+        return out;
+    }
+    let names: Vec<String> = rows.iter().map(|r| fit(r.name, MAX_NAME)).collect();
+    let name_w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
+    let metric_w = metric.chars().count().max(8);
+    let rank_w = rows.len().to_string().len().max(1);
+    let _ = writeln!(
+        out,
+        "{:>rank_w$}  {:>6}  {:>metric_w$}  {:<7}  {}  allocation site",
+        "#",
+        "share",
+        metric,
+        "kind",
+        pad("name", name_w),
+    );
+    for (i, (row, name)) in rows.iter().zip(&names).enumerate() {
+        let site = if row.alloc_path.is_empty() {
+            "-".to_string()
+        } else {
+            alloc_site(&row.alloc_path)
+        };
+        let _ = writeln!(
+            out,
+            "{:>rank_w$}  {:>6}  {:>metric_w$}  {:<7}  {}  {site}",
+            i + 1,
+            percent(row.share),
+            primary(db, &row.metrics),
+            row.kind.as_str(),
+            pad(name, name_w),
+        );
+    }
+    out
+}
+
+/// The code-centric table: functions by the primary metric.
+pub fn code_table(db: &Database, top: usize) -> String {
+    let rows: Vec<FunctionRow<'_>> = views::functions(db);
+    let total = rows.len();
+    let rows = &rows[..top.min(total)];
+    let metric = db.primary_metric_name();
+    let mut out = format!(
+        "Code-centric view: top {} of {total} functions by {metric}\n",
+        rows.len()
+    );
+    if rows.is_empty() {
+        out.push_str("  (no samples)\n");
+        return out;
+    }
+    let names: Vec<String> = rows.iter().map(|r| fit(r.function, MAX_NAME)).collect();
+    let name_w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let metric_w = metric.chars().count().max(8);
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>metric_w$}  {}  hottest line",
+        "share",
+        metric,
+        pad("function", name_w),
+    );
+    for (row, name) in rows.iter().zip(&names) {
+        let loc = location(row.file, row.line);
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>metric_w$}  {}  {}",
+            percent(row.share),
+            primary(db, &row.metrics),
+            pad(name, name_w),
+            if loc.is_empty() { "-" } else { &loc },
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formats::database::{DataObject, DbInfo, NodeKind, ObjectKind, Tree, TreeNode};
+    use formats::measurement::{MetricInfo, SampleStats};
+
+    fn frame(function: &str, file: &str, line: u32, module: &str) -> Frame {
+        Frame {
+            function: function.into(),
+            file: Some(file.into()),
+            line: Some(line),
+            module: module.into(),
+            inlined: false,
+        }
+    }
+
+    fn node(parent: u32, kind: NodeKind, v: u64) -> TreeNode {
+        TreeNode {
+            parent,
+            kind,
+            exclusive: vec![v],
+        }
+    }
+
+    /// main allocates C (90 samples) and B (10 samples) in /src/abc.c;
+    /// the accesses are in `compute`.
+    fn sample_db() -> Database {
+        let frames = vec![
+            frame("main", "/src/abc.c", 20, "/bin/abc"),
+            frame("compute", "/src/abc.c", 4, "/bin/abc"),
+            frame("main", "/src/abc.c", 21, "/bin/abc"),
+            frame("__libc_malloc", "/usr/src/malloc.c", 3000, "/usr/lib/libc.so.6"),
+        ];
+        let mut data = Tree::default();
+        data.nodes.push(node(0, NodeKind::Root("heap data".into()), 0)); // 1
+        data.nodes.push(node(1, NodeKind::Frame(0), 0)); // 2: main:20
+        data.nodes.push(node(2, NodeKind::Object(0), 0)); // 3: C
+        data.nodes.push(node(3, NodeKind::Frame(1), 90)); // 4
+        data.nodes.push(node(1, NodeKind::Frame(2), 0)); // 5: main:21
+        data.nodes.push(node(5, NodeKind::Frame(3), 0)); // 6: malloc
+        data.nodes.push(node(6, NodeKind::Object(1), 0)); // 7: B
+        data.nodes.push(node(7, NodeKind::Frame(1), 10)); // 8
+        let mut code = Tree::default();
+        code.nodes.push(node(0, NodeKind::Frame(1), 100));
+        Database {
+            info: DbInfo {
+                events: vec!["mem:soft".into()],
+                processes: 1,
+                threads: 2,
+                profiles: 2,
+                metrics: vec![MetricInfo {
+                    name: "samples".into(),
+                    unit: "samples".into(),
+                    description: String::new(),
+                }],
+                stats: SampleStats {
+                    samples: 120,
+                    memory_samples: 100,
+                    address_recovered: 75,
+                    ..SampleStats::default()
+                },
+                ..DbInfo::default()
+            },
+            frames,
+            code,
+            data,
+            objects: vec![
+                DataObject {
+                    kind: ObjectKind::Heap,
+                    name: "C".into(),
+                    alloc_path: vec![0],
+                    bytes: 800,
+                    allocations: 1,
+                    node: 3,
+                },
+                DataObject {
+                    kind: ObjectKind::Heap,
+                    name: "B".into(),
+                    alloc_path: vec![2, 3],
+                    bytes: 800,
+                    allocations: 1,
+                    node: 7,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn report_text() {
+        let db = sample_db();
+        db.validate().unwrap();
+        let text = render(&db, Tables::Both, 10);
+        let expected = "\
+events: mem:soft | processes: 1 | threads: 2 | metric: samples | address recovery: 75.0% (75 of 100 memory samples)
+
+Data-centric view: top 2 of 2 objects by samples
+#   share   samples  kind     name  allocation site
+1   90.0%        90  heap     C     main /src/abc.c:20
+2   10.0%        10  heap     B     main /src/abc.c:21
+
+Code-centric view: top 1 of 1 functions by samples
+ share   samples  function  hottest line
+100.0%       100  compute   /src/abc.c:4
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn top_and_single_views() {
+        let db = sample_db();
+        let text = render(&db, Tables::Data, 1);
+        assert!(text.contains("top 1 of 2 objects"));
+        assert!(!text.contains("Code-centric"));
+        let text = render(&db, Tables::Code, 0);
+        assert!(!text.contains("Data-centric"));
+        assert!(text.contains("top 0 of 1 functions"));
+    }
+
+    #[test]
+    fn empty_database() {
+        let text = render(&Database::default(), Tables::Both, 10);
+        assert!(text.contains("no data objects"), "{text}");
+        assert!(text.contains("no samples"), "{text}");
+        assert!(text.contains("address recovery: n/a"), "{text}");
+    }
+
+    #[test]
+    fn long_names_are_shortened() {
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+    }
+}
