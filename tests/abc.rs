@@ -1,1 +1,190 @@
-fn main(){}
+//! The walking skeleton end to end: examples/abc compiled with gcc, measured
+//! with `hpcrun-rs -e mem:soft`, merged by `hpcprof-rs`, exported as JSON.
+//! Known answer: C (strided) dominates, then B, then A.
+
+use std::process::Command;
+
+use pipeline_tests::*;
+
+/// Period of the tests' runs: 100 us gives a few thousand samples.
+const EVENT: &str = "mem:soft@100000";
+
+fn heap_object_allocated_at(objects: &[serde_json::Value], line: u64) -> &serde_json::Value {
+    objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "heap"
+                && o["alloc_path"]
+                    .as_array()
+                    .and_then(|p| p.last())
+                    .is_some_and(|f| {
+                        f["line"].as_u64() == Some(line)
+                            && f["file"].as_str().is_some_and(|s| s.ends_with("abc.c"))
+                    })
+        })
+        .unwrap_or_else(|| panic!("no heap object allocated at abc.c:{line} in {objects:#?}"))
+}
+
+#[test]
+fn heap_abc_c_dominates_then_b_then_a() {
+    let dir = scratch("abc-heap");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).args(["200", "3"])), "native abc");
+    let p = profile(&dir, EVENT, &exe, &["200", "3"]);
+    assert_eq!(
+        p.program_stdout, native,
+        "profiling changed the program's output"
+    );
+
+    let export = export_json(&p.db, "data");
+    assert_eq!(export["format"], "hpcprof-rs/export");
+    assert_eq!(export["version"], 1);
+    assert_eq!(export["metric"], "samples");
+    assert_eq!(export["source"]["events"], serde_json::json!(["mem:soft"]));
+    assert_eq!(export["source"]["ranks"], serde_json::json!([]));
+    assert_eq!(export["source"]["processes"], 1);
+    assert_eq!(export["source"]["threads"], 1);
+
+    let objects = export["objects"].as_array().expect("objects");
+    let total: u64 = objects.iter().map(samples).sum();
+    assert!(total > 500, "too few memory samples: {total}");
+    let a = heap_object_allocated_at(objects, line_of("abc/abc.c", "double *A = malloc"));
+    let b = heap_object_allocated_at(objects, line_of("abc/abc.c", "double *B = malloc"));
+    let c = heap_object_allocated_at(objects, line_of("abc/abc.c", "double *C = malloc"));
+    let (sa, sb, sc) = (samples(a), samples(b), samples(c));
+    let share_c = sc as f64 / total as f64;
+    eprintln!(
+        "abc heap: C {sc} ({:.1}%), B {sb} ({:.1}%), A {sa} ({:.1}%) of {total}; recovery {}",
+        100.0 * share_c,
+        100.0 * sb as f64 / total as f64,
+        100.0 * sa as f64 / total as f64,
+        export["stats"]["recovery_rate"]
+    );
+    assert!(
+        share_c >= 0.70,
+        "C holds only {:.1}% of the data-centric samples",
+        100.0 * share_c
+    );
+    assert!((c["share"].as_f64().unwrap() - share_c).abs() < 1e-9);
+    assert!(
+        sc > sb && sb > sa,
+        "expected C > B > A, got C {sc}, B {sb}, A {sa}"
+    );
+    // Objects come sorted by the primary metric, C first.
+    assert_eq!(objects[0], *c);
+    assert_eq!(c["bytes"], 200u64 * 200 * 200 * 8);
+    // The allocation path is symbolised, root (main) first.
+    let path = c["alloc_path"].as_array().unwrap();
+    assert_eq!(path.last().unwrap()["function"], "main");
+    // Most memory samples had their data address recovered.
+    assert!(export["stats"]["recovery_rate"].as_f64().unwrap() > 0.9);
+
+    // The code-centric view has the same total and blames compute().
+    let code = export_json(&p.db, "code");
+    let functions = code["functions"].as_array().expect("functions");
+    let code_total: u64 = functions.iter().map(samples).sum();
+    assert_eq!(
+        code_total, total,
+        "code-centric and data-centric totals differ"
+    );
+    assert_eq!(functions[0]["function"], "compute");
+    assert_eq!(
+        functions[0]["file"].as_str().map(|f| f.ends_with("abc.c")),
+        Some(true)
+    );
+}
+
+#[test]
+fn static_abc_names_the_variables() {
+    let dir = scratch("abc-static");
+    let exe = compile_c("abc/abc_static.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("3")), "native abc_static");
+    let p = profile(&dir, EVENT, &exe, &["3"]);
+    assert_eq!(
+        p.program_stdout, native,
+        "profiling changed the program's output"
+    );
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    let total: u64 = objects.iter().map(samples).sum();
+    let named = |name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == "static" && o["name"] == name)
+            .unwrap_or_else(|| panic!("no static object {name} in {objects:#?}"))
+    };
+    let (sa, sb, sc) = (
+        samples(named("A")),
+        samples(named("B")),
+        samples(named("C")),
+    );
+    eprintln!("abc static: C {sc}, B {sb}, A {sa} of {total}");
+    assert!(
+        sc > sb && sb > sa,
+        "expected C > B > A, got C {sc}, B {sb}, A {sa}"
+    );
+    assert!(
+        sc as f64 >= 0.70 * total as f64,
+        "C holds only {sc} of {total}"
+    );
+    assert_eq!(named("C")["bytes"], 200u64 * 200 * 200 * 8);
+    assert_eq!(named("C")["alloc_path"], serde_json::json!([]));
+}
+
+#[test]
+fn exit_status_and_signals_are_passed_through() {
+    let dir = scratch("exit-status");
+    let out = dir.join("m1");
+    let status = run(Command::new(tool("hpcrun-rs")).arg("-o").arg(&out).args([
+        "sh",
+        "-c",
+        "echo hi; exit 7",
+    ]));
+    assert_eq!(status.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "hi\n");
+    let status = run(Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(dir.join("m2"))
+        .args(["sh", "-c", "kill -TERM $$"]));
+    assert_eq!(status.status.code(), Some(128 + 15));
+}
+
+#[test]
+fn refuses_a_directory_of_another_run() {
+    let dir = scratch("refuse");
+    let out = dir.join("m");
+    let first = run(Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&out)
+        .arg("true"));
+    assert!(first.status.success());
+    let again = run(Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&out)
+        .arg("true"));
+    assert_eq!(again.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(err.contains("already holds") && err.contains("-o"), "{err}");
+}
+
+#[test]
+fn report_shows_the_data_centric_answer() {
+    let dir = scratch("report");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    let p = profile(&dir, EVENT, &exe, &["160", "2"]);
+    let out = run(Command::new(tool("hpcview-tui"))
+        .arg(&p.db)
+        .args(["--report", "--view", "data", "--top", "3"]));
+    let text = ok_stdout(&out, "hpcview-tui --report");
+    let first_row = text
+        .lines()
+        .find(|l| l.contains("abc.c:"))
+        .unwrap_or_else(|| panic!("no object rows in:\n{text}"));
+    let c_line = line_of("abc/abc.c", "double *C = malloc");
+    assert!(
+        first_row.contains(&format!("abc.c:{c_line}")),
+        "top object is not C:\n{text}"
+    );
+    assert!(p.measurements.read_dir().unwrap().count() >= 1);
+}

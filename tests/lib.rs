@@ -1,1 +1,156 @@
-//! x
+//! Helpers for the end-to-end tests: build the real tools once, compile the
+//! example C programs with gcc, run the pipeline
+//! (`hpcrun-rs` -> `hpcprof-rs` -> `hpcprof-rs export` / `hpcview-tui`) and
+//! read the JSON export.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Directory of the built binaries (the profile this test was built with).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    // target/<profile>/deps/<test> -> target/<profile>
+    exe.parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .to_path_buf()
+}
+
+/// Builds the three tools and the preload library (once per test binary).
+pub fn tools() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = bin_dir();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(root()).args([
+            "build",
+            "-q",
+            "-p",
+            "hpcrun-rs",
+            "-p",
+            "hpcrun-preload",
+            "-p",
+            "hpcprof-rs",
+            "-p",
+            "hpcview-tui",
+        ]);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "building the tools failed");
+        dir
+    })
+}
+
+/// Path of a built tool.
+pub fn tool(name: &str) -> PathBuf {
+    tools().join(name)
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hpc-tests-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Compiles `examples/<rel>` with `gcc -O2 -g` (plus `extra` flags) into `dir`.
+pub fn compile_c(rel: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+    let src = root().join("examples").join(rel);
+    let out = dir.join(src.file_stem().expect("source name"));
+    let status = Command::new("gcc")
+        .args(["-O2", "-g"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("run gcc");
+    assert!(status.success(), "gcc failed on {}", src.display());
+    out
+}
+
+/// Runs a command, returning its output; panics if it cannot start.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Asserts success and returns stdout as text.
+pub fn ok_stdout(out: &Output, what: &str) -> String {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Result of a full pipeline run.
+pub struct Pipeline {
+    /// stdout of the profiled program.
+    pub program_stdout: String,
+    pub measurements: PathBuf,
+    pub db: PathBuf,
+}
+
+/// hpcrun-rs (with `event`) then hpcprof-rs, in `dir`.
+pub fn profile(dir: &Path, event: &str, program: &Path, args: &[&str]) -> Pipeline {
+    let measurements = dir.join("measurements");
+    let db = dir.join("db");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .current_dir(dir)
+        .args(["-e", event, "-o"])
+        .arg(&measurements)
+        .arg(program)
+        .args(args));
+    let program_stdout = ok_stdout(&out, "hpcrun-rs");
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .current_dir(dir)
+        .arg("-o")
+        .arg(&db)
+        .arg(&measurements));
+    ok_stdout(&out, "hpcprof-rs");
+    Pipeline {
+        program_stdout,
+        measurements,
+        db,
+    }
+}
+
+/// `hpcprof-rs export DB --view VIEW --format json`, parsed.
+pub fn export_json(db: &Path, view: &str) -> serde_json::Value {
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .args(["export"])
+        .arg(db)
+        .args(["--view", view, "--format", "json"]));
+    let text = ok_stdout(&out, "hpcprof-rs export");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("export is not JSON ({e}):\n{text}"))
+}
+
+/// Line number (1-based) of the first line of `examples/<rel>` containing `needle`.
+pub fn line_of(rel: &str, needle: &str) -> u64 {
+    let text = std::fs::read_to_string(root().join("examples").join(rel)).expect("read example");
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i as u64 + 1)
+        .unwrap_or_else(|| panic!("{needle:?} not in {rel}"))
+}
+
+/// Samples (primary metric) of an exported object.
+pub fn samples(obj: &serde_json::Value) -> u64 {
+    obj["metrics"]["samples"].as_u64().unwrap_or(0)
+}

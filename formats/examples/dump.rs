@@ -5,7 +5,10 @@ fn main() {
         let bytes = std::fs::read(&path).expect("read");
         match formats::measurement::ThreadProfile::from_bytes(&bytes) {
             Ok(p) => {
-                println!("{path}: pid {} tid {} index {}", p.process.pid, p.thread.tid, p.thread.index);
+                println!(
+                    "{path}: pid {} tid {} index {}",
+                    p.process.pid, p.thread.tid, p.thread.index
+                );
                 println!("  events {:?}", p.events);
                 println!("  stats {:?}", p.stats);
                 println!(
@@ -16,14 +19,25 @@ fn main() {
                     p.unknown.nodes.len()
                 );
                 for (i, s) in p.alloc_sites.iter().enumerate() {
-                    println!("  site {i}: {:x?} allocs {} bytes {}", s.frames, s.allocations, s.bytes);
+                    println!(
+                        "  site {i}: {:x?} allocs {} bytes {}",
+                        s.frames, s.allocations, s.bytes
+                    );
                 }
                 for s in &p.statics {
                     println!("  static {} {:#x} {}", s.name, s.address, s.size);
                 }
-                for (name, tree) in [("heap", &p.heap), ("static", &p.statics_tree), ("unknown", &p.unknown)] {
+                for (name, tree) in [
+                    ("heap", &p.heap),
+                    ("static", &p.statics_tree),
+                    ("unknown", &p.unknown),
+                ] {
                     let inc = {
-                        let mut v: Vec<u64> = tree.nodes.iter().map(|n| n.metrics.first().copied().unwrap_or(0)).collect();
+                        let mut v: Vec<u64> = tree
+                            .nodes
+                            .iter()
+                            .map(|n| n.metrics.first().copied().unwrap_or(0))
+                            .collect();
                         for i in (1..v.len()).rev() {
                             let p = tree.nodes[i].parent as usize;
                             v[p] += v[i];

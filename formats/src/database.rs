@@ -171,7 +171,10 @@ impl Database {
             }
             for (i, node) in tree.nodes.iter().enumerate().skip(1) {
                 if node.parent as usize >= i {
-                    return Err(bad(format!("{name} tree node {i} has parent {}", node.parent)));
+                    return Err(bad(format!(
+                        "{name} tree node {i} has parent {}",
+                        node.parent
+                    )));
                 }
                 let ok = match node.kind {
                     NodeKind::Root(_) => true,
@@ -179,18 +182,27 @@ impl Database {
                     NodeKind::Object(o) => (o as usize) < self.objects.len(),
                 };
                 if !ok {
-                    return Err(bad(format!("{name} tree node {i} refers to a missing entry")));
+                    return Err(bad(format!(
+                        "{name} tree node {i} refers to a missing entry"
+                    )));
                 }
             }
         }
         for obj in &self.objects {
             if obj.node as usize >= self.data.nodes.len()
-                || obj.alloc_path.iter().any(|&f| f as usize >= self.frames.len())
+                || obj
+                    .alloc_path
+                    .iter()
+                    .any(|&f| f as usize >= self.frames.len())
             {
-                return Err(bad(format!("object {} refers to a missing entry", obj.name)));
+                return Err(bad(format!(
+                    "object {} refers to a missing entry",
+                    obj.name
+                )));
             }
         }
-        if !self.info.metrics.is_empty() && self.info.primary_metric as usize >= self.info.metrics.len() {
+        // Views index metric vectors of `max(metrics, 1)` columns.
+        if self.info.primary_metric as usize >= self.info.metrics.len().max(1) {
             return Err(bad("primary metric out of range".into()));
         }
         Ok(())

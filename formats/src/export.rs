@@ -253,7 +253,11 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 for v in &o.metrics {
                     out.push_str(&format!(",{v}"));
                 }
-                out.push_str(&format!(",{:.6},{}\n", o.share, csv_field(&path.join(" > "))));
+                out.push_str(&format!(
+                    ",{:.6},{}\n",
+                    o.share,
+                    csv_field(&path.join(" > "))
+                ));
             }
         }
         View::Code => {

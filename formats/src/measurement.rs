@@ -248,7 +248,10 @@ impl ThreadProfile {
             }
             for (i, node) in tree.nodes.iter().enumerate().skip(1) {
                 if node.parent as usize >= i {
-                    return Err(bad(format!("{name} tree node {i} has parent {}", node.parent)));
+                    return Err(bad(format!(
+                        "{name} tree node {i} has parent {}",
+                        node.parent
+                    )));
                 }
                 if let NodeKey::Object(obj) = node.key {
                     let ok = match obj {

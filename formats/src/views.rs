@@ -73,7 +73,11 @@ pub fn objects(db: &Database) -> Vec<ObjectRow<'_>> {
                 index: i as u32,
                 kind: o.kind,
                 name: &o.name,
-                alloc_path: o.alloc_path.iter().map(|&f| &db.frames[f as usize]).collect(),
+                alloc_path: o
+                    .alloc_path
+                    .iter()
+                    .map(|&f| &db.frames[f as usize])
+                    .collect(),
                 bytes: o.bytes,
                 allocations: o.allocations,
                 share: share(metrics[primary], total),

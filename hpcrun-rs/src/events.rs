@@ -48,11 +48,9 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Chosen, Vec<String>)> {
     };
     let (name, period) = match spec.split_once('@') {
         Some((n, p)) => {
-            let period: u64 = p
-                .parse()
-                .ok()
-                .filter(|&p| p > 0)
-                .ok_or_else(|| anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer"))?;
+            let period: u64 = p.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
+                anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer")
+            })?;
             (n.to_string(), Some(period))
         }
         None => (spec.clone(), None),
@@ -81,7 +79,9 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Chosen, Vec<String>)> {
                 notes,
             ))
         }
-        other => bail!("unknown event '{other}' (known: mem:soft, mem:latency); see hpcrun-rs --help"),
+        other => {
+            bail!("unknown event '{other}' (known: mem:soft, mem:latency); see hpcrun-rs --help")
+        }
     }
 }
 
@@ -92,7 +92,13 @@ mod tests {
     #[test]
     fn default_is_mem_soft() {
         let (c, notes) = choose(&[], false).unwrap();
-        assert_eq!(c, Chosen { name: "mem:soft", period: DEFAULT_SOFT_PERIOD_NS });
+        assert_eq!(
+            c,
+            Chosen {
+                name: "mem:soft",
+                period: DEFAULT_SOFT_PERIOD_NS
+            }
+        );
         assert!(notes.is_empty());
     }
 

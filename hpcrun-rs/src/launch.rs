@@ -62,7 +62,8 @@ fn check_not_static(program: &Path) -> Result<()> {
             .elf_program_headers()
             .iter()
             .any(|ph| ph.p_type(endian) == object::elf::PT_INTERP);
-        let is_exec = file.kind() == object::ObjectKind::Executable || file.kind() == object::ObjectKind::Dynamic;
+        let is_exec = file.kind() == object::ObjectKind::Executable
+            || file.kind() == object::ObjectKind::Dynamic;
         if is_exec && !has_interp && !bytes.windows(9).any(|w| w == b"ld-linux-") {
             bail!(
                 "{} is statically linked: LD_PRELOAD cannot reach it, so it cannot be measured (rebuild it without -static)",
@@ -83,7 +84,11 @@ fn prepare_output(dir: &Path) -> Result<PathBuf> {
     let existing = std::fs::read_dir(&dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == formats::measurement::EXTENSION))
+        .filter(|e| {
+            e.path()
+                .extension()
+                .is_some_and(|x| x == formats::measurement::EXTENSION)
+        })
         .count();
     if existing > 0 {
         bail!(
@@ -127,7 +132,10 @@ pub fn run(args: &Args) -> Result<u8> {
         .args(&args.command[1..])
         .env("LD_PRELOAD", ld_preload)
         .env("HPCRUN_OUT", &out)
-        .env("HPCRUN_EVENTS", format!("{}@{}", chosen.name, chosen.period))
+        .env(
+            "HPCRUN_EVENTS",
+            format!("{}@{}", chosen.name, chosen.period),
+        )
         .env("HPCRUN_MIN_BYTES", args.min_bytes.to_string())
         .env("HPCRUN_RUN_ID", run_id)
         .status()
@@ -136,7 +144,11 @@ pub fn run(args: &Args) -> Result<u8> {
     let files = std::fs::read_dir(&out)
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter(|e| e.path().extension().is_some_and(|x| x == formats::measurement::EXTENSION))
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .is_some_and(|x| x == formats::measurement::EXTENSION)
+                })
                 .count()
         })
         .unwrap_or(0);

@@ -32,7 +32,12 @@ struct Args {
     events: Vec<String>,
 
     /// Output directory (created if missing; must not hold another run's files).
-    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = "measurements")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "DIR",
+        default_value = "measurements"
+    )]
     output: PathBuf,
 
     /// Smallest heap block (bytes) that is tracked with its allocation call path.
@@ -44,7 +49,12 @@ struct Args {
     strict: bool,
 
     /// The program to run, and its arguments.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<String>,
 }
 

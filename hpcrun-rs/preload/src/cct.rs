@@ -44,7 +44,6 @@ pub struct Node {
     pub metrics: [AtomicU64; METRICS],
 }
 
-
 /// The node pool of one thread.
 pub struct Tree {
     nodes: &'static [Node],
@@ -110,7 +109,11 @@ impl Tree {
 
     /// Inserts the call path (root-most frame first) under `parent`;
     /// returns the leaf node.
-    pub fn path(&self, mut parent: u32, frames_root_first: impl Iterator<Item = u64>) -> Option<u32> {
+    pub fn path(
+        &self,
+        mut parent: u32,
+        frames_root_first: impl Iterator<Item = u64>,
+    ) -> Option<u32> {
         for frame in frames_root_first {
             parent = self.child(parent, TAG_CALL, frame)?;
         }

@@ -226,7 +226,9 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
             let name = if info.dlpi_name.is_null() {
                 String::new()
             } else {
-                CStr::from_ptr(info.dlpi_name).to_string_lossy().into_owned()
+                CStr::from_ptr(info.dlpi_name)
+                    .to_string_lossy()
+                    .into_owned()
             };
             let mut module = LoadedModule {
                 path: name,
@@ -299,15 +301,20 @@ pub fn at_fork(child: unsafe extern "C" fn()) {
 }
 
 /// A pthread key whose destructor runs at thread exit.
-pub fn thread_exit_key(destructor: unsafe extern "C" fn(*mut c_void)) -> Option<libc::pthread_key_t> {
+pub fn thread_exit_key(
+    destructor: unsafe extern "C" fn(*mut c_void),
+) -> Option<libc::pthread_key_t> {
     let mut key: libc::pthread_key_t = 0;
     // SAFETY: valid out pointer.
     (unsafe { libc::pthread_key_create(&mut key, Some(destructor)) } == 0).then_some(key)
 }
 
-pub fn set_thread_value(key: libc::pthread_key_t, value: *mut c_void) {
-    // SAFETY: `key` came from pthread_key_create.
-    unsafe { libc::pthread_setspecific(key, value) };
+/// Gives the calling thread a non-null value for `key`, so that the key's
+/// destructor runs when the thread exits.
+pub fn arm_thread_exit(key: libc::pthread_key_t) {
+    // SAFETY: `key` came from pthread_key_create; the value is never
+    // dereferenced (the destructor ignores it).
+    unsafe { libc::pthread_setspecific(key, 1 as *const c_void) };
 }
 
 /// Host name of the machine.

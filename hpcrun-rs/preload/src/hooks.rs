@@ -70,9 +70,12 @@ fn record(ptr: *mut c_void, size: usize) {
         return;
     }
     guarded(|| {
-        let (Some(state), Some(unwinder), Some(objs), Some(snap)) =
-            (threads::current(), unwind::get(), objects::get(), modules::get())
-        else {
+        let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (
+            threads::current(),
+            unwind::get(),
+            objects::get(),
+            modules::get(),
+        ) else {
             return;
         };
         let (pc, sp, bp) = current_registers();

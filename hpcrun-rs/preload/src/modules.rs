@@ -60,10 +60,7 @@ pub fn refresh() -> &'static Snapshot {
     let own = ffi::own_address();
     let mut snapshot = Snapshot::default();
     for (index, loaded) in ffi::loaded_modules().into_iter().enumerate() {
-        let is_self = loaded
-            .segments
-            .iter()
-            .any(|&(s, e, _)| own >= s && own < e);
+        let is_self = loaded.segments.iter().any(|&(s, e, _)| own >= s && own < e);
         let info = read_module(&loaded, index as u32, is_self, &mut snapshot);
         snapshot.modules.push(info);
     }
@@ -119,10 +116,7 @@ fn read_module(loaded: &LoadedModule, index: u32, is_self: bool, out: &mut Snaps
                     .section_index()
                     .and_then(|i| file.section_by_index(i).ok())
                     .is_some_and(|s| {
-                        matches!(
-                            s.kind(),
-                            SectionKind::Tls | SectionKind::UninitializedTls
-                        )
+                        matches!(s.kind(), SectionKind::Tls | SectionKind::UninitializedTls)
                     });
                 // Thread-local variables have per-thread addresses: left out.
                 if !in_tls {

@@ -35,7 +35,6 @@ pub struct Entry {
     site: AtomicU64,
 }
 
-
 pub struct Objects {
     sites: &'static [Site],
     site_index: &'static [AtomicU32],
@@ -148,7 +147,11 @@ impl Objects {
 
     fn site_frames_equal(&self, site: &Site, frames: &[u64]) -> bool {
         site.len.load(Relaxed) as usize == frames.len()
-            && site.frames.iter().zip(frames).all(|(a, b)| a.load(Relaxed) == *b)
+            && site
+                .frames
+                .iter()
+                .zip(frames)
+                .all(|(a, b)| a.load(Relaxed) == *b)
     }
 
     pub fn site_count(&self) -> u32 {
@@ -159,7 +162,10 @@ impl Objects {
     pub fn site_info(&self, id: u32) -> Option<(Vec<u64>, &Site)> {
         let site = self.sites.get(id as usize)?;
         let n = site.len.load(Relaxed) as usize;
-        Some((site.frames[..n].iter().map(|f| f.load(Relaxed)).collect(), site))
+        Some((
+            site.frames[..n].iter().map(|f| f.load(Relaxed)).collect(),
+            site,
+        ))
     }
 
     /// Records a live block.

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
-use crate::{config, cct, ffi, handler, hooks, modules, objects, soft, threads, unwind, writer};
+use crate::{cct, config, ffi, handler, hooks, modules, objects, soft, threads, unwind, writer};
 
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;

@@ -71,9 +71,12 @@ pub fn previous_by_forward_decode(code: &[u8], code_start: u64, from: u64, ip: u
     (decoder.ip() == ip).then_some(last?)
 }
 
-/// Without a function start: the shortest valid instruction that ends at
-/// `ip` and accesses memory, else the shortest valid one.
+/// Without a function start: the longest valid instruction that ends at
+/// `ip` and accesses memory, else the shortest valid one. (Shorter tails of
+/// an instruction usually keep its ModRM byte, hence the same address; the
+/// longest candidate keeps its prefixes and REX.W.)
 pub fn previous_by_backward_guess(code: &[u8], code_start: u64, ip: u64) -> Option<u64> {
+    let mut memory = None;
     let mut fallback = None;
     for len in 1..=15u64 {
         let Some(start) = ip.checked_sub(len) else {
@@ -89,11 +92,11 @@ pub fn previous_by_backward_guess(code: &[u8], code_start: u64, ip: u64) -> Opti
             continue;
         }
         if has_memory_operand(&insn) {
-            return Some(start);
+            memory = Some(start);
         }
         fallback.get_or_insert(start);
     }
-    fallback
+    memory.or(fallback)
 }
 
 fn memory_operand(insn: &Instruction) -> Option<u32> {
@@ -110,15 +113,22 @@ fn writes_register(insn: &Instruction, reg: Register) -> bool {
     if insn.op_count() > 0 && insn.op_kind(0) == OpKind::Register {
         let compares = matches!(
             insn.mnemonic(),
-            Mnemonic::Cmp | Mnemonic::Test | Mnemonic::Ucomisd | Mnemonic::Ucomiss | Mnemonic::Comisd | Mnemonic::Comiss
+            Mnemonic::Cmp
+                | Mnemonic::Test
+                | Mnemonic::Ucomisd
+                | Mnemonic::Ucomiss
+                | Mnemonic::Comisd
+                | Mnemonic::Comiss
         );
         if !compares && insn.op0_register().full_register() == full {
             return true;
         }
     }
     // Exchanges write their second operand too.
-    if matches!(insn.mnemonic(), Mnemonic::Xchg | Mnemonic::Xadd | Mnemonic::Cmpxchg)
-        && insn.op_count() > 1
+    if matches!(
+        insn.mnemonic(),
+        Mnemonic::Xchg | Mnemonic::Xadd | Mnemonic::Cmpxchg
+    ) && insn.op_count() > 1
         && insn.op_kind(1) == OpKind::Register
         && insn.op1_register().full_register() == full
     {
@@ -208,12 +218,20 @@ mod tests {
     // 0: 48 8b 3f        mov rdi,[rdi]        (pointer chase)
     // 3: f2 0f 58 01     addsd xmm0,[rcx]
     // 7: 48 8b 44 f7 08  mov rax,[rdi+rsi*8+8]
-    const CODE: [u8; 12] = [0x48, 0x8b, 0x3f, 0xf2, 0x0f, 0x58, 0x01, 0x48, 0x8b, 0x44, 0xf7, 0x08];
+    const CODE: [u8; 12] = [
+        0x48, 0x8b, 0x3f, 0xf2, 0x0f, 0x58, 0x01, 0x48, 0x8b, 0x44, 0xf7, 0x08,
+    ];
 
     #[test]
     fn forward_decode_finds_previous_instruction() {
-        assert_eq!(previous_by_forward_decode(&CODE, 0x100, 0x100, 0x107), Some(0x103));
-        assert_eq!(previous_by_forward_decode(&CODE, 0x100, 0x100, 0x103), Some(0x100));
+        assert_eq!(
+            previous_by_forward_decode(&CODE, 0x100, 0x100, 0x107),
+            Some(0x103)
+        );
+        assert_eq!(
+            previous_by_forward_decode(&CODE, 0x100, 0x100, 0x103),
+            Some(0x100)
+        );
         assert_eq!(previous_by_forward_decode(&CODE, 0x100, 0x100, 0x105), None);
     }
 
@@ -231,12 +249,20 @@ mod tests {
         let addsd = decode_at(&CODE, 0x100, 0x103).unwrap();
         assert_eq!(
             access(&addsd, &regs, true),
-            Access::Address { addr: 0x5000, size: 8, write: false }
+            Access::Address {
+                addr: 0x5000,
+                size: 8,
+                write: false
+            }
         );
         let mov = decode_at(&CODE, 0x100, 0x107).unwrap();
         assert_eq!(
             access(&mov, &regs, true),
-            Access::Address { addr: 0x9000 + 16 + 8, size: 8, write: false }
+            Access::Address {
+                addr: 0x9000 + 16 + 8,
+                size: 8,
+                write: false
+            }
         );
         // The pointer chase overwrote its own address register.
         let chase = decode_at(&CODE, 0x100, 0x100).unwrap();
@@ -244,7 +270,11 @@ mod tests {
         // Before it executes, the address is known.
         assert_eq!(
             access(&chase, &regs, false),
-            Access::Address { addr: 0x9000, size: 8, write: false }
+            Access::Address {
+                addr: 0x9000,
+                size: 8,
+                write: false
+            }
         );
     }
 }

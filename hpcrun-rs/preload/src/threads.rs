@@ -160,7 +160,8 @@ pub fn stack_owner(addr: u64) -> Option<u32> {
 /// Cached previous-instruction lookup.
 pub fn cached_previous(state: &ThreadState, ip: u64) -> Option<u64> {
     let slot = (ip as usize ^ (ip as usize >> 12)) % DECODE_CACHE * 2;
-    (state.decode_cache[slot].load(Relaxed) == ip).then(|| state.decode_cache[slot + 1].load(Relaxed))
+    (state.decode_cache[slot].load(Relaxed) == ip)
+        .then(|| state.decode_cache[slot + 1].load(Relaxed))
 }
 
 pub fn cache_previous(state: &ThreadState, ip: u64, prev: u64) {

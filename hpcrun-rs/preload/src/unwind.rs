@@ -6,7 +6,9 @@
 //! and published for lock-free use.
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder};
+use framehop::{
+    ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder,
+};
 
 use crate::ffi::{self, StackBounds};
 use crate::modules::Snapshot;
@@ -86,10 +88,25 @@ pub fn unwind(
         match unwinder.unwind_frame(address, &mut regs, cache, &mut read) {
             Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                 Some(next) => address = next,
-                None => return Unwound { len, complete: true },
+                None => {
+                    return Unwound {
+                        len,
+                        complete: true,
+                    }
+                }
             },
-            Ok(None) => return Unwound { len, complete: true },
-            Err(_) => return Unwound { len, complete: false },
+            Ok(None) => {
+                return Unwound {
+                    len,
+                    complete: true,
+                }
+            }
+            Err(_) => {
+                return Unwound {
+                    len,
+                    complete: false,
+                }
+            }
         }
     }
     Unwound {

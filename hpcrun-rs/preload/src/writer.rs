@@ -29,8 +29,7 @@ pub fn init() {
 /// Arranges for `state` to be written when the calling thread exits.
 pub fn register_thread_exit(_state: &ThreadState) {
     if let Some(&key) = EXIT_KEY.get() {
-        // Any non-null value makes the destructor run.
-        ffi::set_thread_value(key, 1 as *mut libc::c_void);
+        ffi::arm_thread_exit(key);
     }
 }
 
@@ -81,7 +80,10 @@ pub fn finish(state: &ThreadState) {
     let bytes = match profile.to_bytes() {
         Ok(b) => b,
         Err(e) => {
-            warn(&format!("could not encode the profile of thread {}: {e}", state.tid));
+            warn(&format!(
+                "could not encode the profile of thread {}: {e}",
+                state.tid
+            ));
             return;
         }
     };
@@ -107,9 +109,15 @@ fn process_info() -> ProcessInfo {
     let exe = std::fs::read_link("/proc/self/exe")
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let rank = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok());
+    let rank = [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "MV2_COMM_WORLD_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok());
     ProcessInfo {
         pid: ffi::getpid(),
         host: ffi::hostname(),
@@ -163,7 +171,12 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .collect();
     }
 
-    let mut trees = [Cct::default(), Cct::default(), Cct::default(), Cct::default()];
+    let mut trees = [
+        Cct::default(),
+        Cct::default(),
+        Cct::default(),
+        Cct::default(),
+    ];
     let n = state.tree.len();
     // Node -> (tree, index in that tree).
     let mut placed: Vec<(usize, u32)> = Vec::with_capacity(n);

@@ -1,0 +1,17 @@
+# Mirrors the README; `just` is optional, every recipe is a plain command.
+
+# The pipeline end to end on examples/abc
+demo:
+    sh examples/abc/demo.sh
+
+# Every test (builds the tools, compiles the examples with gcc)
+test:
+    cargo test --workspace
+
+# What CI runs
+ci:
+    bash .ci/run
+
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
