@@ -29,8 +29,8 @@ fn heap_object_allocated_at(objects: &[serde_json::Value], line: u64) -> &serde_
 fn heap_abc_c_dominates_then_b_then_a() {
     let dir = scratch("abc-heap");
     let exe = compile_c("abc/abc.c", &dir, &[]);
-    let native = ok_stdout(&run(Command::new(&exe).args(["200", "3"])), "native abc");
-    let p = profile(&dir, EVENT, &exe, &["200", "3"]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("3")), "native abc");
+    let p = profile(&dir, EVENT, &exe, &["3"]);
     assert_eq!(
         p.program_stdout, native,
         "profiling changed the program's output"
@@ -48,9 +48,9 @@ fn heap_abc_c_dominates_then_b_then_a() {
     let objects = export["objects"].as_array().expect("objects");
     let total: u64 = objects.iter().map(samples).sum();
     assert!(total > 500, "too few memory samples: {total}");
-    let a = heap_object_allocated_at(objects, line_of("abc/abc.c", "double *A = malloc"));
-    let b = heap_object_allocated_at(objects, line_of("abc/abc.c", "double *B = malloc"));
-    let c = heap_object_allocated_at(objects, line_of("abc/abc.c", "double *C = malloc"));
+    let a = heap_object_allocated_at(objects, line_of("abc/abc.c", "cube *A = malloc"));
+    let b = heap_object_allocated_at(objects, line_of("abc/abc.c", "cube *B = malloc"));
+    let c = heap_object_allocated_at(objects, line_of("abc/abc.c", "cube *C = malloc"));
     let (sa, sb, sc) = (samples(a), samples(b), samples(c));
     let share_c = sc as f64 / total as f64;
     eprintln!(
@@ -69,6 +69,11 @@ fn heap_abc_c_dominates_then_b_then_a() {
     assert!(
         sc > sb && sb > sa,
         "expected C > B > A, got C {sc}, B {sb}, A {sa}"
+    );
+    // Heap objects are named by the variable their allocation is assigned to.
+    assert_eq!(
+        (a["name"].as_str(), b["name"].as_str(), c["name"].as_str()),
+        (Some("A"), Some("B"), Some("C"))
     );
     // Objects come sorted by the primary metric, C first.
     assert_eq!(objects[0], *c);
@@ -172,7 +177,7 @@ fn refuses_a_directory_of_another_run() {
 fn report_shows_the_data_centric_answer() {
     let dir = scratch("report");
     let exe = compile_c("abc/abc.c", &dir, &[]);
-    let p = profile(&dir, EVENT, &exe, &["160", "2"]);
+    let p = profile(&dir, EVENT, &exe, &["2"]);
     let out = run(Command::new(tool("hpcview-tui"))
         .arg(&p.db)
         .args(["--report", "--view", "data", "--top", "3"]));
@@ -181,7 +186,7 @@ fn report_shows_the_data_centric_answer() {
         .lines()
         .find(|l| l.contains("abc.c:"))
         .unwrap_or_else(|| panic!("no object rows in:\n{text}"));
-    let c_line = line_of("abc/abc.c", "double *C = malloc");
+    let c_line = line_of("abc/abc.c", "cube *C = malloc");
     assert!(
         first_row.contains(&format!("abc.c:{c_line}")),
         "top object is not C:\n{text}"

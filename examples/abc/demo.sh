@@ -9,6 +9,6 @@ out=target/abc-demo
 rm -rf "$out"
 mkdir -p "$out"
 gcc -O2 -g -o "$out/abc" examples/abc/abc.c
-target/debug/hpcrun-rs -e mem:soft@100000 -o "$out/measurements" "$out/abc" 200 3
+target/debug/hpcrun-rs -e mem:soft@100000 -o "$out/measurements" "$out/abc" 3
 target/debug/hpcprof-rs -o "$out/db" "$out/measurements"
 target/debug/hpcview-tui "$out/db" --report --top 5

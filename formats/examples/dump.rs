@@ -27,6 +27,23 @@ fn main() {
                 for s in &p.statics {
                     println!("  static {} {:#x} {}", s.name, s.address, s.size);
                 }
+                let mut leaves: Vec<(u64, Vec<u64>)> = p
+                    .code
+                    .nodes
+                    .iter()
+                    .filter_map(|n| match n.key {
+                        formats::measurement::NodeKey::Call(a)
+                            if n.metrics.iter().any(|&m| m > 0) =>
+                        {
+                            Some((a, n.metrics.clone()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                leaves.sort();
+                for (a, m) in leaves {
+                    println!("  code leaf {a:#x}: {m:?}");
+                }
                 for (name, tree) in [
                     ("heap", &p.heap),
                     ("static", &p.statics_tree),

@@ -55,7 +55,10 @@ pub struct MetricDoc<'a> {
 #[derive(Debug, Serialize)]
 pub struct Stats {
     pub samples: u64,
+    /// Load samples (`memory_samples` of the measurement files).
     pub memory_samples: u64,
+    /// Store-only samples.
+    pub store_samples: u64,
     pub address_recovered: u64,
     /// address_recovered / memory_samples (0 when there were none).
     pub recovery_rate: f64,
@@ -147,6 +150,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
         stats: Stats {
             samples: stats.samples,
             memory_samples: stats.memory_samples,
+            store_samples: stats.store_samples,
             address_recovered: stats.address_recovered,
             recovery_rate: if stats.memory_samples == 0 {
                 0.0

@@ -191,8 +191,12 @@ pub enum ObjectRef {
 pub struct SampleStats {
     /// Every sample signal handled.
     pub samples: u64,
-    /// The skid-corrected instruction accessed memory.
+    /// The skid-corrected instruction loaded from memory (including
+    /// read-modify-write, and accesses whose address was lost).
     pub memory_samples: u64,
+    /// The skid-corrected instruction only stored to memory.
+    #[serde(default)]
+    pub store_samples: u64,
     /// ... and its data address was recovered.
     pub address_recovered: u64,
     /// ... of which from the instruction before the interrupted IP.
@@ -209,6 +213,7 @@ impl SampleStats {
     pub fn add(&mut self, other: &SampleStats) {
         self.samples += other.samples;
         self.memory_samples += other.memory_samples;
+        self.store_samples += other.store_samples;
         self.address_recovered += other.address_recovered;
         self.recovered_previous += other.recovered_previous;
         self.recovered_at_ip += other.recovered_at_ip;

@@ -165,7 +165,8 @@ fn install(tmp: &Path, out: &Path, force: bool) -> Result<()> {
         if let Some(aside) = &old {
             let _ = std::fs::rename(aside, out);
         }
-        return Err(e).with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()));
+        return Err(e)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()));
     }
     if let Some(aside) = old {
         std::fs::remove_dir_all(&aside)
@@ -219,7 +220,10 @@ mod tests {
             .unwrap()
             .is_file());
         let err = write(&db, &out, false).unwrap_err().to_string();
-        assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+        assert!(
+            err.contains("already exists") && err.contains("--force"),
+            "{err}"
+        );
         write(&db, &out, true).unwrap();
         // Not a database: never replaced.
         let other = dir.join("other");

@@ -51,7 +51,12 @@ Exit status: 0 on success, 1 with --strict when a file was skipped,
 /// copies of the source files under DB/src/. Damaged files are skipped with
 /// a warning.
 #[derive(Debug, Parser)]
-#[command(name = "hpcprof-rs", version, after_help = MERGE_AFTER_HELP)]
+#[command(
+    name = "hpcprof-rs",
+    version,
+    override_usage = "hpcprof-rs [OPTIONS] <MEASUREMENTS_DIR>\n       hpcprof-rs export [OPTIONS] <DB>",
+    after_help = MERGE_AFTER_HELP
+)]
 struct MergeArgs {
     /// Database directory to write.
     #[arg(short = 'o', long = "output", value_name = "DB", default_value = "db")]
@@ -117,7 +122,8 @@ struct ExportArgs {
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let result = if args.get(1).is_some_and(|a| a == "export") {
-        let rest = std::iter::once(OsString::from("hpcprof-rs export")).chain(args[2..].iter().cloned());
+        let rest =
+            std::iter::once(OsString::from("hpcprof-rs export")).chain(args[2..].iter().cloned());
         run_export(ExportArgs::parse_from(rest))
     } else {
         run_merge(MergeArgs::parse_from(args))
@@ -132,15 +138,15 @@ fn main() -> ExitCode {
 }
 
 fn run_merge(args: MergeArgs) -> Result<ExitCode> {
-    // Refuse before doing any work.
-    db::check_output(&args.output, args.force)?;
     if let Some(n) = args.jobs {
         rayon::ThreadPoolBuilder::new()
             .num_threads(n)
             .build_global()
             .context("cannot start the worker threads")?;
     }
+    // Refuse before doing any work.
     let files = read::find(&args.measurements)?;
+    db::check_output(&args.output, args.force)?;
     let measurements = read::read_all(&files);
     for (file, reason) in &measurements.skipped {
         eprintln!("hpcprof-rs: warning: skipping {file}: {reason}");
@@ -211,8 +217,7 @@ fn load(path: &Path) -> Result<Database> {
     if !path.exists() {
         anyhow::bail!("database {} does not exist", path.display());
     }
-    let bytes =
-        std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
     Database::from_bytes(&bytes).with_context(|| format!("cannot use {}", file.display()))
 }
 
@@ -227,7 +232,10 @@ fn run_export(args: ExportArgs) -> Result<ExitCode> {
         FormatArg::Csv => export::to_csv(&db, view, args.top),
     };
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(ExitCode::SUCCESS),
         // `hpcprof-rs export db | head` is fine.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
@@ -250,7 +258,10 @@ mod tests {
     fn load_names_the_file() {
         let dir = read::tests::temp_dir("load");
         let err = format!("{:#}", load(&dir.join("nope")).unwrap_err());
-        assert!(err.contains("nope") && err.contains("does not exist"), "{err}");
+        assert!(
+            err.contains("nope") && err.contains("does not exist"),
+            "{err}"
+        );
         let err = format!("{:#}", load(&dir).unwrap_err());
         assert!(err.contains(FILE_NAME), "{err}");
         std::fs::write(dir.join(FILE_NAME), b"HPCPROFD\x09\0\0\0\0\0\0\0xxxx").unwrap();

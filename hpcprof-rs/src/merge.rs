@@ -366,7 +366,9 @@ pub fn merge(profiles: &[ThreadProfile], skipped: Vec<(String, String)>) -> Merg
     // Allocation counts: process-wide, repeated in every thread file of a
     // process. Take each (process, site) once (the largest count: the latest
     // snapshot), then sum over processes into the objects.
-    let mut sites: HashMap<(u32, &[u64]), (u64, u64, usize, u32)> = HashMap::new();
+    /// (allocations, bytes, profile index, site index).
+    type SiteCounts = (u64, u64, usize, u32);
+    let mut sites: HashMap<(u32, &[u64]), SiteCounts> = HashMap::new();
     for (i, ctx) in ctxs.iter().enumerate() {
         for (s, site) in ctx.profile.alloc_sites.iter().enumerate() {
             let e = sites
@@ -706,7 +708,7 @@ mod tests {
         }
     }
 
-    fn object<'a>(db: &'a Database, kind: ObjectKind) -> Vec<&'a DataObject> {
+    fn object(db: &Database, kind: ObjectKind) -> Vec<&DataObject> {
         db.objects.iter().filter(|o| o.kind == kind).collect()
     }
 
@@ -792,9 +794,10 @@ mod tests {
             assert!((n.parent as usize) < i);
         }
         for o in &db.objects {
-            assert_eq!(db.data.nodes[o.node as usize].kind, NodeKind::Object(
-                db.objects.iter().position(|x| x == o).unwrap() as u32
-            ));
+            assert_eq!(
+                db.data.nodes[o.node as usize].kind,
+                NodeKind::Object(db.objects.iter().position(|x| x == o).unwrap() as u32)
+            );
         }
     }
 

@@ -209,9 +209,7 @@ pub fn assigned_name(line: &str) -> Option<String> {
             c if c.is_alphanumeric() || c == '_' || c == '.' => true,
             '>' => start >= 2 && chars[start - 2] == '-',
             '-' => chars.get(start) == Some(&'>'),
-            ':' => {
-                (start >= 2 && chars[start - 2] == ':') || chars.get(start) == Some(&':')
-            }
+            ':' => (start >= 2 && chars[start - 2] == ':') || chars.get(start) == Some(&':'),
             _ => false,
         };
         if !ok {
@@ -258,10 +256,7 @@ mod tests {
             assigned_name("  double *A = (double *) malloc(n * sizeof(double));"),
             Some("A".into())
         );
-        assert_eq!(
-            assigned_name("A = malloc(n);"),
-            Some("A".into())
-        );
+        assert_eq!(assigned_name("A = malloc(n);"), Some("A".into()));
         assert_eq!(
             assigned_name("\ts->grid = calloc(n, sizeof *s->grid); // grid"),
             Some("s->grid".into())
@@ -315,7 +310,10 @@ mod tests {
         assert_eq!(assigned_name("a[i].b(c = 3);"), None);
         assert_eq!(assigned_name("   "), None);
         assert_eq!(assigned_name("= malloc(3);"), None);
-        assert_eq!(assigned_name("for (i = 0; i < n; i++) x[i] = malloc(3);"), None);
+        assert_eq!(
+            assigned_name("for (i = 0; i < n; i++) x[i] = malloc(3);"),
+            None
+        );
     }
 
     #[test]
@@ -324,7 +322,9 @@ mod tests {
         assert!(is_return("return(p);"));
         assert!(!is_return("returned = 1;"));
         assert!(!is_return("noreturn_f();"));
-        assert!(is_return("static double *make(size_t n) { return xmalloc(n); }"));
+        assert!(is_return(
+            "static double *make(size_t n) { return xmalloc(n); }"
+        ));
         let after: Vec<String> = ["  if (!p) abort();", "  return p;", "}"]
             .iter()
             .map(|s| s.to_string())

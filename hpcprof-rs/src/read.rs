@@ -34,8 +34,8 @@ pub fn find(dir: &Path) -> Result<Vec<PathBuf>> {
         .with_context(|| format!("cannot list measurement directory {}", dir.display()))?;
     let mut files = Vec::new();
     for entry in entries {
-        let entry =
-            entry.with_context(|| format!("cannot list measurement directory {}", dir.display()))?;
+        let entry = entry
+            .with_context(|| format!("cannot list measurement directory {}", dir.display()))?;
         let path = entry.path();
         if path.extension().is_some_and(|e| e == EXTENSION) && path.is_file() {
             files.push(path);
@@ -120,7 +120,11 @@ pub(crate) mod tests {
         assert_eq!(m.profiles.len(), 1);
         assert_eq!(m.skipped.len(), 4);
         assert!(m.skipped[0].0.ends_with("b.hpcrun"));
-        assert!(m.skipped[1].1.contains("not a measurement file"), "{:?}", m.skipped);
+        assert!(
+            m.skipped[1].1.contains("not a measurement file"),
+            "{:?}",
+            m.skipped
+        );
         assert!(m.skipped[2].1.contains("newer"), "{:?}", m.skipped);
         assert!(m.skipped[3].1.contains("truncated"), "{:?}", m.skipped);
         std::fs::remove_dir_all(&dir).unwrap();

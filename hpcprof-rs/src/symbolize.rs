@@ -79,8 +79,8 @@ fn resolve_module(req: &ModuleRequest) -> Resolved {
                 .insert(rel, vec![fallback_frame(&req.path, rel, None)]);
         }
     };
-    // Pseudo modules ("[vdso]", "") have no file to read.
-    if req.path.is_empty() || req.path.starts_with('[') {
+    // Pseudo modules ("[vdso]", "linux-vdso.so.1", "") have no file to read.
+    if !req.path.starts_with('/') {
         fallback_all(&mut out);
         return out;
     }
@@ -137,7 +137,14 @@ fn lookup(loader: &Loader, module: &str, rel: u64) -> Vec<Frame> {
             chain.push((function, file, line));
         }
     }
-    let symbol = || loader.find_symbol(rel).map(demangle);
+    // An address just past a function's end (a call to a function that
+    // does not return was its last instruction) belongs to that function.
+    let symbol = || {
+        loader
+            .find_symbol(rel)
+            .or_else(|| loader.find_symbol(rel.checked_sub(1)?))
+            .map(demangle)
+    };
     if chain.is_empty() {
         return vec![fallback_frame(module, rel, symbol())];
     }
@@ -148,7 +155,9 @@ fn lookup(loader: &Loader, module: &str, rel: u64) -> Vec<Frame> {
         .map(|(i, (function, file, line))| {
             let function = match function {
                 Some(f) => f,
-                None if i == 0 => symbol().unwrap_or_else(|| format!("{}+0x{rel:x}", basename(module))),
+                None if i == 0 => {
+                    symbol().unwrap_or_else(|| format!("{}+0x{rel:x}", basename(module)))
+                }
                 None => "[inlined]".to_string(),
             };
             Frame {
@@ -244,14 +253,16 @@ mod tests {
 
     #[test]
     fn pseudo_module_is_quiet() {
-        let req = ModuleRequest {
-            path: "[vdso]".into(),
-            build_id: None,
-            addrs: vec![0x10],
-        };
-        let r = resolve_module(&req);
-        assert!(r.warnings.is_empty());
-        assert_eq!(r.frames[&0x10][0].function, "[vdso]+0x10");
+        for path in ["[vdso]", "linux-vdso.so.1"] {
+            let req = ModuleRequest {
+                path: path.into(),
+                build_id: None,
+                addrs: vec![0x10],
+            };
+            let r = resolve_module(&req);
+            assert!(r.warnings.is_empty());
+            assert_eq!(r.frames[&0x10][0].function, format!("{path}+0x10"));
+        }
     }
 
     #[test]
@@ -286,7 +297,11 @@ mod tests {
             "{}",
             outer.function
         );
-        assert!(outer.file.as_deref().unwrap_or("").ends_with("symbolize.rs"));
+        assert!(outer
+            .file
+            .as_deref()
+            .unwrap_or("")
+            .ends_with("symbolize.rs"));
         assert!(chain[1..].iter().all(|f| f.inlined));
     }
 

@@ -87,7 +87,10 @@ fn run(args: &Args) -> Result<ExitCode> {
     };
     let text = report::render(&db, tables, args.top);
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
         Err(e) => Err(e).context("cannot write to standard output"),
@@ -104,8 +107,7 @@ fn load(path: &Path) -> Result<Database> {
     } else {
         path.to_path_buf()
     };
-    let bytes =
-        std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
     Database::from_bytes(&bytes).with_context(|| format!("cannot use {}", file.display()))
 }
 
@@ -135,6 +137,13 @@ mod tests {
         assert!(err.contains("newer"), "{err}");
         std::fs::write(&file, Database::default().to_bytes().unwrap()).unwrap();
         assert!(load(&file).is_ok());
+        // A primary metric that names no column would make the views index
+        // out of bounds: rejected when loading.
+        let mut bad = Database::default();
+        bad.info.primary_metric = 5;
+        std::fs::write(&file, bad.to_bytes().unwrap()).unwrap();
+        let err = format!("{:#}", load(&dir).unwrap_err());
+        assert!(err.contains("primary metric"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -151,7 +151,12 @@ pub fn data_table(db: &Database, top: usize) -> String {
         return out;
     }
     let names: Vec<String> = rows.iter().map(|r| fit(r.name, MAX_NAME)).collect();
-    let name_w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(4);
+    let name_w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(4);
     let metric_w = metric.chars().count().max(8);
     let rank_w = rows.len().to_string().len().max(1);
     let _ = writeln!(
@@ -256,10 +261,16 @@ mod tests {
             frame("main", "/src/abc.c", 20, "/bin/abc"),
             frame("compute", "/src/abc.c", 4, "/bin/abc"),
             frame("main", "/src/abc.c", 21, "/bin/abc"),
-            frame("__libc_malloc", "/usr/src/malloc.c", 3000, "/usr/lib/libc.so.6"),
+            frame(
+                "__libc_malloc",
+                "/usr/src/malloc.c",
+                3000,
+                "/usr/lib/libc.so.6",
+            ),
         ];
         let mut data = Tree::default();
-        data.nodes.push(node(0, NodeKind::Root("heap data".into()), 0)); // 1
+        data.nodes
+            .push(node(0, NodeKind::Root("heap data".into()), 0)); // 1
         data.nodes.push(node(1, NodeKind::Frame(0), 0)); // 2: main:20
         data.nodes.push(node(2, NodeKind::Object(0), 0)); // 3: C
         data.nodes.push(node(3, NodeKind::Frame(1), 90)); // 4

@@ -30,8 +30,9 @@ pub const TAG_NOT_RECOVERED: u32 = 7;
 
 /// Metric columns.
 pub const M_SAMPLES: usize = 0;
-pub const M_CPU_SAMPLES: usize = 1;
-pub const METRICS: usize = 2;
+pub const M_STORE_SAMPLES: usize = 1;
+pub const M_CPU_SAMPLES: usize = 2;
+pub const METRICS: usize = 3;
 
 /// How many hash slots are probed before giving up.
 const MAX_PROBE: usize = 64;

@@ -143,6 +143,12 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
         return;
     };
+    // Time inside the profiler itself (allocation hooks unwinding) is
+    // overhead, not the program's: counted, not attributed.
+    if snap.is_own_code(regs.rip) {
+        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return;
+    }
     let (leaf, access, source) = analyse(state, snap, &regs);
 
     let mut frames = [0u64; MAX_FRAMES];
@@ -150,8 +156,15 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
     // `in_handler` excludes re-entry.
     let cache = unsafe { &mut *state.handler_cache.get() };
     let got = unwind::unwind(unwinder, cache, &state.stack, regs.rip, sp, bp, &mut frames);
-    let depth = got.len.max(1);
     frames[0] = leaf;
+    // Callers inside this library (the thread trampoline) are left out.
+    let mut depth = 1;
+    for i in 1..got.len {
+        if !snap.is_own_code(frames[i]) {
+            frames[depth] = frames[i];
+            depth += 1;
+        }
+    }
     let path = &frames[..depth];
 
     let object = match access {
@@ -164,6 +177,12 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
                 return;
             }
         },
+    };
+    // An access whose address was lost counts as a load (the usual case: a
+    // pointer-chasing load that overwrote its own address register).
+    let metric = match access {
+        Access::Address { kind, .. } if !kind.loads() => cct::M_STORE_SAMPLES,
+        _ => cct::M_SAMPLES,
     };
 
     let tree: &Tree = &state.tree;
@@ -188,8 +207,12 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return;
     };
-    tree.add(code_leaf, cct::M_SAMPLES, 1);
-    tree.add(data_leaf, cct::M_SAMPLES, 1);
+    tree.add(code_leaf, metric, 1);
+    tree.add(data_leaf, metric, 1);
+    if metric == cct::M_STORE_SAMPLES {
+        stats.stores.fetch_add(1, Relaxed);
+        return;
+    }
     stats.memory.fetch_add(1, Relaxed);
     if matches!(access, Access::Address { .. }) {
         stats.recovered.fetch_add(1, Relaxed);

@@ -84,12 +84,16 @@ fn record(ptr: *mut c_void, size: usize) {
         // the IN_HOOK guard excludes nested use.
         let cache = unsafe { &mut *state.hook_cache.get() };
         let got = unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames);
-        // Drop the frames inside this library (the hook itself).
-        let own = frames[..got.len]
-            .iter()
-            .take_while(|&&f| snap.is_own_code(f))
-            .count();
-        let path = &frames[own..got.len];
+        // Drop the frames inside this library (the hook itself, and the
+        // thread trampoline at the root of a thread's paths).
+        let mut len = 0;
+        for i in 0..got.len {
+            if !snap.is_own_code(frames[i]) {
+                frames[len] = frames[i];
+                len += 1;
+            }
+        }
+        let path = &frames[..len];
         if let Some(site) = objs.site(path) {
             objs.insert(ptr as u64, size as u64, site);
         }
@@ -197,12 +201,13 @@ type PthreadCreate = unsafe extern "C" fn(
 struct Trampoline {
     start: StartRoutine,
     arg: *mut c_void,
+    index: u32,
 }
 
 extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
     // SAFETY: `raw` is the Box we leaked in pthread_create below.
     let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
-    without_hooks(crate::sampling::start_thread);
+    without_hooks(|| crate::sampling::start_thread(tramp.index));
     (tramp.start)(tramp.arg)
 }
 
@@ -225,7 +230,11 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: forwarding the caller's arguments.
         return unsafe { real(thread, attr, start, arg) };
     }
-    let tramp = Box::into_raw(Box::new(Trampoline { start, arg }));
+    let tramp = Box::into_raw(Box::new(Trampoline {
+        start,
+        arg,
+        index: threads::next_index(),
+    }));
     // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
     let rc = unsafe { real(thread, attr, thread_start, tramp as *mut c_void) };
     if rc != 0 {

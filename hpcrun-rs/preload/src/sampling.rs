@@ -46,16 +46,16 @@ fn init() {
         ffi::at_fork(after_fork_in_child);
         ACTIVE.store(true, Relaxed);
         hooks::READY.store(true, Release);
-        start_thread();
+        start_thread(threads::next_index());
     });
 }
 
 /// Sets up the calling thread: state, exit hook, sampling.
-pub fn start_thread() {
+pub fn start_thread(index: u32) {
     if !ACTIVE.load(Relaxed) {
         return;
     }
-    let Some(state) = threads::start_current(TREE_CAPACITY) else {
+    let Some(state) = threads::start_current(index, TREE_CAPACITY) else {
         writer::warn("could not map memory for a thread's profile; thread not measured");
         return;
     };
@@ -107,7 +107,7 @@ unsafe extern "C" fn after_fork_in_child() {
         }
         // The parent's perf events are the parent's: do not touch them.
         threads::reset_after_fork();
-        start_thread();
+        start_thread(threads::next_index());
     });
 }
 
@@ -117,7 +117,12 @@ pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::MET
         (
             "samples",
             "samples",
-            "task-clock samples whose skid-corrected instruction accesses memory (mem:soft); each stands for one sampling period of thread CPU time",
+            "task-clock samples whose skid-corrected instruction loads from memory (mem:soft); each stands for one sampling period of thread CPU time",
+        ),
+        (
+            "store_samples",
+            "samples",
+            "task-clock samples whose skid-corrected instruction only stores to memory (stores rarely stall: kept apart from the primary metric)",
         ),
         (
             "cpu_samples",

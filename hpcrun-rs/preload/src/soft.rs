@@ -34,10 +34,104 @@ pub enum Access {
     /// No explicit memory operand.
     NotMemory,
     /// Address recovered.
-    Address { addr: u64, size: u32, write: bool },
+    Address {
+        addr: u64,
+        size: u32,
+        kind: AccessKind,
+    },
     /// Accesses memory, but the address cannot be computed (registers
     /// overwritten, segment base unknown, gather).
     Unrecoverable,
+}
+
+/// Whether an access reads memory, writes it, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessKind {
+    Load,
+    Store,
+    /// Read-modify-write (`add [mem], reg`): a load too.
+    LoadStore,
+}
+
+impl AccessKind {
+    /// True if the instruction waits for the data (loads stall; stores
+    /// retire into the store buffer).
+    pub fn loads(self) -> bool {
+        !matches!(self, AccessKind::Store)
+    }
+}
+
+/// Moves and sets whose memory destination is only written.
+fn is_pure_store(m: Mnemonic) -> bool {
+    use Mnemonic::*;
+    matches!(
+        m,
+        Mov | Movd
+            | Movq
+            | Movss
+            | Movsd
+            | Movaps
+            | Movups
+            | Movapd
+            | Movupd
+            | Movdqa
+            | Movdqu
+            | Movnti
+            | Movntps
+            | Movntpd
+            | Movntdq
+            | Movhps
+            | Movhpd
+            | Movlps
+            | Movlpd
+            | Movbe
+            | Vmovss
+            | Vmovsd
+            | Vmovaps
+            | Vmovups
+            | Vmovapd
+            | Vmovupd
+            | Vmovdqa
+            | Vmovdqu
+            | Vmovdqa32
+            | Vmovdqa64
+            | Vmovdqu8
+            | Vmovdqu16
+            | Vmovdqu32
+            | Vmovdqu64
+            | Vmovntps
+            | Vmovntpd
+            | Vmovntdq
+            | Vmovq
+            | Vmovd
+            | Vmovhps
+            | Vmovhpd
+            | Vmovlps
+            | Vmovlpd
+            | Vextractf128
+            | Vextracti128
+            | Pextrb
+            | Pextrw
+            | Pextrd
+            | Pextrq
+            | Extractps
+            | Seta
+            | Setae
+            | Setb
+            | Setbe
+            | Sete
+            | Setg
+            | Setge
+            | Setl
+            | Setle
+            | Setne
+            | Setno
+            | Setnp
+            | Setns
+            | Seto
+            | Setp
+            | Sets
+    )
 }
 
 /// Decodes one instruction at `ip` from `code` (which starts at `code_start`).
@@ -185,11 +279,17 @@ pub fn access(insn: &Instruction, regs: &Regs, executed: bool) -> Access {
     let addr = b
         .wrapping_add(i.wrapping_mul(insn.memory_index_scale() as u64))
         .wrapping_add(insn.memory_displacement64());
-    let write = op == 0 && !matches!(insn.mnemonic(), Mnemonic::Cmp | Mnemonic::Test);
+    let kind = if op != 0 || matches!(insn.mnemonic(), Mnemonic::Cmp | Mnemonic::Test) {
+        AccessKind::Load
+    } else if is_pure_store(insn.mnemonic()) {
+        AccessKind::Store
+    } else {
+        AccessKind::LoadStore
+    };
     Access::Address {
         addr,
         size: insn.memory_size().size() as u32,
-        write,
+        kind,
     }
 }
 
@@ -252,7 +352,7 @@ mod tests {
             Access::Address {
                 addr: 0x5000,
                 size: 8,
-                write: false
+                kind: AccessKind::Load
             }
         );
         let mov = decode_at(&CODE, 0x100, 0x107).unwrap();
@@ -261,19 +361,39 @@ mod tests {
             Access::Address {
                 addr: 0x9000 + 16 + 8,
                 size: 8,
-                write: false
+                kind: AccessKind::Load
             }
         );
         // The pointer chase overwrote its own address register.
         let chase = decode_at(&CODE, 0x100, 0x100).unwrap();
         assert_eq!(access(&chase, &regs, true), Access::Unrecoverable);
+        // 48 89 07: mov [rdi],rax is a store.
+        let store = [0x48, 0x89, 0x07];
+        assert_eq!(
+            access(&decode_at(&store, 0, 0).unwrap(), &regs, true),
+            Access::Address {
+                addr: 0x9000,
+                size: 8,
+                kind: AccessKind::Store
+            }
+        );
+        // 48 01 07: add [rdi],rax reads and writes.
+        let rmw = [0x48, 0x01, 0x07];
+        assert_eq!(
+            access(&decode_at(&rmw, 0, 0).unwrap(), &regs, true),
+            Access::Address {
+                addr: 0x9000,
+                size: 8,
+                kind: AccessKind::LoadStore
+            }
+        );
         // Before it executes, the address is known.
         assert_eq!(
             access(&chase, &regs, false),
             Access::Address {
                 addr: 0x9000,
                 size: 8,
-                write: false
+                kind: AccessKind::Load
             }
         );
     }

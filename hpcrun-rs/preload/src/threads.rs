@@ -18,19 +18,23 @@ pub const DROP_CAUSES: [&str; 5] = [
     "tree full",
     "handler re-entered",
     "object map busy",
-    "no thread state",
+    "in profiler code",
     "unwind failed",
 ];
 pub const DROP_TREE_FULL: usize = 0;
 pub const DROP_REENTERED: usize = 1;
 pub const DROP_MAP_BUSY: usize = 2;
+pub const DROP_IN_PROFILER: usize = 3;
 pub const DROP_UNWIND: usize = 4;
 
 /// Sample counters of one thread.
 #[derive(Default)]
 pub struct Stats {
     pub samples: AtomicU64,
+    /// Load samples (the primary metric).
     pub memory: AtomicU64,
+    /// Store-only samples.
+    pub stores: AtomicU64,
     pub recovered: AtomicU64,
     pub recovered_previous: AtomicU64,
     pub recovered_at_ip: AtomicU64,
@@ -103,15 +107,21 @@ pub fn all() -> impl Iterator<Item = &'static ThreadState> {
 
 static NEXT_INDEX: AtomicU32 = AtomicU32::new(0);
 
+/// Reserves the next thread index (called by the creating thread, so that
+/// indices follow creation order).
+pub fn next_index() -> u32 {
+    NEXT_INDEX.fetch_add(1, Relaxed)
+}
+
 /// Creates, registers and makes current a state for the calling thread.
-pub fn start_current(tree_capacity: usize) -> Option<&'static ThreadState> {
+pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
     let stack = StackBounds::current().unwrap_or_default();
     let tree = cct::Tree::new(tree_capacity)?;
     let decode_cache = ffi::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let state = ThreadState {
         pid: ffi::getpid(),
         tid: ffi::gettid(),
-        index: NEXT_INDEX.fetch_add(1, Relaxed),
+        index,
         stack,
         start_ns: ffi::now_unix_ns(),
         tree,

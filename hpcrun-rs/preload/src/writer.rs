@@ -263,6 +263,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     profile.stats = SampleStats {
         samples: s.samples.load(Relaxed),
         memory_samples: s.memory.load(Relaxed),
+        store_samples: s.stores.load(Relaxed),
         address_recovered: s.recovered.load(Relaxed),
         recovered_previous: s.recovered_previous.load(Relaxed),
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
