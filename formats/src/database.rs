@@ -83,6 +83,8 @@ impl Default for Tree {
                 parent: u32::MAX,
                 kind: NodeKind::Root(String::new()),
                 exclusive: Vec::new(),
+                threads: None,
+                ranks: None,
             }],
         }
     }
@@ -97,6 +99,26 @@ pub struct TreeNode {
     /// Exclusive metric values, one per `DbInfo::metrics` entry (missing
     /// trailing entries are zero).
     pub exclusive: Vec<u64>,
+    /// Distribution of this node's *inclusive* value of the primary metric
+    /// over all measured threads (threads that never reached the node count
+    /// as 0). `None` when not computed (e.g. a single thread).
+    #[serde(default)]
+    pub threads: Option<Dist>,
+    /// The same over MPI ranks (per-rank sums); `None` when not MPI.
+    #[serde(default)]
+    pub ranks: Option<Dist>,
+}
+
+/// A distribution summary: how a value spreads over threads or ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dist {
+    /// Number of threads (or ranks) the summary is over.
+    pub count: u32,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// Population standard deviation.
+    pub stddev: f64,
 }
 
 /// What a node stands for.

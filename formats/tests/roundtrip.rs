@@ -86,6 +86,8 @@ fn sample_db() -> Database {
         parent: 0,
         kind: NodeKind::Object(0),
         exclusive: vec![7],
+        threads: None,
+        ranks: None,
     });
     db
 }

@@ -98,6 +98,8 @@ impl TreeBuilder {
                 parent: u32::MAX,
                 kind: NodeKind::Root(String::new()),
                 exclusive: vec![0; columns],
+                threads: None,
+                ranks: None,
             }],
             children: HashMap::new(),
             columns,
@@ -118,6 +120,8 @@ impl TreeBuilder {
             parent,
             kind,
             exclusive: vec![0; self.columns],
+            threads: None,
+            ranks: None,
         });
         self.children.insert((parent, key), id);
         id
