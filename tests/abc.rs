@@ -29,8 +29,8 @@ fn heap_object_allocated_at(objects: &[serde_json::Value], line: u64) -> &serde_
 fn heap_abc_c_dominates_then_b_then_a() {
     let dir = scratch("abc-heap");
     let exe = compile_c("abc/abc.c", &dir, &[]);
-    let native = ok_stdout(&run(Command::new(&exe).arg("3")), "native abc");
-    let p = profile(&dir, EVENT, &exe, &["3"]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("8")), "native abc");
+    let p = profile(&dir, EVENT, &exe, &["8"]);
     assert_eq!(
         p.program_stdout, native,
         "profiling changed the program's output"
@@ -103,8 +103,8 @@ fn heap_abc_c_dominates_then_b_then_a() {
 fn static_abc_names_the_variables() {
     let dir = scratch("abc-static");
     let exe = compile_c("abc/abc_static.c", &dir, &[]);
-    let native = ok_stdout(&run(Command::new(&exe).arg("3")), "native abc_static");
-    let p = profile(&dir, EVENT, &exe, &["3"]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("8")), "native abc_static");
+    let p = profile(&dir, EVENT, &exe, &["8"]);
     assert_eq!(
         p.program_stdout, native,
         "profiling changed the program's output"

@@ -68,6 +68,7 @@ pub fn scratch(name: &str) -> PathBuf {
 /// Compiles `examples/<rel>` with `gcc -O2 -g` (plus `extra` flags) into `dir`.
 pub fn compile_c(rel: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let src = root().join("examples").join(rel);
+    let src = src.canonicalize().unwrap_or(src);
     let out = dir.join(src.file_stem().expect("source name"));
     let status = Command::new("gcc")
         .args(["-O2", "-g"])
@@ -153,4 +154,32 @@ pub fn line_of(rel: &str, needle: &str) -> u64 {
 /// Samples (primary metric) of an exported object.
 pub fn samples(obj: &serde_json::Value) -> u64 {
     obj["metrics"]["samples"].as_u64().unwrap_or(0)
+}
+
+/// Every measurement file in `dir`, decoded.
+pub fn read_profiles(dir: &Path) -> Vec<formats::measurement::ThreadProfile> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("measurement dir") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().is_some_and(|e| e == "hpcrun") {
+            let bytes = std::fs::read(&path).expect("read profile");
+            out.push(
+                formats::measurement::ThreadProfile::from_bytes(&bytes)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+            );
+        }
+    }
+    out
+}
+
+/// Runs `program` under `hpcrun-rs -e EVENT -o DIR` and returns its output.
+pub fn hpcrun(dir: &Path, event: &str, program: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .current_dir(dir)
+        .args(["-e", event, "-o"])
+        .arg(&measurements)
+        .arg(program)
+        .args(args));
+    (out, measurements)
 }

@@ -18,7 +18,8 @@
 #define N 200
 typedef double cube[N][N][N];
 
-static void compute(cube *restrict a, const cube *restrict b, const cube *restrict c) {
+__attribute__((noipa)) static void compute(cube *restrict a, const cube *restrict b,
+                                           const cube *restrict c) {
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++)
             for (int k = 0; k < N; k++)

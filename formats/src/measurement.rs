@@ -46,6 +46,23 @@ pub struct ThreadProfile {
     pub unknown: Cct,
     /// Counts of what happened to every sample.
     pub stats: SampleStats,
+    /// Tracked allocations made by this thread (oldest first), with their
+    /// free time if freed before this file was written.
+    #[serde(default)]
+    pub allocations: Vec<Allocation>,
+}
+
+/// One tracked heap block (at least `--min-bytes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocation {
+    pub address: u64,
+    /// Requested size in bytes.
+    pub size: u64,
+    /// Index into `ThreadProfile::alloc_sites`.
+    pub site: u32,
+    pub alloc_unix_ns: u64,
+    /// `None` while still live when the file was written.
+    pub free_unix_ns: Option<u64>,
 }
 
 /// The measured process.
@@ -269,6 +286,13 @@ impl ThreadProfile {
                     }
                 }
             }
+        }
+        if self
+            .allocations
+            .iter()
+            .any(|a| a.site as usize >= self.alloc_sites.len())
+        {
+            return Err(bad("an allocation names a missing site".into()));
         }
         for var in &self.statics {
             if let Some(m) = var.module {

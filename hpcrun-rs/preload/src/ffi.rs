@@ -12,6 +12,8 @@ extern "C" {
     fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
     fn __libc_free(p: *mut c_void);
     fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+    fn __libc_valloc(size: usize) -> *mut c_void;
+    fn __libc_pvalloc(size: usize) -> *mut c_void;
 }
 
 /// glibc's allocator, reached through its internal entry points so that the
@@ -94,6 +96,14 @@ pub mod real {
         // SAFETY: glibc's memalign validates `align`.
         unsafe { __libc_memalign(align, size) }
     }
+    pub fn valloc(size: usize) -> *mut c_void {
+        // SAFETY: no preconditions.
+        unsafe { __libc_valloc(size) }
+    }
+    pub fn pvalloc(size: usize) -> *mut c_void {
+        // SAFETY: no preconditions.
+        unsafe { __libc_pvalloc(size) }
+    }
 }
 
 /// Types for which all-zero bytes are a valid value (atomics, integers).
@@ -112,6 +122,8 @@ unsafe impl ZeroInit for crate::cct::Node {}
 unsafe impl ZeroInit for crate::objects::Site {}
 // SAFETY: see above.
 unsafe impl ZeroInit for crate::objects::Entry {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::objects::Record {}
 
 /// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
 /// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing

@@ -95,7 +95,11 @@ fn record(ptr: *mut c_void, size: usize) {
         }
         let path = &frames[..len];
         if let Some(site) = objs.site(path) {
-            objs.insert(ptr as u64, size as u64, site);
+            let head = state.last_record.load(Ordering::Relaxed);
+            let id = objs.insert(ptr as u64, size as u64, site, state.index, head);
+            if id != 0 {
+                state.last_record.store(id, Ordering::Relaxed);
+            }
         }
     });
 }
@@ -141,6 +145,36 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
     if !p.is_null() {
         record(p, size);
     }
+    p
+}
+
+/// # Safety
+/// glibc's reallocarray contract.
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    let Some(bytes) = n.checked_mul(size) else {
+        ffi::set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    };
+    // SAFETY: per the caller's contract.
+    unsafe { realloc(old, bytes) }
+}
+
+/// # Safety
+/// glibc's valloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    let p = real::valloc(size);
+    record(p, size);
+    p
+}
+
+/// # Safety
+/// glibc's pvalloc contract (size rounded up to whole pages).
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    let p = real::pvalloc(size);
+    record(p, size);
     p
 }
 

@@ -33,7 +33,25 @@ pub struct Entry {
     start: AtomicU64,
     end: AtomicU64,
     site: AtomicU64,
+    /// Index + 1 of the block's allocation record (0: none).
+    record: AtomicU64,
 }
+
+/// One tracked allocation, for the allocation log.
+#[repr(C)]
+pub struct Record {
+    pub start: AtomicU64,
+    pub size: AtomicU64,
+    pub site: AtomicU32,
+    pub thread: AtomicU32,
+    pub alloc_ns: AtomicU64,
+    /// 0 while live.
+    pub free_ns: AtomicU64,
+    /// Index + 1 of the same thread's previous record (0: none).
+    pub previous: AtomicU64,
+}
+
+const RECORD_CAPACITY: usize = 1 << 20;
 
 pub struct Objects {
     sites: &'static [Site],
@@ -41,6 +59,10 @@ pub struct Objects {
     site_count: AtomicU32,
     site_lock: AtomicBool,
     entries: &'static [Entry],
+    records: &'static [Record],
+    record_count: AtomicU64,
+    /// Tracked allocations that did not fit in the log.
+    pub records_dropped: AtomicU64,
     len: AtomicU64,
     seq: AtomicU64,
     write_lock: AtomicBool,
@@ -59,6 +81,9 @@ pub fn init() -> bool {
     let Some(entries) = ffi::map_zeroed::<Entry>(OBJECT_CAPACITY) else {
         return false;
     };
+    let Some(records) = ffi::map_zeroed::<Record>(RECORD_CAPACITY) else {
+        return false;
+    };
     OBJECTS
         .set(Objects {
             sites,
@@ -66,6 +91,9 @@ pub fn init() -> bool {
             site_count: AtomicU32::new(0),
             site_lock: AtomicBool::new(false),
             entries,
+            records,
+            record_count: AtomicU64::new(0),
+            records_dropped: AtomicU64::new(0),
             len: AtomicU64::new(0),
             seq: AtomicU64::new(0),
             write_lock: AtomicBool::new(false),
@@ -168,13 +196,32 @@ impl Objects {
         ))
     }
 
-    /// Records a live block.
-    pub fn insert(&self, start: u64, size: u64, site: u32) {
+    /// Records a live block allocated by thread `thread` whose previous
+    /// record is `thread_head` (index + 1, 0: none); returns this block's
+    /// record (index + 1, 0 if the log is full).
+    pub fn insert(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
         if let Some(s) = self.sites.get(site as usize) {
             s.allocations.fetch_add(1, Relaxed);
             s.bytes.fetch_add(size, Relaxed);
             s.max_bytes.fetch_max(size, Relaxed);
         }
+        let index = self.record_count.fetch_add(1, Relaxed) as usize;
+        let record = match self.records.get(index) {
+            Some(r) => {
+                r.start.store(start, Relaxed);
+                r.size.store(size, Relaxed);
+                r.site.store(site, Relaxed);
+                r.thread.store(thread, Relaxed);
+                r.alloc_ns.store(ffi::now_unix_ns(), Relaxed);
+                r.free_ns.store(0, Relaxed);
+                r.previous.store(thread_head, Relaxed);
+                index as u64 + 1
+            }
+            None => {
+                self.records_dropped.fetch_add(1, Relaxed);
+                0
+            }
+        };
         lock(&self.write_lock);
         let len = self.len.load(Relaxed) as usize;
         let pos = self.lower_bound(start, len);
@@ -193,9 +240,16 @@ impl Objects {
             e.start.store(start, Relaxed);
             e.end.store(start + size.max(1), Relaxed);
             e.site.store(site as u64, Relaxed);
+            e.record.store(record, Relaxed);
             self.end_write();
         }
         unlock(&self.write_lock);
+        record
+    }
+
+    /// Allocation record `id` (index + 1).
+    pub fn record(&self, id: u64) -> Option<&Record> {
+        id.checked_sub(1).and_then(|i| self.records.get(i as usize))
     }
 
     /// Forgets the block starting at `start`, if tracked.
@@ -207,6 +261,9 @@ impl Objects {
         let len = self.len.load(Relaxed) as usize;
         let pos = self.lower_bound(start, len);
         if pos < len && self.entries[pos].start.load(Relaxed) == start {
+            if let Some(r) = self.record(self.entries[pos].record.load(Relaxed)) {
+                r.free_ns.store(ffi::now_unix_ns(), Relaxed);
+            }
             self.begin_write();
             for i in pos..len - 1 {
                 self.copy_entry(i + 1, i);
@@ -290,6 +347,7 @@ impl Objects {
         t.start.store(f.start.load(Relaxed), Relaxed);
         t.end.store(f.end.load(Relaxed), Relaxed);
         t.site.store(f.site.load(Relaxed), Relaxed);
+        t.record.store(f.record.load(Relaxed), Relaxed);
     }
 
     fn begin_write(&self) {

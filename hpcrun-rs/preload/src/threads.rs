@@ -55,6 +55,9 @@ pub struct ThreadState {
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
     pub perf_fd: AtomicI32,
+    /// Last allocation record of this thread (index + 1, 0: none); records
+    /// chain backwards through `Record::previous`.
+    pub last_record: AtomicU64,
     /// Set while the signal handler runs (re-entry guard).
     pub in_handler: AtomicBool,
     /// Set once the profile is written; the handler then ignores samples.
@@ -128,6 +131,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),
+        last_record: AtomicU64::new(0),
         in_handler: AtomicBool::new(false),
         finished: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering::*};
 use std::sync::OnceLock;
 
 use formats::measurement::{
-    AllocSite, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef, ProcessInfo,
-    SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
+    AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
+    ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
 };
 
 use crate::threads::{self, ThreadState};
@@ -180,7 +180,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let n = state.tree.len();
     // Node -> (tree, index in that tree).
     let mut placed: Vec<(usize, u32)> = Vec::with_capacity(n);
-    let mut site_ids: HashMap<u64, u32> = HashMap::new();
+    let mut sites = SiteTable::default();
     let mut static_ids: HashMap<u64, u32> = HashMap::new();
     for i in 0..n {
         let (parent, tag, key, metrics) = state.tree.node(i);
@@ -199,30 +199,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         }
         let node_key = match tag {
             cct::TAG_CALL => NodeKey::Call(key),
-            cct::TAG_HEAP_SITE => {
-                let next = site_ids.len() as u32;
-                let id = *site_ids.entry(key).or_insert(next);
-                if id == next {
-                    let (frames, allocations, bytes, max_bytes) = objs
-                        .and_then(|o| o.site_info(key as u32))
-                        .map(|(f, s)| {
-                            (
-                                f,
-                                s.allocations.load(Relaxed),
-                                s.bytes.load(Relaxed),
-                                s.max_bytes.load(Relaxed),
-                            )
-                        })
-                        .unwrap_or_default();
-                    profile.alloc_sites.push(AllocSite {
-                        frames,
-                        allocations,
-                        bytes,
-                        max_bytes,
-                    });
-                }
-                NodeKey::Object(ObjectRef::HeapSite(id))
-            }
+            cct::TAG_HEAP_SITE => NodeKey::Object(ObjectRef::HeapSite(sites.local(key as u32))),
             cct::TAG_STATIC => {
                 let next = static_ids.len() as u32;
                 let id = *static_ids.entry(key).or_insert(next);
@@ -253,6 +230,25 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         });
         placed.push((tree, index));
     }
+    // This thread's allocation log, oldest first.
+    if let Some(objs) = objs {
+        let mut id = state.last_record.load(Relaxed);
+        let mut log = Vec::new();
+        while let Some(r) = objs.record(id) {
+            let free = r.free_ns.load(Relaxed);
+            log.push(Allocation {
+                address: r.start.load(Relaxed),
+                size: r.size.load(Relaxed),
+                site: sites.local(r.site.load(Relaxed)),
+                alloc_unix_ns: r.alloc_ns.load(Relaxed),
+                free_unix_ns: (free != 0).then_some(free),
+            });
+            id = r.previous.load(Relaxed);
+        }
+        log.reverse();
+        profile.allocations = log;
+    }
+    profile.alloc_sites = sites.into_sites(objs);
     let [code, heap, statics, unknown] = trees;
     profile.code = code;
     profile.heap = heap;
@@ -274,5 +270,50 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
             .collect(),
     };
+    // Process-wide: reported once, in the main thread's file.
+    if state.index == 0 {
+        if let Some(lost) = objs
+            .map(|o| o.records_dropped.load(Relaxed))
+            .filter(|&n| n > 0)
+        {
+            profile
+                .stats
+                .dropped
+                .insert("allocation log full".into(), lost);
+        }
+    }
     profile
+}
+
+/// Maps process-wide site ids to the file's `alloc_sites` indices.
+#[derive(Default)]
+struct SiteTable {
+    ids: HashMap<u32, u32>,
+    order: Vec<u32>,
+}
+
+impl SiteTable {
+    fn local(&mut self, global: u32) -> u32 {
+        let next = self.order.len() as u32;
+        *self.ids.entry(global).or_insert_with(|| {
+            self.order.push(global);
+            next
+        })
+    }
+
+    fn into_sites(self, objs: Option<&objects::Objects>) -> Vec<AllocSite> {
+        self.order
+            .iter()
+            .map(|&g| {
+                objs.and_then(|o| o.site_info(g))
+                    .map(|(frames, s)| AllocSite {
+                        frames,
+                        allocations: s.allocations.load(Relaxed),
+                        bytes: s.bytes.load(Relaxed),
+                        max_bytes: s.max_bytes.load(Relaxed),
+                    })
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
 }
