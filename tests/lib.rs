@@ -183,3 +183,42 @@ pub fn hpcrun(dir: &Path, event: &str, program: &Path, args: &[&str]) -> (Output
         .args(args));
     (out, measurements)
 }
+
+/// Compiles `tests/programs/<name>` (C, or C++ by extension) with `-O2 -g`
+/// plus `extra` into `dir`; returns the output path.
+pub fn compile_test_program(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+    let src = root().join("tests/programs").join(name);
+    let stem = src
+        .file_stem()
+        .expect("source name")
+        .to_string_lossy()
+        .into_owned();
+    let shared = extra.contains(&"-shared");
+    let out = dir.join(if shared {
+        format!("lib{stem}.so")
+    } else {
+        stem
+    });
+    let compiler = if name.ends_with(".cpp") { "g++" } else { "gcc" };
+    let status = Command::new(compiler)
+        .args(["-O2", "-g"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(status.success(), "{compiler} failed on {}", src.display());
+    out
+}
+
+/// Merges `measurements` into `dir/db` with hpcprof-rs and exports the data view.
+pub fn merge_and_export(dir: &Path, measurements: &Path) -> serde_json::Value {
+    let db = dir.join("db");
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("-o")
+        .arg(&db)
+        .arg(measurements));
+    ok_stdout(&out, "hpcprof-rs");
+    export_json(&db, "data")
+}

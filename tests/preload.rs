@@ -9,7 +9,7 @@ use pipeline_tests::*;
 #[test]
 fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
     let dir = scratch("alloc-semantics");
-    let exe = compile_c("../tests/programs/alloc_semantics.c", &dir, &[]);
+    let exe = compile_test_program("alloc_semantics.c", &dir, &[]);
     let native = run(&mut Command::new(&exe));
     let native_out = ok_stdout(&native, "native alloc_semantics");
     assert!(native_out.starts_with("ok "), "{native_out}");
@@ -47,5 +47,191 @@ fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
     // Each allocation names a site whose path reaches main.
     for a in log {
         assert!(!profiles[0].alloc_sites[a.site as usize].frames.is_empty());
+    }
+}
+
+#[test]
+fn dlopen_dlclose_loop_and_static_data_of_a_library() {
+    let dir = scratch("dlopen");
+    let lib = compile_test_program("libtable.c", &dir, &["-shared", "-fPIC"]);
+    let exe = compile_test_program("dlopen_loop.c", &dir, &["-ldl"]);
+    let lib_arg = lib.to_string_lossy().into_owned();
+    let native = ok_stdout(
+        &run(Command::new(&exe).args([&lib_arg, "300"])),
+        "native dlopen_loop",
+    );
+    let (out, measurements) = hpcrun(&dir, "mem:soft@100000", &exe, &[&lib_arg, "300"]);
+    assert_eq!(ok_stdout(&out, "profiled dlopen_loop"), native);
+    let export = merge_and_export(&dir, &measurements);
+    let objects = export["objects"].as_array().unwrap();
+    // The library's static table is found by the module that owns the data.
+    assert_eq!(objects[0]["kind"], "static", "{objects:#?}");
+    assert_eq!(objects[0]["name"], "lib_table");
+    assert!(objects[0]["share"].as_f64().unwrap() > 0.5, "{objects:#?}");
+}
+
+#[test]
+fn fork_without_exec_profiles_both_processes() {
+    let dir = scratch("fork");
+    let exe = compile_test_program("processes.c", &dir, &[]);
+    let native = run(Command::new(&exe).arg("fork"));
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["fork"]);
+    assert_eq!(out.stdout, native.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    let profiles = read_profiles(&measurements);
+    let pids: HashSet<u32> = profiles.iter().map(|p| p.process.pid).collect();
+    assert_eq!(pids.len(), 2, "parent and child each write their own files");
+    // Each process sampled the calloc'd array inherited across fork.
+    for p in &profiles {
+        assert!(
+            p.stats.memory_samples > 10,
+            "pid {} has {:?}",
+            p.process.pid,
+            p.stats
+        );
+        assert!(p.heap.nodes.len() > 1);
+    }
+}
+
+#[test]
+fn posix_spawn_and_exec_are_profiled_through_ld_preload() {
+    let dir = scratch("spawn");
+    let exe = compile_test_program("processes.c", &dir, &[]);
+    let native = run(Command::new(&exe).arg("spawn"));
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["spawn"]);
+    assert_eq!(out.stdout, native.stdout);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "spawned\nspawn exit 4\n"
+    );
+    let profiles = read_profiles(&measurements);
+    let exes: HashSet<String> = profiles
+        .iter()
+        .map(|p| p.process.exe.rsplit('/').next().unwrap_or("").to_string())
+        .collect();
+    assert!(exes.contains("processes"), "{exes:?}");
+    assert!(
+        exes.iter().any(|e| e == "dash" || e == "bash" || e == "sh"),
+        "the spawned shell wrote no profile: {exes:?}"
+    );
+}
+
+#[test]
+fn address_reused_after_free_goes_to_the_new_object() {
+    let dir = scratch("reuse");
+    let exe = compile_test_program("processes.c", &dir, &[]);
+    let (out, measurements) = hpcrun(&dir, "mem:soft@100000", &exe, &["reuse"]);
+    let stdout = ok_stdout(&out, "profiled reuse");
+    assert!(
+        stdout.starts_with("reuse same"),
+        "glibc did not reuse the block: {stdout}"
+    );
+    let export = merge_and_export(&dir, &measurements);
+    let objects = export["objects"].as_array().unwrap();
+    let by_function = |f: &str| {
+        objects
+            .iter()
+            .filter(|o| {
+                o["alloc_path"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|fr| fr["function"] == f)
+            })
+            .map(samples)
+            .sum::<u64>()
+    };
+    let (first, second) = (by_function("make_first"), by_function("make_second"));
+    assert!(
+        second > 100,
+        "second allocation got {second} samples: {objects:#?}"
+    );
+    assert!(
+        first * 10 < second,
+        "first (freed) {first} vs second {second}"
+    );
+}
+
+#[test]
+fn a_thousand_threads() {
+    let dir = scratch("threads1000");
+    let exe = compile_test_program("threads1000.c", &dir, &["-pthread"]);
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    assert_eq!(ok_stdout(&out, "threads1000"), "threads ok 1000\n");
+    let profiles = read_profiles(&measurements);
+    assert_eq!(profiles.len(), 1001, "one profile per thread plus main");
+    let indices: HashSet<u32> = profiles.iter().map(|p| p.thread.index).collect();
+    assert_eq!(indices.len(), 1001);
+    // Every worker's 128 KiB buffer is in its allocation log.
+    let workers_with_buffer = profiles
+        .iter()
+        .filter(|p| p.allocations.iter().any(|a| a.size == 1 << 17))
+        .count();
+    assert_eq!(workers_with_buffer, 1000);
+}
+
+#[test]
+fn cxx_new_and_delete_reach_the_hooks() {
+    let dir = scratch("cxx");
+    let exe = compile_test_program("cxx_new.cpp", &dir, &[]);
+    let native = run(&mut Command::new(&exe));
+    let (out, measurements) = hpcrun(&dir, "mem:soft@100000", &exe, &[]);
+    assert_eq!(out.stdout, native.stdout);
+    let profiles = read_profiles(&measurements);
+    let sizes: HashSet<u64> = profiles[0].allocations.iter().map(|a| a.size).collect();
+    assert!(
+        sizes.contains(&(8 << 22)),
+        "std::vector's buffer not tracked: {sizes:?}"
+    );
+    assert!(
+        sizes.contains(&(8 << 20)),
+        "new double[] not tracked: {sizes:?}"
+    );
+    // delete and delete[] reach free (other blocks, e.g. libstdc++'s
+    // emergency exception pool, live until exit).
+    for size in [8 << 22, 8 << 20] {
+        let a = profiles[0]
+            .allocations
+            .iter()
+            .find(|a| a.size == size)
+            .unwrap();
+        assert!(
+            a.free_unix_ns.is_some(),
+            "block of {size} bytes never freed"
+        );
+    }
+    let export = merge_and_export(&dir, &measurements);
+    let top = &export["objects"][0];
+    assert_eq!(top["kind"], "heap");
+    assert!(top["bytes"].as_u64() == Some(8 << 22), "{top:#?}");
+}
+
+#[test]
+fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
+    let dir = scratch("fatal");
+    let exe = compile_test_program("fatal.c", &dir, &[]);
+    for (mode, status) in [
+        ("segv", 128 + 11),
+        ("abort", 128 + 6),
+        ("term", 128 + 15),
+        ("ok", 0),
+    ] {
+        let sub = dir.join(mode);
+        std::fs::create_dir_all(&sub).unwrap();
+        let (out, measurements) = hpcrun(&sub, "mem:soft", &exe, &[mode]);
+        assert_eq!(out.status.code(), Some(status), "{mode}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("sum "),
+            "{mode}"
+        );
+        let profiles = read_profiles(&measurements);
+        assert_eq!(profiles.len(), 1, "{mode}");
+        // The anonymous mmap region is a tracked heap object with samples.
+        let p = &profiles[0];
+        assert!(
+            p.allocations.iter().any(|a| a.size == 8 << 24),
+            "{mode}: mmap not tracked"
+        );
+        assert!(p.stats.memory_samples > 10, "{mode}: {:?}", p.stats);
     }
 }

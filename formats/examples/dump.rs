@@ -24,6 +24,15 @@ fn main() {
                         s.frames, s.allocations, s.bytes
                     );
                 }
+                for a in &p.allocations {
+                    println!(
+                        "  allocation {:#x} size {} site {} freed {}",
+                        a.address,
+                        a.size,
+                        a.site,
+                        a.free_unix_ns.is_some()
+                    );
+                }
                 for s in &p.statics {
                     println!("  static {} {:#x} {}", s.name, s.address, s.size);
                 }

@@ -18,12 +18,67 @@ extern "C" {
 
 /// glibc's allocator, reached through its internal entry points so that the
 /// library's own memory never passes through its own hooks.
+///
+/// In *crash mode* (set while flushing profiles from a fatal-signal
+/// handler, when the interrupted code may hold glibc's heap locks or have
+/// corrupted the heap) it allocates from fresh anonymous mappings instead
+/// and never frees.
 pub struct LibcAllocator;
+
+static CRASH_MODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static CRASH_NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static CRASH_END: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Switches the library's allocator to crash mode for the rest of the
+/// process's life.
+pub fn enter_crash_mode() {
+    CRASH_MODE.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn crash_alloc(layout: Layout) -> *mut u8 {
+    use std::sync::atomic::Ordering::SeqCst;
+    const CHUNK: usize = 64 << 20;
+    let align = layout.align().max(16) as u64;
+    loop {
+        let next = CRASH_NEXT.load(SeqCst);
+        let start = (next + align - 1) & !(align - 1);
+        let end = start + layout.size() as u64;
+        if next != 0 && end <= CRASH_END.load(SeqCst) {
+            if CRASH_NEXT
+                .compare_exchange(next, end, SeqCst, SeqCst)
+                .is_ok()
+            {
+                return start as *mut u8;
+            }
+            continue;
+        }
+        let size = CHUNK.max(layout.size() + align as usize);
+        let Some(p) = raw_mmap(
+            0,
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        ) else {
+            return std::ptr::null_mut();
+        };
+        CRASH_END.store(p as u64 + size as u64, SeqCst);
+        CRASH_NEXT.store(p as u64, SeqCst);
+    }
+}
+
+fn in_crash_mode() -> bool {
+    CRASH_MODE.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 // SAFETY: the `__libc_*` functions implement malloc's contract; alignment
 // beyond 16 goes through `__libc_memalign`.
 unsafe impl GlobalAlloc for LibcAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if in_crash_mode() {
+            return crash_alloc(layout);
+        }
         // SAFETY: plain calls into glibc's allocator.
         unsafe {
             if layout.align() <= 16 {
@@ -34,6 +89,10 @@ unsafe impl GlobalAlloc for LibcAllocator {
         }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if in_crash_mode() {
+            // Fresh anonymous pages are zero.
+            return crash_alloc(layout);
+        }
         // SAFETY: as above; calloc zeroes.
         unsafe {
             if layout.align() <= 16 {
@@ -48,6 +107,9 @@ unsafe impl GlobalAlloc for LibcAllocator {
         }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        if in_crash_mode() {
+            return; // Leaked: the process is about to die.
+        }
         // SAFETY: `ptr` came from one of the functions above.
         unsafe { __libc_free(ptr as *mut c_void) }
     }
@@ -55,6 +117,13 @@ unsafe impl GlobalAlloc for LibcAllocator {
         // SAFETY: `ptr` came from this allocator; over-aligned blocks are
         // copied by hand because realloc does not keep alignment.
         unsafe {
+            if in_crash_mode() {
+                let new = crash_alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                }
+                return new;
+            }
             if layout.align() <= 16 {
                 __libc_realloc(ptr as *mut c_void, new_size) as *mut u8
             } else {
@@ -106,6 +175,42 @@ pub mod real {
     }
 }
 
+/// The mmap system call itself, bypassing the interposed `mmap` (the
+/// library's own mappings are not the program's objects).
+pub fn raw_mmap(
+    addr: u64,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: i64,
+) -> Option<*mut u8> {
+    // SAFETY: mmap with a null or caller-chosen hint never touches existing
+    // Rust-visible memory unless MAP_FIXED is passed (the hooks forward the
+    // program's own flags unchanged).
+    let r = unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) };
+    (r != -1).then_some(r as *mut u8)
+}
+
+/// munmap, bypassing the interposed `munmap`.
+pub fn raw_munmap(addr: u64, len: usize) -> c_int {
+    // SAFETY: unmapping a range the caller owns.
+    unsafe { libc::syscall(libc::SYS_munmap, addr, len) as c_int }
+}
+
+/// mremap, bypassing the interposed `mremap`.
+pub fn raw_mremap(
+    old: u64,
+    old_len: usize,
+    new_len: usize,
+    flags: c_int,
+    new_addr: u64,
+) -> Option<*mut u8> {
+    // SAFETY: forwards the program's own request.
+    let r = unsafe { libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new_addr) };
+    (r != -1).then_some(r as *mut u8)
+}
+
 /// Types for which all-zero bytes are a valid value (atomics, integers).
 ///
 /// # Safety
@@ -131,19 +236,14 @@ unsafe impl ZeroInit for crate::objects::Record {}
 pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
     let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
     // SAFETY: anonymous private mapping; no file, no aliasing.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
+    let p = raw_mmap(
+        0,
+        bytes,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    )?;
     // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
     // unmapped, and T is valid when zeroed (ZeroInit).
     Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
@@ -413,6 +513,36 @@ pub fn sigrtmin() -> c_int {
     libc::SIGRTMIN()
 }
 
+/// Installs `handler` for `signal` only if the signal still has its
+/// default action (an inherited SIG_IGN, e.g. under nohup, is kept). The
+/// handler runs once (SA_RESETHAND): afterwards the default action applies.
+pub fn install_fatal_handler(
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+) -> bool {
+    // SAFETY: query then install with zeroed, initialised sigaction values.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+            || old.sa_sigaction != libc::SIG_DFL
+        {
+            return false;
+        }
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(signal, &sa, std::ptr::null_mut()) == 0
+    }
+}
+
+/// Sends `signal` to the calling thread again (it is delivered, with its
+/// default action, when the handler returns).
+pub fn reraise(signal: c_int) {
+    // SAFETY: raise has no memory preconditions.
+    unsafe { libc::raise(signal) };
+}
+
 /// Installs `handler` (SA_SIGINFO | SA_RESTART) for `signal`.
 pub fn install_handler(
     signal: c_int,
@@ -443,17 +573,18 @@ impl MappedFile {
         }
         use std::os::fd::AsRawFd;
         // SAFETY: read-only private mapping of an open file.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        (ptr != libc::MAP_FAILED).then_some(MappedFile { ptr, len })
+        let ptr = raw_mmap(
+            0,
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        )?;
+        Some(MappedFile {
+            ptr: ptr as *mut c_void,
+            len,
+        })
     }
 
     pub fn bytes(&self) -> &[u8] {
@@ -464,8 +595,7 @@ impl MappedFile {
 
 impl Drop for MappedFile {
     fn drop(&mut self) {
-        // SAFETY: our own mapping.
-        unsafe { libc::munmap(self.ptr, self.len) };
+        raw_munmap(self.ptr as u64, self.len);
     }
 }
 
@@ -538,4 +668,35 @@ pub fn loaded_bytes(segments: &[(u64, u64, bool)], start: u64, end: u64) -> Opti
     let inside = start <= end && segments.iter().any(|&(s, e, _)| start >= s && end <= e);
     // SAFETY: the range is inside a segment the loader mapped readable.
     inside.then(|| unsafe { memory(start, (end - start) as usize) })
+}
+
+/// Load bias of the module behind a `dlopen` handle.
+///
+/// # Safety
+/// `handle` must be a live handle returned by `dlopen`.
+pub unsafe fn handle_bias(handle: *mut c_void) -> Option<u64> {
+    let mut map: *mut c_void = std::ptr::null_mut();
+    // SAFETY: RTLD_DI_LINKMAP stores a `struct link_map *` whose first
+    // field is `l_addr`, the load bias (glibc's public <link.h> layout).
+    unsafe {
+        if libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            &mut map as *mut _ as *mut c_void,
+        ) != 0
+            || map.is_null()
+        {
+            return None;
+        }
+        Some(*(map as *const u64))
+    }
+}
+
+/// Ends the process immediately (the `_exit` system call for all threads).
+pub fn exit_group(status: c_int) -> ! {
+    // SAFETY: exit_group does not return.
+    unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    loop {
+        std::hint::spin_loop();
+    }
 }

@@ -41,6 +41,21 @@ pub extern "C" fn on_sample(_signal: c_int, _info: *mut libc::siginfo_t, context
     ffi::set_errno(saved_errno);
 }
 
+/// Handler of fatal signals (SIGSEGV, SIGABRT, SIGTERM, ...): writes what
+/// has been measured, then lets the signal take its default action (the
+/// handler was installed with SA_RESETHAND), so the exit status is the one
+/// the program would have had. The library's allocator switches to private
+/// mappings first: the interrupted code may hold glibc's heap locks.
+pub extern "C" fn on_fatal(signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
+    let saved_errno = ffi::errno();
+    ffi::enter_crash_mode();
+    crate::hooks::without_hooks(sampling::flush_all);
+    // Delivered again, with the default action, when this handler returns
+    // (a fault also repeats when the faulting instruction is re-executed).
+    ffi::reraise(signal);
+    ffi::set_errno(saved_errno);
+}
+
 /// The interrupted general-purpose registers in iced-x86 order.
 fn registers(uc: &libc::ucontext_t) -> (Regs, u64, u64) {
     let g = &uc.uc_mcontext.gregs;
@@ -124,14 +139,21 @@ fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<(u32, u32
             Lookup::NotFound => {}
         }
     }
-    if let Some(index) = snap.static_at(addr) {
-        return Some((cct::STATIC, cct::TAG_STATIC, index as u64));
+    if let Some((module, index)) = snap.static_at(addr) {
+        return Some((
+            cct::STATIC,
+            cct::TAG_STATIC,
+            (module as u64) << 32 | index as u64,
+        ));
     }
     if state.stack.contains(addr) {
         return Some((cct::UNKNOWN, cct::TAG_STACK, state.index as u64));
     }
     if let Some(owner) = threads::stack_owner(addr) {
         return Some((cct::UNKNOWN, cct::TAG_STACK, owner as u64));
+    }
+    if objects::in_small_heap(addr) {
+        return Some((cct::HEAP, cct::TAG_SMALL_HEAP, 0));
     }
     Some((cct::UNKNOWN, cct::TAG_UNKNOWN, 0))
 }

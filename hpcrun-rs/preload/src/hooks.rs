@@ -66,7 +66,11 @@ fn current_registers() -> (u64, u64, u64) {
 /// Unwinds the allocation call path and records the block.
 #[inline(never)]
 fn record(ptr: *mut c_void, size: usize) {
-    if ptr.is_null() || !READY.load(Ordering::Acquire) || size < config::get().min_bytes {
+    if ptr.is_null() || !READY.load(Ordering::Acquire) {
+        return;
+    }
+    if size < config::get().min_bytes {
+        objects::note_small_block(ptr as u64);
         return;
     }
     guarded(|| {
@@ -276,4 +280,152 @@ pub unsafe extern "C" fn pthread_create(
         drop(unsafe { Box::from_raw(tramp) });
     }
     rc
+}
+
+/// # Safety
+/// POSIX's mmap contract.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: libc::off_t,
+) -> *mut c_void {
+    let Some(p) = ffi::raw_mmap(addr as u64, len, prot, flags, fd, offset) else {
+        return libc::MAP_FAILED;
+    };
+    if flags & libc::MAP_ANONYMOUS != 0 {
+        if flags & libc::MAP_FIXED != 0 {
+            forget(p as *mut c_void);
+        }
+        record(p as *mut c_void, len);
+    }
+    p as *mut c_void
+}
+
+/// # Safety
+/// POSIX's mmap contract (64-bit offsets, the same on x86-64).
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: libc::off_t,
+) -> *mut c_void {
+    // SAFETY: the same contract.
+    unsafe { mmap(addr, len, prot, flags, fd, offset) }
+}
+
+/// # Safety
+/// POSIX's munmap contract.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
+    forget(addr);
+    ffi::raw_munmap(addr as u64, len)
+}
+
+/// # Safety
+/// Linux's mremap contract (the fifth argument is read only with
+/// MREMAP_FIXED, as glibc does; x86-64 passes it in a register either way).
+#[no_mangle]
+pub unsafe extern "C" fn mremap(
+    old: *mut c_void,
+    old_len: usize,
+    new_len: usize,
+    flags: c_int,
+    new_addr: *mut c_void,
+) -> *mut c_void {
+    let fixed = if flags & libc::MREMAP_FIXED != 0 {
+        new_addr as u64
+    } else {
+        0
+    };
+    let tracked = objects::get().is_some_and(|o| o.is_tracked_start(old as u64));
+    match ffi::raw_mremap(old as u64, old_len, new_len, flags, fixed) {
+        Some(p) => {
+            if tracked {
+                forget(old);
+                record(p as *mut c_void, new_len);
+            }
+            p as *mut c_void
+        }
+        None => libc::MAP_FAILED,
+    }
+}
+
+type DlopenFn = unsafe extern "C" fn(*const libc::c_char, c_int) -> *mut c_void;
+type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+
+/// # Safety
+/// dlopen's contract. Newly loaded modules get their symbols (static data)
+/// and unwind tables added before this returns.
+#[no_mangle]
+pub unsafe extern "C" fn dlopen(file: *const libc::c_char, flags: c_int) -> *mut c_void {
+    let real = ffi::next_symbol(c"dlopen");
+    if real.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: RTLD_NEXT's dlopen has this signature.
+    let real: DlopenFn = unsafe { std::mem::transmute::<*mut c_void, DlopenFn>(real) };
+    // SAFETY: forwarding the caller's arguments.
+    let handle = unsafe { real(file, flags) };
+    if !handle.is_null() && READY.load(Ordering::Acquire) {
+        let saved = ffi::errno();
+        without_hooks(|| modules::refresh(None));
+        ffi::set_errno(saved);
+    }
+    handle
+}
+
+/// # Safety
+/// dlclose's contract. The module leaves the unwinder *before* it is
+/// unmapped, so a signal handler never reads its unwind tables afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    let real = ffi::next_symbol(c"dlclose");
+    if real.is_null() {
+        return -1;
+    }
+    // SAFETY: RTLD_NEXT's dlclose has this signature.
+    let real: DlcloseFn = unsafe { std::mem::transmute::<*mut c_void, DlcloseFn>(real) };
+    let ready = READY.load(Ordering::Acquire);
+    if ready {
+        // SAFETY: `handle` is live until the real dlclose below.
+        let bias = unsafe { ffi::handle_bias(handle) };
+        if bias.is_some() {
+            without_hooks(|| modules::refresh(bias));
+        }
+    }
+    // SAFETY: forwarding the caller's argument.
+    let rc = unsafe { real(handle) };
+    if ready {
+        let saved = ffi::errno();
+        // Still loaded (other references)? Then it comes back here.
+        without_hooks(|| modules::refresh(None));
+        ffi::set_errno(saved);
+    }
+    rc
+}
+
+/// # Safety
+/// POSIX's _exit contract. Programs that end with `_exit` (shells, forked
+/// children) skip atexit handlers: their profiles are written here.
+#[no_mangle]
+pub unsafe extern "C" fn _exit(status: c_int) -> ! {
+    if READY.load(Ordering::Acquire) {
+        without_hooks(crate::sampling::flush_all);
+    }
+    ffi::exit_group(status)
+}
+
+/// # Safety
+/// C99's _Exit contract (the same as `_exit`).
+#[no_mangle]
+pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
+    // SAFETY: the same contract.
+    unsafe { _exit(status) }
 }

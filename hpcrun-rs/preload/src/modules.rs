@@ -5,6 +5,8 @@
 //! A snapshot is built outside any signal handler (at load time) and then
 //! only read; the handler reaches it through an atomic pointer.
 
+use std::sync::{Arc, Mutex};
+
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 
 use crate::ffi::{self, LoadedModule};
@@ -30,23 +32,45 @@ pub struct ModuleInfo {
     pub is_self: bool,
 }
 
-/// A static variable or function symbol at runtime addresses.
+/// A static variable at runtime addresses.
 #[derive(Debug, Clone)]
 pub struct Symbol {
     pub start: u64,
     pub end: u64,
     pub name: String,
-    pub module: u32,
 }
 
-#[derive(Debug, Default)]
-pub struct Snapshot {
-    pub modules: Vec<ModuleInfo>,
+/// One module as read once from its file; shared by every snapshot.
+#[derive(Debug)]
+pub struct ModuleData {
+    pub info: ModuleInfo,
     /// Static variables sorted by start.
     pub statics: Vec<Symbol>,
     /// Function (start, end) sorted by start.
     pub functions: Vec<(u64, u64)>,
 }
+
+impl ModuleData {
+    fn contains(&self, addr: u64) -> bool {
+        self.info
+            .segments
+            .iter()
+            .any(|&(s, e, _)| addr >= s && addr < e)
+    }
+}
+
+/// The modules loaded at one moment. Published snapshots are leaked (a
+/// signal handler may still read an older one); they are small because
+/// module data is shared.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// (stable module id, data).
+    pub modules: Vec<(u32, Arc<ModuleData>)>,
+}
+
+/// Every module read so far, by stable id (index); never shrinks, so ids
+/// in trees stay meaningful after a dlclose.
+static CACHE: Mutex<Vec<Arc<ModuleData>>> = Mutex::new(Vec::new());
 
 static SNAPSHOT: ffi::Published<Snapshot> = ffi::Published::new();
 
@@ -55,39 +79,77 @@ pub fn get() -> Option<&'static Snapshot> {
     SNAPSHOT.get()
 }
 
-/// Reads all loaded modules and publishes a new snapshot.
-pub fn refresh() -> &'static Snapshot {
+/// Serialises refreshes (dlopen/dlclose from several threads).
+static REFRESH: Mutex<()> = Mutex::new(());
+
+/// Reads the loaded modules (new ones from their files) and publishes a new
+/// snapshot and unwinder. `except` leaves out the module loaded at that
+/// bias (used just before dlclose unmaps it).
+pub fn refresh(except: Option<u64>) -> &'static Snapshot {
+    let _serial = REFRESH.lock().unwrap_or_else(|e| e.into_inner());
     let own = ffi::own_address();
     let mut snapshot = Snapshot::default();
-    for (index, loaded) in ffi::loaded_modules().into_iter().enumerate() {
-        let is_self = loaded.segments.iter().any(|&(s, e, _)| own >= s && own < e);
-        let info = read_module(&loaded, index as u32, is_self, &mut snapshot);
-        snapshot.modules.push(info);
+    let loaded = ffi::loaded_modules();
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    for module in loaded {
+        if except == Some(module.bias) && !module.path.is_empty() {
+            continue;
+        }
+        let found = cache.iter().position(|m| {
+            m.info.path == module.path
+                && m.info.bias == module.bias
+                && m.info.segments == module.segments
+        });
+        let id = match found {
+            Some(id) => id,
+            None => {
+                let is_self = module.segments.iter().any(|&(s, e, _)| own >= s && own < e);
+                cache.push(Arc::new(read_module(&module, is_self)));
+                cache.len() - 1
+            }
+        };
+        snapshot.modules.push((id as u32, cache[id].clone()));
     }
-    snapshot.statics.sort_by_key(|s| s.start);
-    snapshot.functions.sort_unstable();
-    SNAPSHOT.publish(snapshot)
+    drop(cache);
+    let published = SNAPSHOT.publish(snapshot);
+    crate::unwind::refresh(published);
+    published
 }
 
-fn read_module(loaded: &LoadedModule, index: u32, is_self: bool, out: &mut Snapshot) -> ModuleInfo {
-    let mut info = ModuleInfo {
-        path: loaded.path.clone(),
-        bias: loaded.bias,
-        build_id: None,
-        segments: loaded.segments.clone(),
-        sections: UnwindSections::default(),
-        is_self,
+/// Every module ever read, by stable id (for the file's module table).
+pub fn all_modules() -> Vec<Arc<ModuleData>> {
+    CACHE.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The static variable `index` of module `id`.
+pub fn static_symbol(id: u32, index: u32) -> Option<Symbol> {
+    let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    cache.get(id as usize)?.statics.get(index as usize).cloned()
+}
+
+fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
+    let mut data = ModuleData {
+        info: ModuleInfo {
+            path: loaded.path.clone(),
+            bias: loaded.bias,
+            build_id: None,
+            segments: loaded.segments.clone(),
+            sections: UnwindSections::default(),
+            is_self,
+        },
+        statics: Vec::new(),
+        functions: Vec::new(),
     };
     if loaded.path.is_empty() || loaded.path.starts_with("linux-vdso") {
-        return info;
+        return data;
     }
     let Some(mapped) = ffi::MappedFile::open(&loaded.path) else {
-        return info;
+        return data;
     };
     let Ok(file) = object::File::parse(mapped.bytes()) else {
-        return info;
+        return data;
     };
-    info.build_id = file
+    data.info.build_id = file
         .build_id()
         .ok()
         .flatten()
@@ -96,7 +158,7 @@ fn read_module(loaded: &LoadedModule, index: u32, is_self: bool, out: &mut Snaps
         file.section_by_name(name)
             .map(|s| (s.address(), s.address() + s.size()))
     };
-    info.sections = UnwindSections {
+    data.info.sections = UnwindSections {
         text: range(".text"),
         eh_frame: range(".eh_frame"),
         eh_frame_hdr: range(".eh_frame_hdr"),
@@ -110,7 +172,7 @@ fn read_module(loaded: &LoadedModule, index: u32, is_self: bool, out: &mut Snaps
         let start = sym.address().wrapping_add(bias);
         let end = start.wrapping_add(sym.size());
         match sym.kind() {
-            SymbolKind::Text => out.functions.push((start, end)),
+            SymbolKind::Text => data.functions.push((start, end)),
             SymbolKind::Data => {
                 let in_tls = sym
                     .section_index()
@@ -121,11 +183,10 @@ fn read_module(loaded: &LoadedModule, index: u32, is_self: bool, out: &mut Snaps
                 // Thread-local variables have per-thread addresses: left out.
                 if !in_tls {
                     if let Ok(name) = sym.name() {
-                        out.statics.push(Symbol {
+                        data.statics.push(Symbol {
                             start,
                             end,
                             name: name.to_string(),
-                            module: index,
                         });
                     }
                 }
@@ -143,23 +204,21 @@ fn read_module(loaded: &LoadedModule, index: u32, is_self: bool, out: &mut Snaps
             add(&sym);
         }
     }
-    info
+    data.statics.sort_by_key(|s| s.start);
+    data.functions.sort_unstable();
+    data
 }
 
 impl Snapshot {
-    /// The module whose loaded segments contain `addr`.
-    pub fn module_of(&self, addr: u64) -> Option<(u32, &ModuleInfo)> {
-        self.modules
-            .iter()
-            .enumerate()
-            .find(|(_, m)| m.segments.iter().any(|&(s, e, _)| addr >= s && addr < e))
-            .map(|(i, m)| (i as u32, m))
+    fn module_containing(&self, addr: u64) -> Option<&(u32, Arc<ModuleData>)> {
+        self.modules.iter().find(|(_, m)| m.contains(addr))
     }
 
     /// The executable segment containing `addr`.
     pub fn exec_segment(&self, addr: u64) -> Option<(u64, u64)> {
-        self.modules.iter().find_map(|m| {
-            m.segments
+        self.modules.iter().find_map(|(_, m)| {
+            m.info
+                .segments
                 .iter()
                 .find(|&&(s, e, x)| x && addr >= s && addr < e)
                 .map(|&(s, e, _)| (s, e))
@@ -170,30 +229,30 @@ impl Snapshot {
     pub fn is_own_code(&self, addr: u64) -> bool {
         self.modules
             .iter()
-            .any(|m| m.is_self && m.segments.iter().any(|&(s, e, _)| addr >= s && addr < e))
+            .any(|(_, m)| m.info.is_self && m.contains(addr))
     }
 
-    /// Index of the static variable containing `addr`.
-    pub fn static_at(&self, addr: u64) -> Option<u32> {
-        let pos = self.statics.partition_point(|s| s.start <= addr);
-        if pos == 0 {
-            return None;
-        }
+    /// The static variable containing `addr`, as (module id, index), looked
+    /// up in the module that owns the *data* address.
+    pub fn static_at(&self, addr: u64) -> Option<(u32, u32)> {
+        let (id, m) = self.module_containing(addr)?;
+        let pos = m.statics.partition_point(|s| s.start <= addr);
         // Symbols may nest (aliases); look back a little for a container.
         let lo = pos.saturating_sub(4);
         (lo..pos)
             .rev()
-            .find(|&i| addr < self.statics[i].end)
-            .map(|i| i as u32)
+            .find(|&i| addr < m.statics[i].end)
+            .map(|i| (*id, i as u32))
     }
 
     /// Start of the function containing `addr`.
     pub fn function_start(&self, addr: u64) -> Option<u64> {
-        let pos = self.functions.partition_point(|f| f.0 <= addr);
+        let (_, m) = self.module_containing(addr)?;
+        let pos = m.functions.partition_point(|f| f.0 <= addr);
         if pos == 0 {
             return None;
         }
-        let (start, end) = self.functions[pos - 1];
+        let (start, end) = m.functions[pos - 1];
         (addr < end).then_some(start)
     }
 }

@@ -274,6 +274,11 @@ impl Objects {
         unlock(&self.write_lock);
     }
 
+    /// True if a tracked block starts exactly at `start`.
+    pub fn is_tracked_start(&self, start: u64) -> bool {
+        self.is_tracked(start)
+    }
+
     /// True if a block starts exactly at `start` (optimistic; a writer in
     /// progress makes it answer true, which only costs a lock).
     fn is_tracked(&self, start: u64) -> bool {
@@ -369,4 +374,49 @@ impl Objects {
             self.seq.store(s + 1, Relaxed);
         }
     }
+}
+
+/// Address windows (64 MiB, glibc's arena heap size) that hold heap blocks
+/// below the tracking threshold: samples there that hit no tracked object
+/// go to `<small heap objects>` instead of unknown data. Filled by the
+/// allocation hooks (one shift and a short scan per small block), read by
+/// the signal handler.
+pub struct SmallHeap {
+    windows: [AtomicU64; SMALL_HEAP_WINDOWS],
+}
+
+const SMALL_HEAP_WINDOWS: usize = 256;
+const WINDOW_SHIFT: u32 = 26;
+
+static SMALL_HEAP: SmallHeap = SmallHeap {
+    windows: [const { AtomicU64::new(0) }; SMALL_HEAP_WINDOWS],
+};
+
+/// Notes that a small heap block lives at `addr`.
+pub fn note_small_block(addr: u64) {
+    let window = (addr >> WINDOW_SHIFT) + 1;
+    for slot in &SMALL_HEAP.windows {
+        match slot.load(Relaxed) {
+            w if w == window => return,
+            0 => match slot.compare_exchange(0, window, Relaxed, Relaxed) {
+                Ok(_) => return,
+                Err(w) if w == window => return,
+                Err(_) => continue,
+            },
+            _ => continue,
+        }
+    }
+}
+
+/// True if `addr` lies in a window that holds small heap blocks.
+pub fn in_small_heap(addr: u64) -> bool {
+    let window = (addr >> WINDOW_SHIFT) + 1;
+    for slot in &SMALL_HEAP.windows {
+        match slot.load(Relaxed) {
+            0 => return false,
+            w if w == window => return true,
+            _ => {}
+        }
+    }
+    false
 }

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
-use crate::{cct, config, ffi, handler, hooks, modules, objects, soft, threads, unwind, writer};
+use crate::{cct, config, ffi, handler, hooks, modules, objects, soft, threads, writer};
 
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;
@@ -30,11 +30,16 @@ fn init() {
             // Loaded without hpcrun-rs: stay passive.
             return;
         }
+        if is_launcher() {
+            // MPI launchers and daemons pass LD_PRELOAD and HPCRUN_* on to
+            // the ranks (the environment is left untouched) but are not
+            // measured themselves.
+            return;
+        }
         if !objects::init() {
             return;
         }
-        let snapshot = modules::refresh();
-        unwind::refresh(snapshot);
+        modules::refresh(None);
         soft::warm_up();
         let signal = ffi::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
@@ -43,11 +48,39 @@ fn init() {
         }
         writer::init();
         ffi::at_exit(at_exit);
+        for signal in FATAL_SIGNALS {
+            ffi::install_fatal_handler(signal, handler::on_fatal);
+        }
         ffi::at_fork(after_fork_in_child);
         ACTIVE.store(true, Relaxed);
         hooks::READY.store(true, Release);
         start_thread(threads::next_index());
     });
+}
+
+/// Process names of MPI/batch launchers and daemons, which are not measured.
+pub const LAUNCHERS: [&str; 14] = [
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "prterun",
+    "orted",
+    "prted",
+    "prte",
+    "hydra_pmi_proxy",
+    "mpiexec.hydra",
+    "mpiexec.openmpi",
+    "mpirun.openmpi",
+    "srun",
+    "slurmstepd",
+    "hpcrun-rs",
+];
+
+/// True if this process is a launcher (by its executable's file name).
+fn is_launcher() -> bool {
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    LAUNCHERS.contains(&name)
 }
 
 /// Sets up the calling thread: state, exit hook, sampling.
@@ -83,20 +116,43 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     }
 }
 
-/// Process exit: stop every thread's sampling, then write every profile
-/// that was not written yet.
+/// Process exit: write every profile that was not written yet.
 extern "C" fn at_exit() {
-    hooks::without_hooks(|| {
-        ACTIVE.store(false, Relaxed);
-        let pid = ffi::getpid();
-        for state in threads::all().filter(|s| s.pid == pid) {
-            stop(state, false);
-        }
-        for state in threads::all().filter(|s| s.pid == pid) {
-            writer::finish(state);
-        }
-    });
+    hooks::without_hooks(flush_all);
 }
+
+/// Stops every thread's sampling, then writes every profile of this
+/// process that was not written yet (process exit, fatal signal, exec).
+pub fn flush_all() {
+    let pid = ffi::getpid();
+    // A vfork child shares the parent's memory but has its own pid: it owns
+    // no state here and must not stop the parent's sampling.
+    if !threads::all().any(|s| s.pid == pid) {
+        return;
+    }
+    ACTIVE.store(false, Relaxed);
+    for state in threads::all().filter(|s| s.pid == pid) {
+        stop(state, false);
+    }
+    for state in threads::all().filter(|s| s.pid == pid) {
+        writer::finish(state);
+    }
+}
+
+/// Signals whose default action ends the process: profiles are written
+/// before it happens.
+pub const FATAL_SIGNALS: [i32; 10] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGABRT,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGHUP,
+    libc::SIGPIPE,
+];
 
 /// In a forked child: reset locks other threads may have held, forget the
 /// parent's threads and measure this (only) thread afresh.

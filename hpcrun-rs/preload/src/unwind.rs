@@ -25,7 +25,8 @@ pub fn get() -> Option<&'static Unwind> {
 /// Builds and publishes an unwinder for every module of `snapshot`.
 pub fn refresh(snapshot: &Snapshot) {
     let mut unwinder = Unwind::new();
-    for m in &snapshot.modules {
+    for (_, m) in &snapshot.modules {
+        let m = &m.info;
         let (Some(text), Some(hdr), Some(eh)) = (
             m.sections.text,
             m.sections.eh_frame_hdr,

@@ -73,8 +73,8 @@ pub fn finish(state: &ThreadState) {
         .filter(|s| !s.is_empty())
         .unwrap_or("process")
         .to_string();
-    let path = format!(
-        "{dir}/{exe}.{}.{}.{}.{EXTENSION}",
+    let base = format!(
+        "{dir}/{exe}.{}.{}.{}",
         profile.process.host, profile.process.pid, profile.thread.tid
     );
     let bytes = match profile.to_bytes() {
@@ -87,14 +87,33 @@ pub fn finish(state: &ThreadState) {
             return;
         }
     };
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(&bytes));
-    if let Err(e) = written {
-        warn(&format!("could not write {path}: {e}"));
+    // A process that execs keeps its pid and main tid: never overwrite the
+    // file of the image before, take the next free suffix.
+    for attempt in 0..100 {
+        let path = if attempt == 0 {
+            format!("{base}.{EXTENSION}")
+        } else {
+            format!("{base}.{attempt}.{EXTENSION}")
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                if let Err(e) = f.write_all(&bytes) {
+                    warn(&format!("could not write {path}: {e}"));
+                }
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                warn(&format!("could not create {path}: {e}"));
+                return;
+            }
+        }
     }
+    warn(&format!("could not find a free file name for {base}"));
 }
 
 fn process_info() -> ProcessInfo {
@@ -132,7 +151,6 @@ fn process_info() -> ProcessInfo {
 /// tables.
 pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let cfg = config::get();
-    let snap = modules::get();
     let objs = objects::get();
     let mut profile = ThreadProfile {
         process: process_info(),
@@ -158,18 +176,18 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .collect(),
         ..Default::default()
     };
-    if let Some(snap) = snap {
-        profile.modules = snap
-            .modules
-            .iter()
-            .map(|m| Module {
-                path: m.path.clone(),
-                build_id: m.build_id.clone(),
-                bias: m.bias,
-                ranges: m.segments.iter().map(|&(s, e, _)| (s, e)).collect(),
-            })
-            .collect();
-    }
+    // Every module ever loaded (ids are stable), so that addresses in a
+    // library that was dlclose'd since can still be mapped.
+    let all_modules = modules::all_modules();
+    profile.modules = all_modules
+        .iter()
+        .map(|m| Module {
+            path: m.info.path.clone(),
+            build_id: m.info.build_id.clone(),
+            bias: m.info.bias,
+            ranges: m.info.segments.iter().map(|&(s, e, _)| (s, e)).collect(),
+        })
+        .collect();
 
     let mut trees = [
         Cct::default(),
@@ -204,16 +222,18 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 let next = static_ids.len() as u32;
                 let id = *static_ids.entry(key).or_insert(next);
                 if id == next {
-                    let var = snap.and_then(|s| s.statics.get(key as usize));
-                    profile.statics.push(match var {
-                        Some(v) => StaticVar {
-                            name: v.name.clone(),
-                            module: Some(v.module),
-                            address: v.start,
-                            size: v.end - v.start,
-                        },
-                        None => StaticVar::default(),
-                    });
+                    let (module, index) = ((key >> 32) as u32, key as u32);
+                    profile
+                        .statics
+                        .push(match modules::static_symbol(module, index) {
+                            Some(v) => StaticVar {
+                                name: v.name,
+                                module: Some(module),
+                                address: v.start,
+                                size: v.end - v.start,
+                            },
+                            None => StaticVar::default(),
+                        });
                 }
                 NodeKey::Object(ObjectRef::Static(id))
             }
