@@ -709,6 +709,7 @@ mod tests {
                 address_recovered: samples + 2,
                 ..SampleStats::default()
             },
+            allocations: Vec::new(),
         }
     }
 
