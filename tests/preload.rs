@@ -2,6 +2,7 @@
 //! tracking of every entry point, threads, fork and the allocation log.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::process::Command;
 
 use pipeline_tests::*;
@@ -234,4 +235,66 @@ fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
         );
         assert!(p.stats.memory_samples > 10, "{mode}: {:?}", p.stats);
     }
+}
+
+#[test]
+fn vfork_and_exec_work() {
+    let dir = scratch("vfork");
+    let exe = compile_test_program("processes.c", &dir, &[]);
+    let native = run(Command::new(&exe).arg("vfork"));
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["vfork"]);
+    assert_eq!(out.stdout, native.stdout);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("vfork exit 6"));
+    let profiles = read_profiles(&measurements);
+    let parent: Vec<_> = profiles
+        .iter()
+        .filter(|p| p.process.exe.ends_with("/processes"))
+        .collect();
+    assert_eq!(parent.len(), 1);
+    // The parent kept sampling after its vfork child exec'ed.
+    assert!(parent[0].stats.memory_samples > 10, "{:?}", parent[0].stats);
+}
+
+#[test]
+fn process_ending_with_the_last_thread_writes_every_profile() {
+    let dir = scratch("pthread-exit");
+    let exe = compile_test_program("processes.c", &dir, &["-pthread"]);
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["pthread_exit"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("worker "));
+    let profiles = read_profiles(&measurements);
+    let indices: HashSet<u32> = profiles.iter().map(|p| p.thread.index).collect();
+    assert_eq!(indices, HashSet::from([0, 1]));
+    let worker = profiles.iter().find(|p| p.thread.index == 1).unwrap();
+    assert!(worker.stats.memory_samples > 10, "{:?}", worker.stats);
+}
+
+#[test]
+fn statically_linked_programs_are_refused_up_front() {
+    let dir = scratch("static");
+    let exe = compile_test_program("threads1000.c", &dir, &["-static", "-pthread"]);
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("statically linked"), "{err}");
+    assert!(out.stdout.is_empty(), "the program must not have run");
+    assert!(!measurements.exists() || std::fs::read_dir(&measurements).unwrap().next().is_none());
+}
+
+#[test]
+fn output_directory_is_absolute_so_chdir_does_not_scatter_files() {
+    let dir = scratch("chdir");
+    std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    let (out, measurements) = hpcrun(
+        &dir,
+        "mem:soft",
+        Path::new("sh"),
+        &["-c", "cd elsewhere && sh -c 'echo inner'"],
+    );
+    assert_eq!(ok_stdout(&out, "sh"), "inner\n");
+    assert!(read_profiles(&measurements).len() >= 2);
+    assert!(std::fs::read_dir(dir.join("elsewhere"))
+        .unwrap()
+        .next()
+        .is_none());
 }

@@ -64,7 +64,7 @@ fn check_not_static(program: &Path) -> Result<()> {
             .any(|ph| ph.p_type(endian) == object::elf::PT_INTERP);
         let is_exec = file.kind() == object::ObjectKind::Executable
             || file.kind() == object::ObjectKind::Dynamic;
-        if is_exec && !has_interp && !bytes.windows(9).any(|w| w == b"ld-linux-") {
+        if is_exec && !has_interp {
             bail!(
                 "{} is statically linked: LD_PRELOAD cannot reach it, so it cannot be measured (rebuild it without -static)",
                 program.display()

@@ -1,6 +1,8 @@
-/* fork without exec, posix_spawn, and address reuse after free.
- * argv[1] = mode: "fork", "spawn" or "reuse". */
+/* fork without exec, posix_spawn, vfork + exec, address reuse after free,
+ * and a main thread that ends with pthread_exit.
+ * argv[1] = mode: "fork", "spawn", "vfork", "reuse" or "pthread_exit". */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,12 @@ __attribute__((noipa)) static double *make_second(void) {
     return p;
 }
 
+static void *worker(void *arg) {
+    double *a = calloc(N, sizeof(double));
+    printf("worker %.0f\n", sweep(a, 20));
+    return arg;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "fork";
     if (!strcmp(mode, "fork")) {
@@ -43,6 +51,24 @@ int main(int argc, char **argv) {
         int st;
         waitpid(p, &st, 0);
         printf("parent %.0f child exit %d\n", s, WEXITSTATUS(st));
+    } else if (!strcmp(mode, "vfork")) {
+        pid_t p = vfork();
+        if (p == 0) {
+            execlp("sh", "sh", "-c", "echo from vfork child; exit 6", (char *)NULL);
+            _exit(127);
+        }
+        int st;
+        waitpid(p, &st, 0);
+        double *a = calloc(N, sizeof(double));
+        printf("vfork exit %d %.0f\n", WEXITSTATUS(st), sweep(a, 10));
+    } else if (!strcmp(mode, "pthread_exit")) {
+        /* The process ends when its last thread does: that must write
+         * every profile too. */
+        pthread_t t;
+        pthread_create(&t, NULL, worker, NULL);
+        printf("main thread leaves\n");
+        fflush(stdout);
+        pthread_exit(NULL);
     } else if (!strcmp(mode, "spawn")) {
         pid_t p;
         char *args[] = {"sh", "-c", "echo spawned; exit 4", NULL};
