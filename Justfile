@@ -15,3 +15,7 @@ ci:
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
+
+# Added cost per malloc/free pair: native vs hpcrun-rs vs heaptrack
+bench-alloc:
+    sh benches/alloc_overhead.sh
