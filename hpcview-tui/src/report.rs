@@ -251,6 +251,8 @@ mod tests {
             parent,
             kind,
             exclusive: vec![v],
+            threads: None,
+            ranks: None,
         }
     }
 
