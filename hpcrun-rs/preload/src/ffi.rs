@@ -226,7 +226,9 @@ unsafe impl ZeroInit for crate::cct::Node {}
 // SAFETY: see above.
 unsafe impl ZeroInit for crate::objects::Site {}
 // SAFETY: see above.
-unsafe impl ZeroInit for crate::objects::Entry {}
+unsafe impl ZeroInit for crate::objects::big::Entry {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::objects::granules::Slot {}
 // SAFETY: see above.
 unsafe impl ZeroInit for crate::objects::Record {}
 

@@ -1,0 +1,198 @@
+//! Blocks below `BIG_BYTES`, in a lock-free open-addressing hash table keyed
+//! by 64 KiB address granule. A block is entered once per granule it
+//! touches (1 or 2 for most blocks, at most 17), so a lookup hashes the
+//! address's granule and checks the few blocks entered there.
+//!
+//! Each slot has a sequence number: a writer claims a free slot by moving
+//! it from even to odd with a compare-and-swap, fills it, and makes it even
+//! again; a reader that sees an odd or changed sequence skips the slot (a
+//! block being entered or removed is not live yet, or not any more). Removed
+//! slots become tombstones, reused by later inserts; probing stops at an
+//! empty slot or after `MAX_PROBE` slots. No operation takes a lock.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering::*};
+
+use super::{Block, Lookup};
+use crate::ffi;
+
+const GRANULE_SHIFT: u32 = 16;
+const BITS: u32 = 21;
+const MAX_PROBE: usize = 128;
+const EMPTY: u64 = 0;
+const TOMBSTONE: u64 = u64::MAX;
+
+#[repr(C)]
+pub struct Slot {
+    seq: AtomicU64,
+    /// EMPTY, TOMBSTONE, or granule + 1.
+    granule: AtomicU64,
+    start: AtomicU64,
+    end: AtomicU64,
+    site: AtomicU64,
+    record: AtomicU64,
+}
+
+pub struct Granules {
+    slots: &'static [Slot],
+}
+
+fn home(granule: u64) -> usize {
+    (granule.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
+}
+
+impl Granules {
+    pub fn new() -> Option<Granules> {
+        Some(Granules {
+            slots: ffi::map_zeroed::<Slot>(1 << BITS)?,
+        })
+    }
+
+    fn probe(&self, granule: u64) -> impl Iterator<Item = &Slot> {
+        let mask = self.slots.len() - 1;
+        let first = home(granule);
+        (0..MAX_PROBE).map(move |i| &self.slots[(first + i) & mask])
+    }
+
+    /// Enters `block` in every granule it touches; false if the table is
+    /// too full (the block is then not tracked).
+    pub fn insert(&self, block: Block) -> bool {
+        let first = block.start >> GRANULE_SHIFT;
+        let last = (block.end - 1) >> GRANULE_SHIFT;
+        for g in first..=last {
+            if !self.insert_one(g, &block) {
+                for done in first..g {
+                    self.remove_one(done, block.start);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    fn insert_one(&self, granule: u64, block: &Block) -> bool {
+        for slot in self.probe(granule) {
+            let s = slot.seq.load(Acquire);
+            if s & 1 == 1 {
+                continue;
+            }
+            let g = slot.granule.load(Relaxed);
+            if g != EMPTY && g != TOMBSTONE {
+                continue;
+            }
+            if slot
+                .seq
+                .compare_exchange(s, s + 1, Acquire, Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            fence(Release);
+            slot.start.store(block.start, Relaxed);
+            slot.end.store(block.end, Relaxed);
+            slot.site.store(block.site as u64, Relaxed);
+            slot.record.store(block.record, Relaxed);
+            slot.granule.store(granule + 1, Relaxed);
+            slot.seq.store(s + 2, Release);
+            return true;
+        }
+        false
+    }
+
+    /// Reads a stable slot of `granule`; `None` if it is free, of another
+    /// granule, or being written.
+    fn read(slot: &Slot, granule: u64) -> Option<(Block, u64)> {
+        let s1 = slot.seq.load(Acquire);
+        if s1 & 1 == 1 || slot.granule.load(Relaxed) != granule + 1 {
+            return None;
+        }
+        let block = Block {
+            start: slot.start.load(Relaxed),
+            end: slot.end.load(Relaxed),
+            site: slot.site.load(Relaxed) as u32,
+            record: slot.record.load(Relaxed),
+        };
+        fence(Acquire);
+        (slot.seq.load(Relaxed) == s1 && slot.granule.load(Relaxed) == granule + 1)
+            .then_some((block, s1))
+    }
+
+    fn remove_one(&self, granule: u64, start: u64) -> Option<Block> {
+        for slot in self.probe(granule) {
+            if slot.granule.load(Relaxed) == EMPTY {
+                return None;
+            }
+            let Some((block, s)) = Self::read(slot, granule) else {
+                continue;
+            };
+            if block.start != start {
+                continue;
+            }
+            if slot
+                .seq
+                .compare_exchange(s, s + 1, Acquire, Relaxed)
+                .is_err()
+            {
+                return None; // Someone else is removing it (a double free).
+            }
+            slot.granule.store(TOMBSTONE, Relaxed);
+            slot.seq.store(s + 2, Release);
+            return Some(block);
+        }
+        None
+    }
+
+    /// Removes the block starting at `start` from every granule.
+    pub fn remove(&self, start: u64) -> Option<Block> {
+        let first = start >> GRANULE_SHIFT;
+        let block = self.remove_one(first, start)?;
+        for g in first + 1..=((block.end - 1) >> GRANULE_SHIFT) {
+            self.remove_one(g, start);
+        }
+        Some(block)
+    }
+
+    /// The block starting exactly at `start`.
+    pub fn find_start(&self, start: u64) -> Option<Block> {
+        let granule = start >> GRANULE_SHIFT;
+        for slot in self.probe(granule) {
+            if slot.granule.load(Relaxed) == EMPTY {
+                return None;
+            }
+            if let Some((block, _)) = Self::read(slot, granule) {
+                if block.start == start {
+                    return Some(block);
+                }
+            }
+        }
+        None
+    }
+
+    /// The site of the block containing `addr`. Safe in a signal handler:
+    /// no lock, no waiting, at most `MAX_PROBE` slots read.
+    pub fn lookup(&self, addr: u64) -> Lookup {
+        let granule = addr >> GRANULE_SHIFT;
+        for slot in self.probe(granule) {
+            if slot.granule.load(Relaxed) == EMPTY {
+                break;
+            }
+            if let Some((block, _)) = Self::read(slot, granule) {
+                if addr >= block.start && addr < block.end {
+                    return Lookup::Site(block.site);
+                }
+            }
+        }
+        Lookup::NotFound
+    }
+
+    /// After fork: a slot left odd by a thread of the parent is released
+    /// (as a tombstone: its write may be incomplete).
+    pub fn reset_after_fork(&self) {
+        for slot in self.slots {
+            let s = slot.seq.load(Relaxed);
+            if s & 1 == 1 {
+                slot.granule.store(TOMBSTONE, Relaxed);
+                slot.seq.store(s + 1, Relaxed);
+            }
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! The heap-object map, the allocation-site table and the allocation log.
+//!
+//! **Sites**: every distinct allocation call path gets one entry in an
+//! append-only table (deduplicated by hash under a writers-only spin lock;
+//! only the allocation hooks take it, never the signal handler).
+//!
+//! **Objects** (live tracked blocks), in two structures chosen by size:
+//! * blocks under [`BIG_BYTES`] go into [`granules`]: a lock-free hash table
+//!   keyed by 64 KiB address granule (a block is entered once per granule it
+//!   touches, at most 17); insert, remove and lookup cost O(1) and take no
+//!   lock, so threads that allocate concurrently do not serialise;
+//! * bigger blocks (few, and long-lived) go into [`big`]: a sorted array
+//!   under a sequence lock, binary-searched.
+//!
+//! The signal handler only reads, never waits: a slot or array being
+//! written is retried a few times, then the lookup reports `Busy` and the
+//! sample is counted as dropped. Freed addresses leave the map before glibc
+//! can hand them out again, so a reused address maps to the block live at
+//! the sample's time.
+//!
+//! **Allocation log**: one record per tracked block (address, size, site,
+//! thread, allocation and free times), chained per thread.
+
+pub(crate) mod big;
+pub(crate) mod granules;
+mod small_heap;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::OnceLock;
+
+pub use small_heap::{in_small_heap, note_small_block};
+
+use crate::ffi;
+
+/// Longest allocation call path kept.
+pub const MAX_ALLOC_FRAMES: usize = 48;
+/// Blocks of at least this size go to the big-block map.
+pub const BIG_BYTES: u64 = 1 << 20;
+const SITE_CAPACITY: usize = 1 << 16;
+const RECORD_CAPACITY: usize = 1 << 20;
+
+pub struct Site {
+    hash: AtomicU64,
+    len: AtomicU32,
+    pub allocations: AtomicU64,
+    pub bytes: AtomicU64,
+    pub max_bytes: AtomicU64,
+    frames: [AtomicU64; MAX_ALLOC_FRAMES],
+}
+
+/// One tracked allocation, for the allocation log.
+#[repr(C)]
+pub struct Record {
+    pub start: AtomicU64,
+    pub size: AtomicU64,
+    pub site: AtomicU32,
+    pub thread: AtomicU32,
+    pub alloc_ns: AtomicU64,
+    /// 0 while live.
+    pub free_ns: AtomicU64,
+    /// Index + 1 of the same thread's previous record (0: none).
+    pub previous: AtomicU64,
+}
+
+/// A live block as both maps store it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub start: u64,
+    pub end: u64,
+    pub site: u32,
+    /// Index + 1 of its allocation record (0: none).
+    pub record: u64,
+}
+
+pub struct Objects {
+    sites: &'static [Site],
+    site_index: &'static [AtomicU32],
+    site_count: AtomicU32,
+    site_lock: AtomicBool,
+    records: &'static [Record],
+    record_count: AtomicU64,
+    /// Tracked allocations that did not fit in the log.
+    pub records_dropped: AtomicU64,
+    /// Tracked allocations that did not fit in the maps.
+    pub map_full: AtomicU64,
+    granules: granules::Granules,
+    big: big::BigBlocks,
+}
+
+static OBJECTS: OnceLock<Objects> = OnceLock::new();
+
+/// Creates the tables (at library load).
+pub fn init() -> bool {
+    let (Some(sites), Some(site_index), Some(records), Some(granules), Some(big)) = (
+        ffi::map_zeroed::<Site>(SITE_CAPACITY),
+        ffi::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
+        ffi::map_zeroed::<Record>(RECORD_CAPACITY),
+        granules::Granules::new(),
+        big::BigBlocks::new(),
+    ) else {
+        return false;
+    };
+    OBJECTS
+        .set(Objects {
+            sites,
+            site_index,
+            site_count: AtomicU32::new(0),
+            site_lock: AtomicBool::new(false),
+            records,
+            record_count: AtomicU64::new(0),
+            records_dropped: AtomicU64::new(0),
+            map_full: AtomicU64::new(0),
+            granules,
+            big,
+        })
+        .is_ok()
+}
+
+pub fn get() -> Option<&'static Objects> {
+    OBJECTS.get()
+}
+
+pub(crate) fn lock(flag: &AtomicBool) {
+    while flag
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+        std::thread::yield_now();
+    }
+}
+
+pub(crate) fn unlock(flag: &AtomicBool) {
+    flag.store(false, Release);
+}
+
+fn path_hash(frames: &[u64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in frames {
+        h ^= f;
+        h = h.wrapping_mul(0x100_0000_01b3).rotate_left(23);
+    }
+    h | 1
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    Site(u32),
+    NotFound,
+    /// A writer was active on every try.
+    Busy,
+}
+
+impl Objects {
+    /// Site id of this call path (innermost first), created if new. `None`
+    /// when the table is full.
+    pub fn site(&self, frames: &[u64]) -> Option<u32> {
+        let frames = &frames[..frames.len().min(MAX_ALLOC_FRAMES)];
+        let hash = path_hash(frames);
+        let mask = self.site_index.len() - 1;
+        let mut slot = hash as usize & mask;
+        lock(&self.site_lock);
+        let result = loop {
+            let entry = self.site_index[slot].load(Relaxed);
+            if entry == 0 {
+                let id = self.site_count.load(Relaxed);
+                if id as usize >= self.sites.len() {
+                    break None;
+                }
+                let site = &self.sites[id as usize];
+                site.hash.store(hash, Relaxed);
+                site.len.store(frames.len() as u32, Relaxed);
+                for (slot, f) in site.frames.iter().zip(frames) {
+                    slot.store(*f, Relaxed);
+                }
+                self.site_count.store(id + 1, Release);
+                self.site_index[slot].store(id + 1, Relaxed);
+                break Some(id);
+            }
+            let site = &self.sites[entry as usize - 1];
+            if site.hash.load(Relaxed) == hash && site_frames_equal(site, frames) {
+                break Some(entry - 1);
+            }
+            slot = (slot + 1) & mask;
+        };
+        unlock(&self.site_lock);
+        result
+    }
+
+    pub fn site_count(&self) -> u32 {
+        self.site_count.load(Acquire)
+    }
+
+    /// The frames of site `id` (innermost first) and its counters.
+    pub fn site_info(&self, id: u32) -> Option<(Vec<u64>, &Site)> {
+        let site = self.sites.get(id as usize)?;
+        let n = site.len.load(Relaxed) as usize;
+        Some((
+            site.frames[..n].iter().map(|f| f.load(Relaxed)).collect(),
+            site,
+        ))
+    }
+
+    /// Records a live block allocated by thread `thread` whose previous
+    /// record is `thread_head` (index + 1, 0: none); returns this block's
+    /// record (index + 1, 0 if the log is full).
+    pub fn insert(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
+        if let Some(s) = self.sites.get(site as usize) {
+            s.allocations.fetch_add(1, Relaxed);
+            s.bytes.fetch_add(size, Relaxed);
+            s.max_bytes.fetch_max(size, Relaxed);
+        }
+        let index = self.record_count.fetch_add(1, Relaxed) as usize;
+        let record = match self.records.get(index) {
+            Some(r) => {
+                r.start.store(start, Relaxed);
+                r.size.store(size, Relaxed);
+                r.site.store(site, Relaxed);
+                r.thread.store(thread, Relaxed);
+                r.alloc_ns.store(ffi::now_unix_ns(), Relaxed);
+                r.free_ns.store(0, Relaxed);
+                r.previous.store(thread_head, Relaxed);
+                index as u64 + 1
+            }
+            None => {
+                self.records_dropped.fetch_add(1, Relaxed);
+                0
+            }
+        };
+        let block = Block {
+            start,
+            end: start + size.max(1),
+            site,
+            record,
+        };
+        // A block at an address that is still mapped as live (a free we
+        // did not see) is replaced.
+        self.remove(start);
+        let stored = if size >= BIG_BYTES {
+            self.big.insert(block)
+        } else {
+            self.granules.insert(block)
+        };
+        if !stored {
+            self.map_full.fetch_add(1, Relaxed);
+        }
+        record
+    }
+
+    /// Allocation record `id` (index + 1).
+    pub fn record(&self, id: u64) -> Option<&Record> {
+        id.checked_sub(1).and_then(|i| self.records.get(i as usize))
+    }
+
+    /// Forgets the block starting at `start`, if tracked, and stamps its
+    /// free time.
+    pub fn remove(&self, start: u64) {
+        let removed = self
+            .granules
+            .remove(start)
+            .or_else(|| self.big.remove(start));
+        if let Some(block) = removed {
+            if let Some(r) = self.record(block.record) {
+                r.free_ns.store(ffi::now_unix_ns(), Relaxed);
+            }
+        }
+    }
+
+    /// True if a tracked block starts exactly at `start`.
+    pub fn is_tracked_start(&self, start: u64) -> bool {
+        self.granules.find_start(start).is_some() || self.big.find_start(start).is_some()
+    }
+
+    /// The site of the block containing `addr`. Safe in a signal handler.
+    pub fn lookup(&self, addr: u64) -> Lookup {
+        match self.granules.lookup(addr) {
+            Lookup::NotFound => self.big.lookup(addr),
+            found => found,
+        }
+    }
+
+    /// After fork: the child is single-threaded, so locks held by other
+    /// threads of the parent are released.
+    pub fn reset_locks_after_fork(&self) {
+        self.site_lock.store(false, Relaxed);
+        self.big.reset_after_fork();
+        self.granules.reset_after_fork();
+    }
+}
+
+fn site_frames_equal(site: &Site, frames: &[u64]) -> bool {
+    site.len.load(Relaxed) as usize == frames.len()
+        && site
+            .frames
+            .iter()
+            .zip(frames)
+            .all(|(a, b)| a.load(Relaxed) == *b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_of_both_sizes_are_found_and_forgotten() {
+        assert!(init() || get().is_some());
+        let objs = get().unwrap();
+        let a = objs.site(&[1, 2, 3]).unwrap();
+        let b = objs.site(&[4, 5]).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(objs.site(&[1, 2, 3]), Some(a));
+        // A small block spanning a granule boundary, and a big block.
+        let small = 0x7000_0000_fc00;
+        objs.insert(small, 3000, a, 0, 0);
+        objs.insert(0x7100_0000_0000, 64 << 20, b, 0, 0);
+        assert_eq!(objs.lookup(small), Lookup::Site(a));
+        assert_eq!(objs.lookup(small + 2999), Lookup::Site(a));
+        assert_eq!(objs.lookup(small + 3000), Lookup::NotFound);
+        assert_eq!(objs.lookup(0x7100_0000_0000 + (40 << 20)), Lookup::Site(b));
+        assert!(objs.is_tracked_start(small));
+        objs.remove(small);
+        assert_eq!(objs.lookup(small + 100), Lookup::NotFound);
+        assert!(!objs.is_tracked_start(small));
+        // Reuse of the same address by another site.
+        objs.insert(small, 2000, b, 0, 0);
+        assert_eq!(objs.lookup(small + 100), Lookup::Site(b));
+        objs.remove(small);
+        objs.remove(0x7100_0000_0000);
+        assert_eq!(objs.lookup(0x7100_0000_0000 + 5), Lookup::NotFound);
+    }
+
+    #[test]
+    fn many_small_blocks_and_churn() {
+        assert!(init() || get().is_some());
+        let objs = get().unwrap();
+        let s = objs.site(&[9, 9, 9]).unwrap();
+        let base = 0x5000_0000_0000u64;
+        for round in 0..4 {
+            for i in 0..20_000u64 {
+                objs.insert(base + i * 4096, 1500 + round, s, 0, 0);
+            }
+            for i in (0..20_000u64).step_by(97) {
+                assert_eq!(objs.lookup(base + i * 4096 + 1000), Lookup::Site(s));
+                assert_eq!(objs.lookup(base + i * 4096 + 3000), Lookup::NotFound);
+            }
+            for i in 0..20_000u64 {
+                objs.remove(base + i * 4096);
+            }
+            assert_eq!(objs.lookup(base + 4096 * 5 + 10), Lookup::NotFound);
+        }
+    }
+}
