@@ -74,13 +74,50 @@ fn check_not_static(program: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Creates the output directory, refusing one that holds another run.
-fn prepare_output(dir: &Path) -> Result<PathBuf> {
+/// Name of the file that marks which run a measurement directory belongs to.
+pub const RUN_MARKER: &str = ".hpcrun-run";
+
+/// The id of the parallel job this process belongs to, when it was started
+/// by a launcher (`mpirun -np 64 hpcrun-rs ./app`): every rank's
+/// hpcrun-rs derives the same id, so they share one output directory.
+pub fn job_id() -> Option<String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if let Some(ns) = var("PMIX_NAMESPACE") {
+        return Some(format!("pmix-{ns}"));
+    }
+    if let Some(job) = var("OMPI_MCA_ess_base_jobid") {
+        return Some(format!("ompi-{job}"));
+    }
+    if let Some(job) = var("SLURM_JOB_ID") {
+        let step = var("SLURM_STEP_ID").unwrap_or_default();
+        return Some(format!("slurm-{job}.{step}"));
+    }
+    if var("PMI_RANK").is_some() {
+        // MPICH's Hydra: the ranks of one host share their proxy process.
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        return Some(format!(
+            "hydra-{}-{}",
+            host.trim(),
+            std::os::unix::process::parent_id()
+        ));
+    }
+    None
+}
+
+/// Creates the output directory for run `run_id`. A directory that already
+/// holds measurement files is refused unless it is marked as belonging to
+/// this same run (the other ranks of one MPI job).
+fn prepare_output(dir: &Path, run_id: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     let dir = dir
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let marker = dir.join(RUN_MARKER);
+    let owner = std::fs::read_to_string(&marker).ok();
+    if owner.as_deref().map(str::trim) == Some(run_id) {
+        return Ok(dir);
+    }
     let existing = std::fs::read_dir(&dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok())
@@ -90,12 +127,16 @@ fn prepare_output(dir: &Path) -> Result<PathBuf> {
                 .is_some_and(|x| x == formats::measurement::EXTENSION)
         })
         .count();
-    if existing > 0 {
+    if existing > 0 || owner.is_some() {
         bail!(
-            "{} already holds {existing} measurement file(s) of another run; choose a new directory with -o, or remove them",
+            "{} already holds measurements of another run ({existing} file(s)); choose a new directory with -o, or remove them",
             dir.display()
         );
     }
+    // Concurrent ranks of one job may race here: whoever writes last wins,
+    // and they all write the same id.
+    std::fs::write(&marker, format!("{run_id}\n"))
+        .with_context(|| format!("cannot write {}", marker.display()))?;
     Ok(dir)
 }
 
@@ -111,7 +152,17 @@ pub fn run(args: &Args) -> Result<u8> {
         Some(p) => check_not_static(p)?,
         None => bail!("command not found: {program}"),
     }
-    let out = prepare_output(&args.output)?;
+    let run_id = job_id().unwrap_or_else(|| {
+        format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        )
+    });
+    let out = prepare_output(&args.output, &run_id)?;
 
     let mut ld_preload = OsString::new();
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|s| !s.is_empty()) {
@@ -119,15 +170,6 @@ pub fn run(args: &Args) -> Result<u8> {
         ld_preload.push(" ");
     }
     ld_preload.push(preload.as_os_str());
-    let run_id = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    );
-
     let status = Command::new(program)
         .args(&args.command[1..])
         .env("LD_PRELOAD", ld_preload)
