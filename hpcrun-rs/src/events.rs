@@ -63,6 +63,13 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Chosen, Vec<String>)> {
             },
             notes,
         )),
+        "cpu-time" => Ok((
+            Chosen {
+                name: "cpu-time",
+                period: period.unwrap_or(DEFAULT_SOFT_PERIOD_NS),
+            },
+            notes,
+        )),
         "mem:latency" => {
             let reason = hardware_unavailable_reason();
             if strict {
@@ -85,9 +92,215 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Chosen, Vec<String>)> {
     }
 }
 
+/// One line of `--list-events`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Availability {
+    pub name: &'static str,
+    pub what: &'static str,
+    /// `None` when available; else why not and what to do.
+    pub missing: Option<(String, String)>,
+}
+
+/// What this machine offers, read from sysfs and procfs (no event is
+/// opened). `root` is a sysfs tree (normally "/") so tests can use fixtures.
+pub fn probe(root: &std::path::Path) -> Vec<Availability> {
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+    let exists = |p: &str| root.join(p).exists();
+    let devices: Vec<String> = std::fs::read_dir(root.join("sys/bus/event_source/devices"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let paranoid: i32 = read("proc/sys/kernel/perf_event_paranoid")
+        .trim()
+        .parse()
+        .unwrap_or(2);
+    // CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the effective set.
+    let cap_eff = read("proc/self/status")
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let privileged = cap_eff & (1 << 38 | 1 << 21) != 0;
+    let vm = read("proc/cpuinfo")
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let software = if !devices.iter().any(|d| d == "software") {
+        Some((
+            "the kernel has no software perf events (no /sys/bus/event_source/devices/software)"
+                .to_string(),
+            "use a kernel built with CONFIG_PERF_EVENTS".to_string(),
+        ))
+    } else if paranoid > 2 && !privileged {
+        Some((
+            format!("perf_event_paranoid is {paranoid} and this user has no CAP_PERFMON"),
+            "sysctl kernel.perf_event_paranoid=2 (or grant CAP_PERFMON)".to_string(),
+        ))
+    } else {
+        None
+    };
+    let intel = exists("sys/bus/event_source/devices/cpu/events/mem-loads");
+    let amd = devices.iter().any(|d| d == "ibs_op");
+    let arm = devices.iter().any(|d| d.starts_with("arm_spe"));
+    let hardware = |stores: bool| -> Option<(String, String)> {
+        if let Some(sw) = &software {
+            return Some(sw.clone());
+        }
+        let has = if stores {
+            intel && exists("sys/bus/event_source/devices/cpu/events/mem-stores") || amd || arm
+        } else {
+            intel || amd || arm
+        };
+        if !has {
+            let reason = if vm {
+                "no memory-sampling PMU (Intel PEBS mem-loads, AMD ibs_op, Arm arm_spe): this is a virtual machine without PMU passthrough".to_string()
+            } else {
+                "no memory-sampling PMU (Intel PEBS mem-loads, AMD ibs_op, Arm arm_spe) in /sys/bus/event_source/devices".to_string()
+            };
+            return Some((
+                reason,
+                "run on bare metal or a VM with a virtual PMU; mem:soft works everywhere"
+                    .to_string(),
+            ));
+        }
+        if paranoid > 1 && !privileged {
+            return Some((
+                format!("perf_event_paranoid is {paranoid}: hardware sampling needs 1 or less, or CAP_PERFMON"),
+                "sysctl kernel.perf_event_paranoid=1 (or grant CAP_PERFMON)".to_string(),
+            ));
+        }
+        Some((
+            "the PMU is there, but hardware memory sampling is not implemented in this version of hpcrun-rs".to_string(),
+            "use mem:soft".to_string(),
+        ))
+    };
+    vec![
+        Availability {
+            name: "mem:soft",
+            what: "software memory-access sampling (task-clock timer, decoded instruction, data address from registers)",
+            missing: software.clone(),
+        },
+        Availability {
+            name: "cpu-time",
+            what: "plain task-clock sampling, code-centric only",
+            missing: software.clone(),
+        },
+        Availability {
+            name: "mem:latency",
+            what: "hardware load-latency sampling (Intel PEBS, AMD IBS, Arm SPE)",
+            missing: hardware(false),
+        },
+        Availability {
+            name: "mem:stores",
+            what: "hardware store sampling",
+            missing: hardware(true),
+        },
+        Availability {
+            name: "page-faults",
+            what: "page-fault sampling with data addresses (first touch)",
+            missing: Some((
+                "not implemented in this version of hpcrun-rs".to_string(),
+                "use mem:soft".to_string(),
+            )),
+        },
+    ]
+}
+
+/// The `--list-events` table.
+pub fn list(root: &std::path::Path) -> String {
+    let mut out = String::new();
+    for a in probe(root) {
+        match &a.missing {
+            None => out.push_str(&format!("{:<12} available      {}\n", a.name, a.what)),
+            Some((why, fix)) => out.push_str(&format!(
+                "{:<12} not available  {}\n{:<27}why: {why}\n{:<27}fix: {fix}\n",
+                a.name, a.what, "", ""
+            )),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fixture(devices: &[&str], paranoid: &str, cpuinfo: &str) -> tempdir::Dir {
+        let dir = tempdir::Dir::new();
+        for d in devices {
+            std::fs::create_dir_all(dir.0.join("sys/bus/event_source/devices").join(d)).unwrap();
+        }
+        std::fs::create_dir_all(dir.0.join("proc/sys/kernel")).unwrap();
+        std::fs::create_dir_all(dir.0.join("proc/self")).unwrap();
+        std::fs::write(dir.0.join("proc/sys/kernel/perf_event_paranoid"), paranoid).unwrap();
+        std::fs::write(dir.0.join("proc/cpuinfo"), cpuinfo).unwrap();
+        std::fs::write(
+            dir.0.join("proc/self/status"),
+            "CapEff:\t0000000000000000\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    mod tempdir {
+        pub struct Dir(pub std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Dir {
+                use std::sync::atomic::{AtomicU32, Ordering};
+                static N: AtomicU32 = AtomicU32::new(0);
+                let p = std::env::temp_dir().join(format!(
+                    "hpcrun-probe-{}-{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn probe_a_vm_without_pmu() {
+        let dir = fixture(
+            &["breakpoint", "msr", "software", "tracepoint", "uprobe"],
+            "2",
+            "flags\t: fpu hypervisor\n",
+        );
+        let list = probe(&dir.0);
+        assert_eq!(list[0].name, "mem:soft");
+        assert_eq!(list[0].missing, None);
+        let latency = list.iter().find(|a| a.name == "mem:latency").unwrap();
+        let (why, fix) = latency.missing.clone().unwrap();
+        assert!(why.contains("virtual machine"), "{why}");
+        assert!(fix.contains("mem:soft"));
+    }
+
+    #[test]
+    fn probe_paranoid_3_blocks_software_events() {
+        let dir = fixture(&["software"], "3", "flags\t: fpu\n");
+        let list = probe(&dir.0);
+        let (why, fix) = list[0].missing.clone().unwrap();
+        assert!(why.contains("perf_event_paranoid is 3"), "{why}");
+        assert!(fix.contains("sysctl"));
+    }
+
+    #[test]
+    fn probe_amd_ibs_is_recognised() {
+        let dir = fixture(&["software", "ibs_op", "cpu"], "1", "flags\t: fpu\n");
+        let latency = probe(&dir.0)
+            .into_iter()
+            .find(|a| a.name == "mem:latency")
+            .unwrap();
+        let (why, _) = latency.missing.unwrap();
+        assert!(why.contains("not implemented"), "{why}");
+    }
 
     #[test]
     fn default_is_mem_soft() {

@@ -180,6 +180,7 @@ pub fn run(args: &Args) -> Result<u8> {
         )
         .env("HPCRUN_MIN_BYTES", args.min_bytes.to_string())
         .env("HPCRUN_RUN_ID", run_id)
+        .env("HPCRUN_SIGNAL", args.signal.to_string())
         .status()
         .with_context(|| format!("cannot run {program}"))?;
 

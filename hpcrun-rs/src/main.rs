@@ -24,7 +24,7 @@ use clap::Parser;
 #[command(
     name = "hpcrun-rs",
     version,
-    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  mem:latency[@N]   hardware load-latency sampling (PEBS, IBS, SPE); not available in this version:\n                    falls back to mem:soft with a note on stderr.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>.<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
+    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain task-clock sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (PEBS, IBS, SPE); not available in this version:\n                    falls back to mem:soft with a note on stderr (--strict: an error).\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>.<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
 )]
 struct Args {
     /// Sample source, optionally with a period: mem:soft, mem:soft@250000, mem:latency.
@@ -48,9 +48,18 @@ struct Args {
     #[arg(long)]
     strict: bool,
 
+    /// Real-time signal for samples, as an offset from SIGRTMIN (pick another
+    /// if the program uses SIGRTMIN+4 itself).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(i32).range(0..=15))]
+    signal: i32,
+
+    /// List the events and whether this machine supports them, then exit.
+    #[arg(long)]
+    list_events: bool,
+
     /// The program to run, and its arguments.
     #[arg(
-        required = true,
+        required_unless_present = "list_events",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"
@@ -60,6 +69,10 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.list_events {
+        print!("{}", events::list(std::path::Path::new("/")));
+        return ExitCode::SUCCESS;
+    }
     match launch::run(&args) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

@@ -171,7 +171,11 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
         return;
     }
-    let (leaf, access, source) = analyse(state, snap, &regs);
+    let (leaf, access, source) = if sampling::code_only() {
+        (regs.rip, Access::NotMemory, Source::Previous)
+    } else {
+        analyse(state, snap, &regs)
+    };
 
     let mut frames = [0u64; MAX_FRAMES];
     // SAFETY: the handler cache is used only by this thread's handler, and

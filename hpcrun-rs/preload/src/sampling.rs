@@ -15,6 +15,13 @@ pub const TREE_CAPACITY: usize = 1 << 16;
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+static CODE_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// True for `cpu-time`: no instruction decoding, no data attribution.
+pub fn code_only() -> bool {
+    CODE_ONLY.load(Relaxed)
+}
+
 /// True while samples should be recorded.
 pub fn active() -> bool {
     ACTIVE.load(Relaxed)
@@ -41,6 +48,7 @@ fn init() {
         }
         modules::refresh(None);
         soft::warm_up();
+        CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
         let signal = ffi::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
         if cfg.period_ns > 0 && !ffi::install_handler(signal, handler::on_sample) {
