@@ -298,3 +298,19 @@ fn output_directory_is_absolute_so_chdir_does_not_scatter_files() {
         .next()
         .is_none());
 }
+
+#[test]
+fn the_signal_handler_never_allocates() {
+    let dir = scratch("handler-alloc");
+    let exe = compile_test_program("threads1000.c", &dir, &["-pthread"]);
+    // A fast sampling rate and a malloc-heavy program: many samples land
+    // while the program allocates.
+    let (out, measurements) = hpcrun(&dir, "mem:soft@20000", &exe, &[]);
+    ok_stdout(&out, "threads1000");
+    let profiles = read_profiles(&measurements);
+    let samples: u64 = profiles.iter().map(|p| p.stats.samples).sum();
+    assert!(samples > 100, "too few samples to tell: {samples}");
+    for p in &profiles {
+        assert_eq!(p.stats.handler_allocations, 0, "the handler allocated");
+    }
+}

@@ -221,6 +221,10 @@ pub struct SampleStats {
     /// ... of which from the instruction at the interrupted IP (the previous
     /// one overwrote its address register).
     pub recovered_at_ip: u64,
+    /// Allocations made while a sample handler ran (process-wide; must be 0:
+    /// the handler may not allocate).
+    #[serde(default)]
+    pub handler_allocations: u64,
     /// Samples lost, by cause (e.g. "tree full", "unwind failed").
     pub dropped: BTreeMap<String, u64>,
 }
@@ -231,6 +235,7 @@ impl SampleStats {
         self.samples += other.samples;
         self.memory_samples += other.memory_samples;
         self.store_samples += other.store_samples;
+        self.handler_allocations = self.handler_allocations.max(other.handler_allocations);
         self.address_recovered += other.address_recovered;
         self.recovered_previous += other.recovered_previous;
         self.recovered_at_ip += other.recovered_at_ip;

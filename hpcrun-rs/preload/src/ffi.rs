@@ -76,6 +76,7 @@ fn in_crash_mode() -> bool {
 // beyond 16 goes through `__libc_memalign`.
 unsafe impl GlobalAlloc for LibcAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        crate::handler::note_allocation();
         if in_crash_mode() {
             return crash_alloc(layout);
         }
@@ -89,6 +90,7 @@ unsafe impl GlobalAlloc for LibcAllocator {
         }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        crate::handler::note_allocation();
         if in_crash_mode() {
             // Fresh anonymous pages are zero.
             return crash_alloc(layout);

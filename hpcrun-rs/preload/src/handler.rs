@@ -16,6 +16,20 @@ use crate::soft::{self, Access, Regs};
 use crate::threads::{self, ThreadState};
 use crate::{ffi, modules, objects, sampling, unwind};
 
+/// Allocations requested while a sample handler ran on the same thread
+/// (through the library's allocator or the malloc hooks). Must stay 0: it
+/// is written into every profile and checked by the tests.
+pub static ALLOCATIONS_IN_HANDLER: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+/// Counts an allocation if the calling thread is inside the handler.
+#[inline]
+pub fn note_allocation() {
+    if threads::current().is_some_and(|s| s.in_handler.load(Relaxed)) {
+        ALLOCATIONS_IN_HANDLER.fetch_add(1, Relaxed);
+    }
+}
+
 /// Deepest call path recorded per sample.
 pub const MAX_FRAMES: usize = 128;
 

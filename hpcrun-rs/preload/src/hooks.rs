@@ -121,6 +121,7 @@ fn forget(ptr: *mut c_void) {
 /// C's malloc contract.
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    crate::handler::note_allocation();
     let p = real::malloc(size);
     record(p, size);
     p
@@ -130,6 +131,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 /// C's calloc contract.
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    crate::handler::note_allocation();
     let p = real::calloc(n, size);
     if !p.is_null() {
         record(p, n.saturating_mul(size));

@@ -280,6 +280,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         samples: s.samples.load(Relaxed),
         memory_samples: s.memory.load(Relaxed),
         store_samples: s.stores.load(Relaxed),
+        handler_allocations: crate::handler::ALLOCATIONS_IN_HANDLER.load(Relaxed),
         address_recovered: s.recovered.load(Relaxed),
         recovered_previous: s.recovered_previous.load(Relaxed),
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
