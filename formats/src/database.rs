@@ -174,6 +174,11 @@ impl Database {
         envelope::encode(KIND, self)
     }
 
+    /// Writes header and body to `out` without an intermediate buffer.
+    pub fn write_to<W: std::io::Write>(&self, out: W) -> Result<(), FormatError> {
+        envelope::encode_to(KIND, self, out)
+    }
+
     /// Reads `profile.db` bytes; an error (never a panic) for damaged bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, FormatError> {
         let db: Database = envelope::decode(KIND, bytes)?;

@@ -56,6 +56,27 @@ pub fn encode<T: Serialize>(kind: Kind, value: &T) -> Result<Vec<u8>, FormatErro
     Ok(out)
 }
 
+/// [`encode`] straight into a writer (no intermediate buffer: a large
+/// database is not held twice in memory).
+pub fn encode_to<T: Serialize, W: std::io::Write>(
+    kind: Kind,
+    value: &T,
+    mut out: W,
+) -> Result<(), FormatError> {
+    let io = |e: std::io::Error| FormatError::Encode {
+        what: kind.what,
+        source: <rmp_serde::encode::Error as serde::ser::Error>::custom(e),
+    };
+    out.write_all(&kind.magic).map_err(io)?;
+    out.write_all(&kind.version.to_le_bytes()).map_err(io)?;
+    out.write_all(&0u32.to_le_bytes()).map_err(io)?;
+    rmp_serde::encode::write_named(&mut out, value).map_err(|source| FormatError::Encode {
+        what: kind.what,
+        source,
+    })?;
+    Ok(())
+}
+
 /// Checks the header and decodes the body. Never panics on bad input.
 pub fn decode<T: DeserializeOwned>(kind: Kind, bytes: &[u8]) -> Result<T, FormatError> {
     let what = kind.what;

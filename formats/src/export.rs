@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::database::{Database, Frame};
-use crate::views;
+use crate::database::{Database, Dist, Frame};
+use crate::views::{self, Thresholds};
 
 /// Value of the top-level `format` field.
 pub const FORMAT: &str = "hpcprof-rs/export";
@@ -16,6 +16,23 @@ pub const VERSION: u32 = 1;
 pub enum View {
     Data,
     Code,
+    /// Objects and functions ranked by the bottleneck-priority rule.
+    Bottleneck,
+    /// Per-thread and per-rank distributions of the program, the data roots
+    /// and every object.
+    Threads,
+}
+
+impl View {
+    /// The value of the top-level `view` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            View::Data => "data",
+            View::Code => "code",
+            View::Bottleneck => "bottleneck",
+            View::Threads => "threads",
+        }
+    }
 }
 
 /// The top-level JSON document.
@@ -34,6 +51,72 @@ pub struct Export<'a> {
     pub objects: Option<Vec<ObjectOut<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub functions: Option<Vec<FunctionOut<'a>>>,
+    /// `--view bottleneck`: the rule's thresholds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<ThresholdsOut>,
+    /// `--view bottleneck`: objects and functions, first to optimise first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<Vec<BottleneckOut<'a>>>,
+    /// `--view threads`: distribution rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributions: Option<Vec<DistOut<'a>>>,
+}
+
+/// Thresholds of the bottleneck rule.
+#[derive(Debug, Serialize)]
+pub struct ThresholdsOut {
+    /// Name of the memory-boundness measure (`mem_time_share`).
+    pub memory_boundness: &'static str,
+    /// Memory bound when the measure is at least this.
+    pub mem_time_share: f64,
+    /// High share when `share` is at least this.
+    pub share: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BottleneckOut<'a> {
+    /// 1-based position in the ranking.
+    pub rank: usize,
+    /// `object` or `function`.
+    pub region: &'static str,
+    /// Objects: `heap`, `static`, `stack` or `unknown`; functions: `code`.
+    pub kind: &'static str,
+    pub name: &'a str,
+    /// Functions: module, file and line of the hottest line.
+    pub module: Option<&'a str>,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+    /// Objects: allocation path, root first (empty unless heap).
+    pub alloc_path: Vec<FrameOut<'a>>,
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+    pub share: f64,
+    /// Memory samples over the cpu_samples of the code the region runs in.
+    pub mem_time_share: Option<f64>,
+    /// That denominator.
+    pub code_cpu_samples: u64,
+    pub memory_bound: Option<bool>,
+    pub high_share: bool,
+    /// 1 (optimise first) to 4 (no optimisation needed).
+    pub priority: u32,
+    pub advice: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DistOut<'a> {
+    /// `program`, `data root` or `object`.
+    pub scope: &'static str,
+    /// Objects: `heap`, `static`, `stack` or `unknown`; otherwise null.
+    pub kind: Option<&'static str>,
+    pub name: &'a str,
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+    pub share: f64,
+    /// Inclusive primary metric over threads (null with one thread).
+    pub threads: Option<Dist>,
+    /// The same over MPI ranks (null when not MPI).
+    pub ranks: Option<Dist>,
+    /// threads.max / threads.mean (null without a distribution).
+    pub thread_imbalance: Option<f64>,
+    pub rank_imbalance: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,10 +209,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
     let mut export = Export {
         format: FORMAT,
         version: VERSION,
-        view: match view {
-            View::Data => "data",
-            View::Code => "code",
-        },
+        view: view.as_str(),
         source: Source {
             events: &db.info.events,
             ranks: &db.info.ranks,
@@ -161,6 +241,9 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
         },
         objects: None,
         functions: None,
+        thresholds: None,
+        bottleneck: None,
+        distributions: None,
     };
     match view {
         View::Data => {
@@ -206,8 +289,84 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                     .collect(),
             )
         }
+        View::Bottleneck => {
+            let t = Thresholds::default();
+            export.thresholds = Some(ThresholdsOut {
+                memory_boundness: "mem_time_share",
+                mem_time_share: t.mem_time_share,
+                share: t.share,
+            });
+            export.bottleneck = Some(
+                views::bottleneck(db, t)
+                    .into_iter()
+                    .take(top)
+                    .enumerate()
+                    .map(|(i, r)| BottleneckOut {
+                        rank: i + 1,
+                        region: r.region.as_str(),
+                        kind: region_kind(r.region),
+                        name: r.name,
+                        module: r.module,
+                        file: r.file,
+                        line: r.line,
+                        alloc_path: r.alloc_path.iter().map(|f| frame_out(f)).collect(),
+                        metrics: metric_map(db, &r.metrics),
+                        share: r.share,
+                        mem_time_share: r.mem_time_share,
+                        code_cpu_samples: r.code_cpu_samples,
+                        memory_bound: r.memory_bound,
+                        high_share: r.high_share,
+                        priority: r.quadrant.priority(),
+                        advice: r.quadrant.advice(),
+                    })
+                    .collect(),
+            )
+        }
+        View::Threads => {
+            export.distributions = Some(
+                views::distributions(db)
+                    .into_iter()
+                    .take(top)
+                    .map(|r| DistOut {
+                        scope: r.scope.as_str(),
+                        kind: match r.scope {
+                            views::Scope::Object(k) => Some(k.as_str()),
+                            _ => None,
+                        },
+                        name: r.name,
+                        metrics: metric_map(db, &r.metrics),
+                        share: r.share,
+                        threads: r.threads,
+                        ranks: r.ranks,
+                        thread_imbalance: r.thread_imbalance(),
+                        rank_imbalance: r.rank_imbalance(),
+                    })
+                    .collect(),
+            )
+        }
     }
     export
+}
+
+fn region_kind(r: views::Region) -> &'static str {
+    match r {
+        views::Region::Object(k) => k.as_str(),
+        views::Region::Function => "code",
+    }
+}
+
+fn opt_f64(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.6}")).unwrap_or_default()
+}
+
+fn dist_fields(d: Option<Dist>) -> String {
+    match d {
+        Some(d) => format!(
+            "{},{},{},{:.6},{:.6}",
+            d.count, d.min, d.max, d.mean, d.stddev
+        ),
+        None => ",,,,".to_string(),
+    }
 }
 
 /// The export as pretty JSON.
@@ -283,6 +442,78 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                     out.push_str(&format!(",{v}"));
                 }
                 out.push_str(&format!(",{:.6}\n", f.share));
+            }
+        }
+        View::Bottleneck => {
+            out.push_str("rank,region,kind,name,module,file,line");
+            for m in &metric_names {
+                out.push(',');
+                out.push_str(m);
+            }
+            out.push_str(
+                ",share,mem_time_share,code_cpu_samples,memory_bound,high_share,priority,advice,alloc_path\n",
+            );
+            for (i, r) in views::bottleneck(db, Thresholds::default())
+                .into_iter()
+                .take(top)
+                .enumerate()
+            {
+                out.push_str(&format!(
+                    "{},{},{},{},{},{},{}",
+                    i + 1,
+                    r.region.as_str(),
+                    region_kind(r.region),
+                    csv_field(r.name),
+                    csv_field(r.module.unwrap_or("")),
+                    csv_field(r.file.unwrap_or("")),
+                    r.line.map(|l| l.to_string()).unwrap_or_default()
+                ));
+                for v in &r.metrics {
+                    out.push_str(&format!(",{v}"));
+                }
+                let path: Vec<String> = r.alloc_path.iter().map(|f| frame_text(f)).collect();
+                out.push_str(&format!(
+                    ",{:.6},{},{},{},{},{},{},{}\n",
+                    r.share,
+                    opt_f64(r.mem_time_share),
+                    r.code_cpu_samples,
+                    r.memory_bound.map(|b| b.to_string()).unwrap_or_default(),
+                    r.high_share,
+                    r.quadrant.priority(),
+                    csv_field(r.quadrant.advice()),
+                    csv_field(&path.join(" > "))
+                ));
+            }
+        }
+        View::Threads => {
+            out.push_str("scope,kind,name");
+            for m in &metric_names {
+                out.push(',');
+                out.push_str(m);
+            }
+            out.push_str(",share,threads_count,threads_min,threads_max,threads_mean,threads_stddev,ranks_count,ranks_min,ranks_max,ranks_mean,ranks_stddev,thread_imbalance,rank_imbalance\n");
+            for r in views::distributions(db).into_iter().take(top) {
+                let kind = match r.scope {
+                    views::Scope::Object(k) => k.as_str(),
+                    _ => "",
+                };
+                out.push_str(&format!(
+                    "{},{},{}",
+                    csv_field(r.scope.as_str()),
+                    kind,
+                    csv_field(r.name)
+                ));
+                for v in &r.metrics {
+                    out.push_str(&format!(",{v}"));
+                }
+                out.push_str(&format!(
+                    ",{:.6},{},{},{},{}\n",
+                    r.share,
+                    dist_fields(r.threads),
+                    dist_fields(r.ranks),
+                    opt_f64(r.thread_imbalance()),
+                    opt_f64(r.rank_imbalance())
+                ));
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::database::{Database, Frame, NodeKind, ObjectKind};
+use crate::database::{Database, Dist, Frame, NodeKind, ObjectKind};
 
 /// One data object with its inclusive metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -158,5 +158,355 @@ pub fn functions(db: &Database) -> Vec<FunctionRow<'_>> {
             .cmp(&a.metrics[primary])
             .then_with(|| a.function.cmp(b.function))
     });
+    rows
+}
+
+/// Name of the metric of all samples (memory or not) of `mem:soft`, the
+/// denominator of [`BottleneckRow::mem_time_share`].
+pub const CPU_SAMPLES: &str = "cpu_samples";
+
+/// Default threshold above which a region counts as memory bound
+/// (`mem_time_share`).
+pub const MEM_TIME_SHARE_HIGH: f64 = 0.5;
+
+/// Default threshold above which a region's share of the primary metric
+/// counts as high.
+pub const SHARE_HIGH: f64 = 0.1;
+
+/// Which kind of region a [`BottleneckRow`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// A data object (heap, static, stack, unknown).
+    Object(ObjectKind),
+    /// A function of the code-centric view.
+    Function,
+}
+
+impl Region {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Region::Object(_) => "object",
+            Region::Function => "function",
+        }
+    }
+}
+
+/// The quadrant of the bottleneck-priority rule (memory-boundness x share
+/// of the primary metric), best to optimise first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Quadrant {
+    /// Memory bound, large share: optimise first.
+    OptimiseFirst = 1,
+    /// Memory bound, small share: low priority.
+    LowPriority = 2,
+    /// Not memory bound, large share: optimising its memory accesses
+    /// would yield little benefit.
+    LittleBenefit = 3,
+    /// Neither: no optimisation needed.
+    NoNeed = 4,
+}
+
+impl Quadrant {
+    pub fn of(memory_bound: bool, high_share: bool) -> Quadrant {
+        match (memory_bound, high_share) {
+            (true, true) => Quadrant::OptimiseFirst,
+            (true, false) => Quadrant::LowPriority,
+            (false, true) => Quadrant::LittleBenefit,
+            (false, false) => Quadrant::NoNeed,
+        }
+    }
+
+    /// Priority, 1 (first) to 4.
+    pub fn priority(self) -> u32 {
+        self as u32
+    }
+
+    pub fn advice(self) -> &'static str {
+        match self {
+            Quadrant::OptimiseFirst => "optimise first",
+            Quadrant::LowPriority => "low priority",
+            Quadrant::LittleBenefit => "optimisation would yield little benefit",
+            Quadrant::NoNeed => "no optimisation needed",
+        }
+    }
+}
+
+/// One row of the bottleneck view: a data object or a function, with its
+/// memory-boundness proxy and its quadrant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BottleneckRow<'a> {
+    pub region: Region,
+    pub name: &'a str,
+    /// Objects: root-first allocation path (heap); functions: empty.
+    pub alloc_path: Vec<&'a Frame>,
+    /// Functions: module; objects: `None`.
+    pub module: Option<&'a str>,
+    /// Functions: file and line of the hottest line.
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+    /// Inclusive (objects) or exclusive (functions) values, per column.
+    pub metrics: Vec<u64>,
+    /// Primary metric over the view's total (objects: data-centric total,
+    /// functions: code-centric total; the two totals are equal).
+    pub share: f64,
+    /// Memory samples over the `cpu_samples` of the code the region runs in
+    /// (see [`bottleneck`]); `None` without a `cpu_samples` column.
+    pub mem_time_share: Option<f64>,
+    /// `cpu_samples` of that code (the denominator).
+    pub code_cpu_samples: u64,
+    /// `mem_time_share >= MEM_TIME_SHARE_HIGH`; `None` when unknown.
+    pub memory_bound: Option<bool>,
+    pub high_share: bool,
+    pub quadrant: Quadrant,
+}
+
+/// Thresholds of [`bottleneck`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    pub mem_time_share: f64,
+    pub share: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            mem_time_share: MEM_TIME_SHARE_HIGH,
+            share: SHARE_HIGH,
+        }
+    }
+}
+
+/// The bottleneck view: every data object and every function, ranked by
+/// the bottleneck-priority rule of the data-centric work (memory bound and
+/// large share first).
+///
+/// Memory-boundness: with a software source (`mem:soft`) there is neither
+/// latency nor an instruction count; the proxy is **`mem_time_share`**, the
+/// share of the sampled CPU time of the region's code that was spent at
+/// memory-loading instructions:
+///
+/// * function: its `samples` (load samples at its instructions) over its
+///   `cpu_samples` (all timer samples at its instructions), both exclusive,
+///   inlined code counted in the inlined function (as in [`functions`]);
+/// * object: its `samples` over the summed `cpu_samples` of the functions
+///   whose instructions accessed it (the innermost frames of its access
+///   paths).
+///
+/// Both are in [0, 1]. A region is memory bound when `mem_time_share >=
+/// thresholds.mem_time_share`, has a high share when its share of the
+/// primary metric is `>= thresholds.share`. Rows are sorted by quadrant
+/// (optimise first, low priority, little benefit, no need), then by
+/// `share x mem_time_share`, then by share, then by name. Without a
+/// `cpu_samples` column `mem_time_share` and `memory_bound` are `None` and
+/// regions are ranked as if memory bound (every sample is a memory access).
+pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_>> {
+    let primary = db.info.primary_metric as usize;
+    let cpu = db.info.metrics.iter().position(|m| m.name == CPU_SAMPLES);
+    let functions = functions(db);
+    let fn_cpu: HashMap<(&str, &str), u64> = functions
+        .iter()
+        .map(|f| {
+            let c = cpu.and_then(|c| f.metrics.get(c).copied()).unwrap_or(0);
+            ((f.function, f.module), c)
+        })
+        .collect();
+    let ratio = |num: u64, den: u64| -> Option<f64> {
+        cpu?;
+        Some(if den == 0 {
+            0.0
+        } else {
+            (num as f64 / den as f64).min(1.0)
+        })
+    };
+    let classify = |share: f64, mts: Option<f64>| {
+        let memory_bound = mts.map(|m| m >= thresholds.mem_time_share);
+        let high = share >= thresholds.share;
+        (
+            memory_bound,
+            high,
+            Quadrant::of(memory_bound.unwrap_or(true), high),
+        )
+    };
+    let mut rows: Vec<BottleneckRow<'_>> = Vec::new();
+
+    // The functions accessing each object: walk the data tree once, from
+    // every object node down (objects never nest).
+    let mut owner: Vec<Option<u32>> = vec![None; db.data.nodes.len()];
+    for (i, node) in db.data.nodes.iter().enumerate() {
+        owner[i] = match node.kind {
+            NodeKind::Object(o) => Some(o),
+            _ if i == 0 => None,
+            _ => owner.get(node.parent as usize).copied().flatten(),
+        };
+    }
+    let mut accessors: Vec<std::collections::HashSet<(&str, &str)>> =
+        vec![Default::default(); db.objects.len()];
+    for (i, node) in db.data.nodes.iter().enumerate() {
+        let (Some(o), NodeKind::Frame(f)) = (owner[i], &node.kind) else {
+            continue;
+        };
+        if node.exclusive.iter().all(|&v| v == 0) {
+            continue;
+        }
+        let frame = &db.frames[*f as usize];
+        if let Some(set) = accessors.get_mut(o as usize) {
+            set.insert((frame.function.as_str(), frame.module.as_str()));
+        }
+    }
+    for o in objects(db) {
+        let den: u64 = accessors[o.index as usize]
+            .iter()
+            .map(|k| fn_cpu.get(k).copied().unwrap_or(0))
+            .sum();
+        let mts = ratio(o.metrics[primary], den);
+        let (memory_bound, high_share, quadrant) = classify(o.share, mts);
+        rows.push(BottleneckRow {
+            region: Region::Object(o.kind),
+            name: o.name,
+            alloc_path: o.alloc_path,
+            module: None,
+            file: None,
+            line: None,
+            metrics: o.metrics,
+            share: o.share,
+            mem_time_share: mts,
+            code_cpu_samples: den,
+            memory_bound,
+            high_share,
+            quadrant,
+        });
+    }
+    for f in functions {
+        let den = fn_cpu.get(&(f.function, f.module)).copied().unwrap_or(0);
+        let mts = ratio(f.metrics[primary], den);
+        let (memory_bound, high_share, quadrant) = classify(f.share, mts);
+        rows.push(BottleneckRow {
+            region: Region::Function,
+            name: f.function,
+            alloc_path: Vec::new(),
+            module: Some(f.module),
+            file: f.file,
+            line: f.line,
+            metrics: f.metrics,
+            share: f.share,
+            mem_time_share: mts,
+            code_cpu_samples: den,
+            memory_bound,
+            high_share,
+            quadrant,
+        });
+    }
+    let weight = |r: &BottleneckRow<'_>| r.share * r.mem_time_share.unwrap_or(1.0);
+    rows.sort_by(|a, b| {
+        a.quadrant
+            .cmp(&b.quadrant)
+            .then_with(|| weight(b).total_cmp(&weight(a)))
+            .then_with(|| b.share.total_cmp(&a.share))
+            .then_with(|| a.name.cmp(b.name))
+    });
+    rows
+}
+
+/// What a [`DistRow`] summarises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The whole program (root of the code-centric tree).
+    Program,
+    /// A root of the data-centric tree ("heap data", ...).
+    DataRoot,
+    /// A data object.
+    Object(ObjectKind),
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Program => "program",
+            Scope::DataRoot => "data root",
+            Scope::Object(_) => "object",
+        }
+    }
+}
+
+/// One row of the threads view: how a region's inclusive primary value
+/// spreads over threads and over MPI ranks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DistRow<'a> {
+    pub scope: Scope,
+    pub name: &'a str,
+    /// Inclusive values, one per metric column.
+    pub metrics: Vec<u64>,
+    /// Primary metric over the program total.
+    pub share: f64,
+    /// Over threads (`None` when the database has one thread).
+    pub threads: Option<Dist>,
+    /// Over ranks (`None` when not MPI).
+    pub ranks: Option<Dist>,
+}
+
+impl DistRow<'_> {
+    /// max / mean over threads (1 = balanced; `None` without a distribution
+    /// or when the mean is 0).
+    pub fn thread_imbalance(&self) -> Option<f64> {
+        imbalance(self.threads)
+    }
+
+    /// max / mean over ranks.
+    pub fn rank_imbalance(&self) -> Option<f64> {
+        imbalance(self.ranks)
+    }
+}
+
+fn imbalance(d: Option<Dist>) -> Option<f64> {
+    let d = d?;
+    (d.mean > 0.0).then(|| d.max / d.mean)
+}
+
+/// The threads view: the program total, the data-centric roots, then every
+/// data object (by the primary metric, descending), each with its
+/// distribution over threads and ranks.
+pub fn distributions(db: &Database) -> Vec<DistRow<'_>> {
+    let columns = db.info.metrics.len().max(1);
+    let primary = db.info.primary_metric as usize;
+    let code_inc = db.code.inclusive(columns);
+    let data_inc = db.data.inclusive(columns);
+    let total = code_inc.first().map_or(0, |v| v[primary]);
+    let mut rows = Vec::new();
+    if let Some(root) = db.code.nodes.first() {
+        rows.push(DistRow {
+            scope: Scope::Program,
+            name: "<program>",
+            metrics: code_inc[0].clone(),
+            share: share(code_inc[0][primary], total),
+            threads: root.threads,
+            ranks: root.ranks,
+        });
+    }
+    for (i, node) in db.data.nodes.iter().enumerate() {
+        if node.parent != 0 {
+            continue;
+        }
+        if let NodeKind::Root(name) = &node.kind {
+            rows.push(DistRow {
+                scope: Scope::DataRoot,
+                name,
+                metrics: data_inc[i].clone(),
+                share: share(data_inc[i][primary], total),
+                threads: node.threads,
+                ranks: node.ranks,
+            });
+        }
+    }
+    for o in objects(db) {
+        let node = &db.data.nodes[db.objects[o.index as usize].node as usize];
+        rows.push(DistRow {
+            scope: Scope::Object(o.kind),
+            name: o.name,
+            share: share(o.metrics[primary], total),
+            metrics: o.metrics,
+            threads: node.threads,
+            ranks: node.ranks,
+        });
+    }
     rows
 }

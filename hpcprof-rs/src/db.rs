@@ -90,11 +90,15 @@ pub fn write(db: &Database, out: &Path, force: bool) -> Result<Written> {
 
 fn write_into(db: &Database, tmp: &Path) -> Result<Written> {
     std::fs::create_dir_all(tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let bytes = db
-        .to_bytes()
-        .context("cannot encode the profile database")?;
     let file = tmp.join(FILE_NAME);
-    std::fs::write(&file, bytes).with_context(|| format!("cannot write {}", file.display()))?;
+    let f = std::fs::File::create(&file)
+        .with_context(|| format!("cannot create {}", file.display()))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    db.write_to(&mut w)
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    use std::io::Write;
+    w.flush()
+        .with_context(|| format!("cannot write {}", file.display()))?;
     Ok(copy_sources(db, &tmp.join(SOURCE_DIR)))
 }
 

@@ -7,25 +7,20 @@
 //! hpcprof-rs export db/ --view data --format json --top 10
 //! ```
 //!
-//! The merge reads every `*.hpcrun` file of the directory in parallel
-//! ([`read`]; damaged files are skipped with a warning), symbolises raw
-//! addresses with addr2line ([`symbolize`]), merges the code-centric and the
-//! data-centric trees ([`merge`]), names heap objects after the variable
-//! their allocation is assigned to ([`name`]) and writes the database
-//! atomically ([`db`]).
+//! The work is done by the `hpcprof_rs` library: the merge streams every
+//! `*.hpcrun` file of the directory through a fixed number of workers
+//! (`-j N`; damaged files are skipped with a warning), symbolises raw
+//! addresses with addr2line, merges the code-centric and the data-centric
+//! trees with per-thread and per-rank distributions, names heap objects
+//! after the variable their allocation is assigned to and writes the
+//! database atomically.
 //!
 //! Exit status: 0 on success; 1 with `--strict` when a file was skipped;
 //! 2 when nothing was written (bad arguments, no measurements, an existing
 //! output, an unreadable database to export).
 
-mod db;
-mod merge;
-mod name;
-mod read;
-mod symbolize;
-
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -33,6 +28,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 use formats::database::{Database, FILE_NAME};
 use formats::export::{self, View};
+use hpcprof_rs::{db, merge, read};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 const MERGE_AFTER_HELP: &str = "\
 Subcommands:
@@ -85,6 +82,12 @@ enum ViewArg {
     Data,
     /// Functions with their lines, hottest first.
     Code,
+    /// Objects and functions ranked by the bottleneck-priority rule
+    /// (memory bound and large share first; see docs/FORMATS.md).
+    Bottleneck,
+    /// Per-thread and per-rank distributions of the program, the data
+    /// roots and every object.
+    Threads,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -147,25 +150,31 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
     // Refuse before doing any work.
     let files = read::find(&args.measurements)?;
     db::check_output(&args.output, args.force)?;
-    let measurements = read::read_all(&files);
-    for (file, reason) in &measurements.skipped {
+    let progress = progress_bar(&files);
+    let merged = merge::merge_files(&files, &|bytes| progress.inc(bytes));
+    progress.finish_and_clear();
+    let skipped = merged.db.info.skipped.len();
+    for (file, reason) in &merged.db.info.skipped {
         eprintln!("hpcprof-rs: warning: skipping {file}: {reason}");
     }
-    if measurements.profiles.is_empty() {
+    if merged.db.info.profiles == 0 {
         anyhow::bail!(
             "none of the {} measurement files in {} could be read",
             files.len(),
             args.measurements.display()
         );
     }
-    let skipped = measurements.skipped.len();
-    let profiles: Vec<_> = measurements.profiles.into_iter().map(|(_, p)| p).collect();
-    let merged = merge::merge(&profiles, measurements.skipped);
-    drop(profiles);
     for w in &merged.warnings {
         eprintln!("hpcprof-rs: warning: {w}");
     }
+    let t0 = std::time::Instant::now();
     let written = db::write(&merged.db, &args.output, args.force)?;
+    if std::env::var_os("HPCPROF_RS_TIMINGS").is_some() {
+        eprintln!(
+            "hpcprof-rs: timings: database written in {:.3}s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
     for w in &written.warnings {
         eprintln!("hpcprof-rs: warning: {w}");
     }
@@ -174,6 +183,29 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Input size above which a merge shows a progress bar (on a terminal only).
+const PROGRESS_MIN_BYTES: u64 = 64 << 20;
+
+/// A progress bar over the input bytes when stderr is a terminal and the
+/// input is large enough for the merge to take a while; hidden otherwise.
+fn progress_bar(files: &[PathBuf]) -> ProgressBar {
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    if !std::io::stderr().is_terminal() || total < PROGRESS_MIN_BYTES {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "hpcprof-rs: merging {bar:40} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    bar
 }
 
 /// The one-line summary printed after a merge.
@@ -226,6 +258,8 @@ fn run_export(args: ExportArgs) -> Result<ExitCode> {
     let view = match args.view {
         ViewArg::Data => View::Data,
         ViewArg::Code => View::Code,
+        ViewArg::Bottleneck => View::Bottleneck,
+        ViewArg::Threads => View::Threads,
     };
     let text = match args.format {
         FormatArg::Json => export::to_json(&db, view, args.top),
@@ -256,7 +290,9 @@ mod tests {
 
     #[test]
     fn load_names_the_file() {
-        let dir = read::tests::temp_dir("load");
+        let dir = std::env::temp_dir().join(format!("hpcprof-rs-main-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
         let err = format!("{:#}", load(&dir.join("nope")).unwrap_err());
         assert!(
             err.contains("nope") && err.contains("does not exist"),

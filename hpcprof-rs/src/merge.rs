@@ -1,27 +1,84 @@
-//! Merges thread profiles into one symbolised [`Database`].
+//! Merges thread profiles into one symbolised [`Database`], streaming.
 //!
-//! 1. Every raw address (tree nodes, allocation call paths) is mapped to its
-//!    module and module-relative address with the profile's module table.
-//! 2. The distinct (module, address) pairs are symbolised, one module per
-//!    rayon task ([`crate::symbolize`]); each address becomes its inline
-//!    chain of frames, outermost first.
-//! 3. The trees are merged: children are keyed by (parent, frame or object),
-//!    exclusive metrics summed (columns matched by metric name).
+//! The input is a list of profiles (files, or decoded profiles in tests),
+//! grouped by process (`<exe>.<host>.<pid>.<tid>.hpcrun`: everything but
+//! the thread id) and cut into work items. A fixed number of workers (the
+//! rayon pool, `-j N`) pull work items from a shared counter; each worker
+//! owns one partial database and, for every profile, reads and decodes it,
+//! merges it into its partial and drops it. So memory holds at most one
+//! profile per worker plus one partial result per worker, never the inputs.
+//! The partials are then combined, frames/objects/nodes put into a canonical
+//! order (the result does not depend on the number of workers or on timing),
+//! heap objects named and the per-node distributions finished.
 //!
-//! Data objects are identified by what they are, not by where a process
-//! kept them: a heap object by its symbolised allocation path (the same path
-//! in two threads, processes or ranks is one object), a static variable by
-//! its name, a stack by its thread index.
+//! * Raw addresses are mapped to (module, file address) with the profile's
+//!   module table and symbolised on first sight by the shared
+//!   [`Symbolizer`] (one addr2line context per module, opened lazily; each
+//!   address resolved once per merge); each address becomes its inline
+//!   chain of frames, outermost first.
+//! * Trees merge by (parent, frame or object); exclusive metrics are summed
+//!   (columns matched by metric name; `samples` is always column 0, the
+//!   primary metric).
+//! * Data objects are identified by what they are, not by where a process
+//!   kept them: a heap object by its symbolised allocation path (the same
+//!   path in two threads, processes or ranks is one object), a static
+//!   variable by its name, a stack by its thread index.
+//! * Distributions (`TreeNode::threads`, `TreeNode::ranks`): for each
+//!   profile the inclusive primary value of every node it reaches is
+//!   computed in the merged tree (sparse, only the nodes it touched) and
+//!   added to per-node accumulators (count of non-zero values, sum, sum of
+//!   squares, min, max); threads that never reached a node count as 0 when
+//!   the summary is finished with the total thread count. Per-rank values
+//!   are summed over a process's threads first (a process's files are one
+//!   work item unless the group is split, in which case its per-rank sums
+//!   are carried along and combined before they are accumulated).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use formats::database::{
-    DataObject, Database, DbInfo, Frame, NodeKind, ObjectKind, Tree, TreeNode,
+    DataObject, Database, DbInfo, Dist, Frame, NodeKind, ObjectKind, Tree, TreeNode,
 };
-use formats::measurement::{Cct, MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile};
+use formats::measurement::{MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile};
+use rayon::prelude::*;
 
 use crate::name::{heap_name, SourceCache};
-use crate::symbolize::{self, ModuleRequest};
+use crate::symbolize::{self, Loc, Symbolizer};
+
+/// FxHash (rustc's hasher): the merge hashes small integer keys millions
+/// of times; SipHash's DoS resistance buys nothing here.
+#[derive(Debug, Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// Name of the root under which heap objects hang.
 pub const HEAP_ROOT: &str = "heap data";
@@ -30,6 +87,9 @@ pub const STATIC_ROOT: &str = "static data";
 /// Name of the root of everything else.
 pub const UNKNOWN_ROOT: &str = "unknown data";
 
+/// Name of the primary metric (always database column 0).
+pub const PRIMARY: &str = "samples";
+
 /// A merged database and what went wrong on the way (nothing fatal).
 #[derive(Debug)]
 pub struct Merged {
@@ -37,18 +97,20 @@ pub struct Merged {
     pub warnings: Vec<String>,
 }
 
-/// Where an address points.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Loc {
-    /// Global module index and file virtual address.
-    Module(u32, u64),
-    /// In no loaded module.
-    Unknown(u64),
+/// Identity of a measured process: (run id, host, pid).
+type ProcKey = (String, String, u32);
+
+fn proc_key(p: &ThreadProfile) -> ProcKey {
+    (
+        p.process.run_id.clone(),
+        p.process.host.clone(),
+        p.process.pid,
+    )
 }
 
 /// Runtime address -> module of one profile.
 struct AddrMap {
-    /// (start, end, global module, bias), sorted by start.
+    /// (start, end, module id, bias), sorted by start.
     ranges: Vec<(u64, u64, u32, u64)>,
 }
 
@@ -76,55 +138,172 @@ enum ObjKey {
     NotRecovered,
 }
 
-/// Child key of a tree node.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Key {
-    Frame(u32),
-    Object(u32),
-    Root(&'static str),
-}
-
-/// A tree under construction.
-struct TreeBuilder {
-    nodes: Vec<TreeNode>,
-    children: HashMap<(u32, Key), u32>,
-    columns: usize,
-}
-
-impl TreeBuilder {
-    fn new(columns: usize) -> Self {
-        TreeBuilder {
-            nodes: vec![TreeNode {
-                parent: u32::MAX,
-                kind: NodeKind::Root(String::new()),
-                exclusive: vec![0; columns],
-                threads: None,
-                ranks: None,
-            }],
-            children: HashMap::new(),
-            columns,
+impl ObjKey {
+    fn kind(&self) -> ObjectKind {
+        match self {
+            ObjKey::Heap(_) | ObjKey::SmallHeap => ObjectKind::Heap,
+            ObjKey::Static(_) => ObjectKind::Static,
+            ObjKey::Stack(_) => ObjectKind::Stack,
+            ObjKey::Unknown | ObjKey::NotRecovered => ObjectKind::Unknown,
         }
     }
 
+    fn default_name(&self) -> String {
+        match self {
+            // Set once all objects exist (it reads sources).
+            ObjKey::Heap(_) => "heap@[unknown]".to_string(),
+            ObjKey::Static(name) => name.clone(),
+            ObjKey::Stack(n) => format!("<stack: thread {n}>"),
+            ObjKey::SmallHeap => "<small heap objects>".to_string(),
+            ObjKey::Unknown => "<unknown address>".to_string(),
+            ObjKey::NotRecovered => "<address not recovered>".to_string(),
+        }
+    }
+}
+
+/// The named roots, by [`Key::Root`] index.
+const ROOTS: [&str; 4] = ["", HEAP_ROOT, STATIC_ROOT, UNKNOWN_ROOT];
+
+/// Child key of a tree node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    /// Index into [`ROOTS`].
+    Root(u8),
+    Frame(u32),
+    Object(u32),
+}
+
+/// Streaming summary of a value over threads (or ranks); only non-zero
+/// values are added, the zeros are implied by the final count.
+#[derive(Debug, Clone, Copy)]
+struct Acc {
+    count: u32,
+    sum: u64,
+    sumsq: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Acc {
+    fn default() -> Self {
+        Acc {
+            count: 0,
+            sum: 0,
+            sumsq: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+}
+
+impl Acc {
+    fn add(&mut self, v: u64) {
+        self.count += 1;
+        self.sum = self.sum.saturating_add(v);
+        self.sumsq = self.sumsq.saturating_add(u128::from(v) * u128::from(v));
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    fn absorb(&mut self, o: &Acc) {
+        self.count += o.count;
+        self.sum = self.sum.saturating_add(o.sum);
+        self.sumsq = self.sumsq.saturating_add(o.sumsq);
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
+    /// The summary over `n` threads (or ranks), those not added being 0.
+    fn dist(&self, n: u32) -> Dist {
+        let n = n.max(self.count);
+        if n == 0 {
+            return Dist::default();
+        }
+        let nf = f64::from(n);
+        let mean = self.sum as f64 / nf;
+        // Population variance (n*sumsq - sum^2) / n^2, exact in u128 when
+        // it fits.
+        let sum = u128::from(self.sum);
+        let var = match (u128::from(n).checked_mul(self.sumsq), sum.checked_mul(sum)) {
+            (Some(a), Some(b)) => a.saturating_sub(b) as f64 / (nf * nf),
+            _ => (self.sumsq as f64 / nf - mean * mean).max(0.0),
+        };
+        Dist {
+            count: n,
+            min: if self.count < n || self.count == 0 {
+                0.0
+            } else {
+                self.min as f64
+            },
+            max: self.max as f64,
+            mean,
+            stddev: var.sqrt(),
+        }
+    }
+}
+
+/// Sparse per-node values (node -> inclusive value) of one rank.
+type RankValues = FxMap<u32, u64>;
+
+/// A tree under construction.
+struct TreeBuilder {
+    parents: Vec<u32>,
+    keys: Vec<Key>,
+    exclusive: Vec<Vec<u64>>,
+    children: FxMap<(u32, Key), u32>,
+    /// (parent, address) -> node at the end of the address's inline chain:
+    /// one lookup per profile node instead of one per frame.
+    edges: FxMap<(u32, Loc), u32>,
+    threads: Vec<Acc>,
+    ranks: Vec<Acc>,
+    /// Inclusive value of the current profile at the nodes in `touched`.
+    scratch: Vec<u64>,
+    touched: BinaryHeap<u32>,
+}
+
+impl TreeBuilder {
+    fn new() -> Self {
+        TreeBuilder {
+            parents: vec![u32::MAX],
+            keys: vec![Key::Root(0)],
+            exclusive: vec![Vec::new()],
+            children: FxMap::default(),
+            edges: FxMap::default(),
+            threads: vec![Acc::default()],
+            ranks: Vec::new(),
+            scratch: vec![0],
+            touched: BinaryHeap::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.parents.len()
+    }
+
     fn child(&mut self, parent: u32, key: Key) -> u32 {
-        if let Some(&id) = self.children.get(&(parent, key.clone())) {
+        if let Some(&id) = self.children.get(&(parent, key)) {
             return id;
         }
-        let id = self.nodes.len() as u32;
-        let kind = match &key {
-            Key::Frame(f) => NodeKind::Frame(*f),
-            Key::Object(o) => NodeKind::Object(*o),
-            Key::Root(name) => NodeKind::Root(name.to_string()),
-        };
-        self.nodes.push(TreeNode {
-            parent,
-            kind,
-            exclusive: vec![0; self.columns],
-            threads: None,
-            ranks: None,
-        });
+        let id = self.parents.len() as u32;
+        self.parents.push(parent);
+        self.keys.push(key);
+        self.exclusive.push(Vec::new());
+        self.threads.push(Acc::default());
+        self.scratch.push(0);
         self.children.insert((parent, key), id);
         id
+    }
+
+    /// Descends from `parent` through the inline chain of `addr`.
+    fn call(&mut self, parent: u32, addr: u64, cx: &mut Resolver<'_>) -> u32 {
+        let loc = cx.addrs.locate(addr);
+        if let Some(&n) = self.edges.get(&(parent, loc)) {
+            return n;
+        }
+        let chain = cx.chain(loc);
+        let n = self.path(parent, &chain);
+        self.edges.insert((parent, loc), n);
+        n
     }
 
     /// Descends from `parent` through `frames` (outermost first).
@@ -134,345 +313,89 @@ impl TreeBuilder {
             .fold(parent, |cur, &f| self.child(cur, Key::Frame(f)))
     }
 
-    /// Adds a profile node's metrics (`cols` maps its columns to ours).
+    /// Adds a profile node's metrics (`cols` maps its columns to ours) and
+    /// notes its primary value for the current profile's distribution.
     fn add(&mut self, node: u32, metrics: &[u64], cols: &[usize]) {
-        let exclusive = &mut self.nodes[node as usize].exclusive;
+        let exclusive = &mut self.exclusive[node as usize];
+        let mut primary = 0;
         for (j, &v) in metrics.iter().enumerate() {
+            if v == 0 {
+                continue;
+            }
             if let Some(&c) = cols.get(j) {
+                if c >= exclusive.len() {
+                    exclusive.resize(c + 1, 0);
+                }
                 exclusive[c] = exclusive[c].saturating_add(v);
-            }
-        }
-    }
-
-    fn finish(self) -> Tree {
-        Tree { nodes: self.nodes }
-    }
-}
-
-/// Interned frames.
-#[derive(Default)]
-struct Frames {
-    list: Vec<Frame>,
-    ids: HashMap<Frame, u32>,
-}
-
-impl Frames {
-    fn intern(&mut self, frame: Frame) -> u32 {
-        if let Some(&id) = self.ids.get(&frame) {
-            return id;
-        }
-        let id = self.list.len() as u32;
-        self.list.push(frame.clone());
-        self.ids.insert(frame, id);
-        id
-    }
-}
-
-/// What the merge needs to know about one profile.
-struct Ctx<'a> {
-    profile: &'a ThreadProfile,
-    addrs: AddrMap,
-    /// Profile metric column -> database column.
-    cols: Vec<usize>,
-    /// Index of the profile's process.
-    process: u32,
-}
-
-impl Ctx<'_> {
-    fn chain<'c>(&self, chains: &'c HashMap<Loc, Vec<u32>>, addr: u64) -> &'c [u32] {
-        chains
-            .get(&self.addrs.locate(addr))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-    }
-
-    /// Allocation path of a site: root first, inline chains expanded.
-    fn alloc_path(&self, chains: &HashMap<Loc, Vec<u32>>, site: u32) -> Vec<u32> {
-        let Some(site) = self.profile.alloc_sites.get(site as usize) else {
-            return Vec::new();
-        };
-        site.frames
-            .iter()
-            .rev()
-            .flat_map(|&a| self.chain(chains, a).iter().copied())
-            .collect()
-    }
-}
-
-/// Metric columns of the database and, per profile, its column mapping.
-fn merge_metrics(profiles: &[ThreadProfile]) -> (Vec<MetricInfo>, Vec<Vec<usize>>) {
-    let mut metrics: Vec<MetricInfo> = Vec::new();
-    let mut maps = Vec::with_capacity(profiles.len());
-    for p in profiles {
-        // Columns that nodes carry beyond the named ones get synthetic names.
-        let width = [&p.code, &p.heap, &p.statics_tree, &p.unknown]
-            .iter()
-            .flat_map(|t| t.nodes.iter().map(|n| n.metrics.len()))
-            .max()
-            .unwrap_or(0)
-            .max(p.metrics.len());
-        let mut map = Vec::with_capacity(width);
-        for j in 0..width {
-            let info = p.metrics.get(j).cloned().unwrap_or_else(|| MetricInfo {
-                name: if j == 0 && p.metrics.is_empty() {
-                    "samples".to_string()
-                } else {
-                    format!("metric{j}")
-                },
-                unit: String::new(),
-                description: String::new(),
-            });
-            let col = match metrics.iter().position(|m| m.name == info.name) {
-                Some(c) => c,
-                None => {
-                    metrics.push(info);
-                    metrics.len() - 1
-                }
-            };
-            map.push(col);
-        }
-        maps.push(map);
-    }
-    (metrics, maps)
-}
-
-fn trees(p: &ThreadProfile) -> [&Cct; 4] {
-    [&p.code, &p.heap, &p.statics_tree, &p.unknown]
-}
-
-/// Merges `profiles` (already decoded) into a database; `skipped` is recorded
-/// as is. Never fails: what cannot be symbolised gets a placeholder frame.
-pub fn merge(profiles: &[ThreadProfile], skipped: Vec<(String, String)>) -> Merged {
-    let mut warnings = Vec::new();
-
-    // Modules, by path, across all profiles.
-    let mut module_ids: HashMap<&str, u32> = HashMap::new();
-    let mut requests: Vec<ModuleRequest> = Vec::new();
-    let mut processes: HashMap<(&str, &str, u32), u32> = HashMap::new();
-    let (metrics, col_maps) = merge_metrics(profiles);
-    let mut ctxs = Vec::with_capacity(profiles.len());
-    for (p, cols) in profiles.iter().zip(col_maps) {
-        let mut ranges = Vec::new();
-        for m in &p.modules {
-            let id = *module_ids.entry(m.path.as_str()).or_insert_with(|| {
-                requests.push(ModuleRequest {
-                    path: m.path.clone(),
-                    build_id: m.build_id.clone(),
-                    addrs: Vec::new(),
-                });
-                (requests.len() - 1) as u32
-            });
-            ranges.extend(m.ranges.iter().map(|&(s, e)| (s, e, id, m.bias)));
-        }
-        ranges.sort_unstable();
-        let next = processes.len() as u32;
-        let process = *processes
-            .entry((
-                p.process.run_id.as_str(),
-                p.process.host.as_str(),
-                p.process.pid,
-            ))
-            .or_insert(next);
-        ctxs.push(Ctx {
-            profile: p,
-            addrs: AddrMap { ranges },
-            cols,
-            process,
-        });
-    }
-
-    // Every address to symbolise.
-    let mut module_addrs: Vec<BTreeSet<u64>> = vec![BTreeSet::new(); requests.len()];
-    let mut locs: HashSet<Loc> = HashSet::new();
-    for ctx in &ctxs {
-        let p = ctx.profile;
-        let calls = trees(p).into_iter().flat_map(|t| {
-            t.nodes.iter().filter_map(|n| match n.key {
-                NodeKey::Call(a) => Some(a),
-                _ => None,
-            })
-        });
-        let sites = p.alloc_sites.iter().flat_map(|s| s.frames.iter().copied());
-        for addr in calls.chain(sites) {
-            let loc = ctx.addrs.locate(addr);
-            if locs.insert(loc) {
-                if let Loc::Module(m, rel) = loc {
-                    module_addrs[m as usize].insert(rel);
+                if c == 0 {
+                    primary = v;
                 }
             }
         }
-    }
-    for (req, addrs) in requests.iter_mut().zip(module_addrs) {
-        req.addrs = addrs.into_iter().collect();
-    }
-    let resolved = symbolize::resolve_all(&requests);
-    for r in &resolved {
-        warnings.extend(r.warnings.iter().cloned());
+        self.touch(node, primary);
     }
 
-    // Intern frames in a deterministic order: modules in order of first
-    // appearance, addresses ascending, then unknown addresses ascending.
-    let mut frames = Frames::default();
-    let mut chains: HashMap<Loc, Vec<u32>> = HashMap::with_capacity(locs.len());
-    for (m, (req, res)) in requests.iter().zip(&resolved).enumerate() {
-        for &rel in &req.addrs {
-            let chain = match res.frames.get(&rel) {
-                Some(chain) => chain.clone(),
-                None => vec![Frame {
-                    function: format!("{}+0x{rel:x}", symbolize::basename(&req.path)),
-                    module: req.path.clone(),
-                    ..Frame::default()
-                }],
-            };
-            let ids = chain.into_iter().map(|f| frames.intern(f)).collect();
-            chains.insert(Loc::Module(m as u32, rel), ids);
+    fn touch(&mut self, node: u32, v: u64) {
+        if v == 0 {
+            return;
         }
-    }
-    let mut unknown: Vec<u64> = locs
-        .iter()
-        .filter_map(|l| match l {
-            Loc::Unknown(a) => Some(*a),
-            Loc::Module(..) => None,
-        })
-        .collect();
-    unknown.sort_unstable();
-    for addr in unknown {
-        let id = frames.intern(Frame {
-            function: format!("[unknown]+0x{addr:x}"),
-            module: "[unknown]".to_string(),
-            ..Frame::default()
-        });
-        chains.insert(Loc::Unknown(addr), vec![id]);
-    }
-
-    // Trees.
-    let columns = metrics.len();
-    let mut code = TreeBuilder::new(columns);
-    let mut data = DataBuilder::new(columns);
-    let stack_sizes: HashMap<(u32, u32), u64> = ctxs
-        .iter()
-        .map(|c| {
-            let (lo, hi) = c.profile.thread.stack;
-            ((c.process, c.profile.thread.index), hi.saturating_sub(lo))
-        })
-        .collect();
-    for ctx in &ctxs {
-        merge_code(&mut code, &ctx.profile.code, ctx, &chains);
-        for (tree, root) in [
-            (&ctx.profile.heap, data.heap_root),
-            (&ctx.profile.statics_tree, data.static_root),
-            (&ctx.profile.unknown, data.unknown_root),
-        ] {
-            data.merge_tree(tree, root, ctx, &chains, &stack_sizes);
+        let s = &mut self.scratch[node as usize];
+        if *s == 0 {
+            self.touched.push(node);
         }
+        *s = s.saturating_add(v);
     }
 
-    // Allocation counts: process-wide, repeated in every thread file of a
-    // process. Take each (process, site) once (the largest count: the latest
-    // snapshot), then sum over processes into the objects.
-    /// (allocations, bytes, profile index, site index).
-    type SiteCounts = (u64, u64, usize, u32);
-    let mut sites: HashMap<(u32, &[u64]), SiteCounts> = HashMap::new();
-    for (i, ctx) in ctxs.iter().enumerate() {
-        for (s, site) in ctx.profile.alloc_sites.iter().enumerate() {
-            let e = sites
-                .entry((ctx.process, site.frames.as_slice()))
-                .or_insert((0, 0, i, s as u32));
-            e.0 = e.0.max(site.allocations);
-            e.1 = e.1.max(site.bytes);
-        }
-    }
-    let mut site_list: Vec<_> = sites.into_values().collect();
-    site_list.sort_unstable_by_key(|&(_, _, i, s)| (i, s));
-    for (allocations, bytes, i, s) in site_list {
-        let path = ctxs[i].alloc_path(&chains, s);
-        if let Some(&id) = data.object_ids.get(&ObjKey::Heap(path)) {
-            let obj = &mut data.objects[id as usize];
-            obj.allocations = obj.allocations.saturating_add(allocations);
-            obj.bytes = obj.bytes.saturating_add(bytes);
-        }
-    }
-
-    // Heap object names from the source of their allocation paths.
-    let mut sources = SourceCache::default();
-    for obj in data.objects.iter_mut() {
-        if obj.kind == ObjectKind::Heap && !obj.alloc_path.is_empty() {
-            let path: Vec<&Frame> = obj
-                .alloc_path
-                .iter()
-                .map(|&f| &frames.list[f as usize])
-                .collect();
-            obj.name = heap_name(&path, &mut sources);
-        }
-    }
-
-    let info = merge_info(profiles, skipped, metrics, processes.len());
-    let db = Database {
-        info,
-        frames: frames.list,
-        code: code.finish(),
-        data: data.tb.finish(),
-        objects: data.objects,
-    };
-    Merged { db, warnings }
-}
-
-fn merge_info(
-    profiles: &[ThreadProfile],
-    skipped: Vec<(String, String)>,
-    metrics: Vec<MetricInfo>,
-    processes: usize,
-) -> DbInfo {
-    let mut events: Vec<String> = Vec::new();
-    let mut commands: Vec<Vec<String>> = Vec::new();
-    let mut ranks: BTreeSet<u32> = BTreeSet::new();
-    let mut stats = SampleStats::default();
-    for p in profiles {
-        for e in &p.events {
-            if !events.contains(&e.name) {
-                events.push(e.name.clone());
+    /// Ends a profile: its inclusive value of every node it reached goes
+    /// into the thread accumulators (and into `rank`'s sums).
+    fn end_profile(&mut self, mut rank: Option<&mut RankValues>) {
+        // Children have larger ids than their parents: popping the largest
+        // first sees every node after all of its descendants.
+        while let Some(n) = self.touched.pop() {
+            let v = std::mem::take(&mut self.scratch[n as usize]);
+            self.threads[n as usize].add(v);
+            if let Some(r) = rank.as_deref_mut() {
+                let e = r.entry(n).or_default();
+                *e = e.saturating_add(v);
+            }
+            let p = self.parents[n as usize];
+            if p != u32::MAX {
+                self.touch(p, v);
             }
         }
-        if !commands.contains(&p.process.command) {
-            commands.push(p.process.command.clone());
-        }
-        ranks.extend(p.process.rank);
-        stats.add(&p.stats);
     }
-    DbInfo {
-        events,
-        ranks: ranks.into_iter().collect(),
-        processes: processes as u32,
-        threads: profiles.len() as u32,
-        profiles: profiles.len() as u32,
-        skipped,
-        primary_metric: metrics
-            .iter()
-            .position(|m| m.name == "samples")
-            .unwrap_or(0) as u32,
-        metrics,
-        stats,
-        commands,
-    }
-}
 
-/// Merges one profile's code tree.
-fn merge_code(tb: &mut TreeBuilder, cct: &Cct, ctx: &Ctx<'_>, chains: &HashMap<Loc, Vec<u32>>) {
-    let mut map: Vec<u32> = Vec::with_capacity(cct.nodes.len());
-    for (i, node) in cct.nodes.iter().enumerate() {
-        let here = if i == 0 {
-            0
-        } else {
-            let parent = map[node.parent as usize];
-            match node.key {
-                NodeKey::Call(a) => tb.path(parent, ctx.chain(chains, a)),
-                // Roots and objects do not belong in a code tree: keep their
-                // samples at the parent.
-                NodeKey::Root | NodeKey::Object(_) => parent,
+    /// Adds one rank's sums to the rank accumulators.
+    fn add_rank(&mut self, values: &RankValues) {
+        if self.ranks.len() < self.len() {
+            self.ranks.resize(self.len(), Acc::default());
+        }
+        for (&n, &v) in values {
+            if v > 0 {
+                self.ranks[n as usize].add(v);
             }
-        };
-        map.push(here);
-        tb.add(here, &node.metrics, &ctx.cols);
+        }
+    }
+
+    /// Adds `other`'s node `i` (whose parent maps to `parent`) with key `key`.
+    fn absorb_node(&mut self, parent: u32, key: Key, other: &TreeBuilder, i: usize) -> u32 {
+        let n = self.child(parent, key);
+        let exclusive = &mut self.exclusive[n as usize];
+        let theirs = &other.exclusive[i];
+        if exclusive.len() < theirs.len() {
+            exclusive.resize(theirs.len(), 0);
+        }
+        for (a, b) in exclusive.iter_mut().zip(theirs) {
+            *a = a.saturating_add(*b);
+        }
+        self.threads[n as usize].absorb(&other.threads[i]);
+        if let Some(acc) = other.ranks.get(i) {
+            if self.ranks.len() < self.len() {
+                self.ranks.resize(self.len(), Acc::default());
+            }
+            self.ranks[n as usize].absorb(acc);
+        }
+        n
     }
 }
 
@@ -483,143 +406,855 @@ struct DataBuilder {
     static_root: u32,
     unknown_root: u32,
     objects: Vec<DataObject>,
+    keys: Vec<ObjKey>,
     object_ids: HashMap<ObjKey, u32>,
 }
 
 impl DataBuilder {
-    fn new(columns: usize) -> Self {
-        let mut tb = TreeBuilder::new(columns);
-        let heap_root = tb.child(0, Key::Root(HEAP_ROOT));
-        let static_root = tb.child(0, Key::Root(STATIC_ROOT));
-        let unknown_root = tb.child(0, Key::Root(UNKNOWN_ROOT));
+    fn new() -> Self {
+        let mut tb = TreeBuilder::new();
+        let heap_root = tb.child(0, Key::Root(1));
+        let static_root = tb.child(0, Key::Root(2));
+        let unknown_root = tb.child(0, Key::Root(3));
         DataBuilder {
             tb,
             heap_root,
             static_root,
             unknown_root,
             objects: Vec::new(),
+            keys: Vec::new(),
             object_ids: HashMap::new(),
         }
     }
 
-    /// The node of an object, created on first use. Heap objects hang below
+    /// The id of an object, created on first use. Heap objects hang below
     /// their allocation path, the others directly below their group root.
-    fn object(&mut self, key: ObjKey, kind: ObjectKind, name: impl FnOnce() -> String) -> u32 {
-        if let Some(&id) = self.object_ids.get(&key) {
+    fn object(&mut self, key: &ObjKey) -> u32 {
+        if let Some(&id) = self.object_ids.get(key) {
             return id;
         }
         let id = self.objects.len() as u32;
-        let (parent, alloc_path) = match &key {
+        let (parent, alloc_path) = match key {
             ObjKey::Heap(path) => (self.tb.path(self.heap_root, path), path.clone()),
             ObjKey::Static(_) => (self.static_root, Vec::new()),
             _ => (self.unknown_root, Vec::new()),
         };
         let node = self.tb.child(parent, Key::Object(id));
         self.objects.push(DataObject {
-            kind,
-            name: name(),
+            kind: key.kind(),
+            name: key.default_name(),
             alloc_path,
             bytes: 0,
             allocations: 0,
             node,
         });
-        self.object_ids.insert(key, id);
+        self.keys.push(key.clone());
+        self.object_ids.insert(key.clone(), id);
         id
     }
+}
 
-    /// The object node of `obj` as seen from `ctx`.
-    fn object_node(
-        &mut self,
-        obj: ObjectRef,
-        ctx: &Ctx<'_>,
-        chains: &HashMap<Loc, Vec<u32>>,
-        heap_paths: &mut HashMap<u32, u32>,
-        stack_sizes: &HashMap<(u32, u32), u64>,
-    ) -> u32 {
-        let p = ctx.profile;
-        let id = match obj {
-            ObjectRef::HeapSite(s) => {
-                if let Some(&id) = heap_paths.get(&s) {
-                    id
-                } else {
-                    let path = ctx.alloc_path(chains, s);
-                    // The name is set once all objects exist (it reads sources).
-                    let id = self.object(ObjKey::Heap(path), ObjectKind::Heap, || {
-                        "heap@[unknown]".to_string()
-                    });
-                    heap_paths.insert(s, id);
-                    id
-                }
-            }
-            ObjectRef::Static(s) => {
-                let (name, size) = p
-                    .statics
-                    .get(s as usize)
-                    .map(|v| (symbolize::demangle(&v.name), v.size))
-                    .unwrap_or_else(|| (format!("<static {s}>"), 0));
-                let id = self.object(ObjKey::Static(name.clone()), ObjectKind::Static, || name);
-                let o = &mut self.objects[id as usize];
-                o.bytes = o.bytes.max(size);
-                id
-            }
-            ObjectRef::Stack(n) => {
-                let id = self.object(ObjKey::Stack(n), ObjectKind::Stack, || {
-                    format!("<stack: thread {n}>")
-                });
-                let size = stack_sizes.get(&(ctx.process, n)).copied().unwrap_or(0);
-                let o = &mut self.objects[id as usize];
-                o.bytes = o.bytes.max(size);
-                id
-            }
-            ObjectRef::SmallHeap => self.object(ObjKey::SmallHeap, ObjectKind::Heap, || {
-                "<small heap objects>".to_string()
-            }),
-            ObjectRef::Unknown => self.object(ObjKey::Unknown, ObjectKind::Unknown, || {
-                "<unknown address>".to_string()
-            }),
-            ObjectRef::NotRecovered => {
-                self.object(ObjKey::NotRecovered, ObjectKind::Unknown, || {
-                    "<address not recovered>".to_string()
-                })
-            }
-        };
-        self.objects[id as usize].node
+/// Column registry shared by the workers: database column of every metric
+/// name, `samples` first.
+struct Columns {
+    /// (metric, described by a profile yet).
+    list: Mutex<Vec<(MetricInfo, bool)>>,
+}
+
+impl Columns {
+    fn new() -> Self {
+        Columns {
+            list: Mutex::new(vec![(
+                MetricInfo {
+                    name: PRIMARY.to_string(),
+                    unit: String::new(),
+                    description: String::new(),
+                },
+                false,
+            )]),
+        }
     }
 
-    /// Merges one of a profile's data trees, whose root maps to `root`.
-    fn merge_tree(
-        &mut self,
-        cct: &Cct,
-        root: u32,
-        ctx: &Ctx<'_>,
-        chains: &HashMap<Loc, Vec<u32>>,
-        stack_sizes: &HashMap<(u32, u32), u64>,
-    ) {
-        let mut heap_paths: HashMap<u32, u32> = HashMap::new();
-        let mut map: Vec<u32> = Vec::with_capacity(cct.nodes.len());
-        for (i, node) in cct.nodes.iter().enumerate() {
+    /// Database column of each of `p`'s metric columns.
+    fn map(&self, p: &ThreadProfile) -> Vec<usize> {
+        // Columns that nodes carry beyond the named ones get synthetic names.
+        let width = [&p.code, &p.heap, &p.statics_tree, &p.unknown]
+            .iter()
+            .flat_map(|t| t.nodes.iter().map(|n| n.metrics.len()))
+            .max()
+            .unwrap_or(0)
+            .max(p.metrics.len());
+        let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
+        (0..width)
+            .map(|j| {
+                let (info, described) = match p.metrics.get(j) {
+                    Some(m) => (m.clone(), true),
+                    None => (
+                        MetricInfo {
+                            name: if j == 0 && p.metrics.is_empty() {
+                                PRIMARY.to_string()
+                            } else {
+                                format!("metric{j}")
+                            },
+                            unit: String::new(),
+                            description: String::new(),
+                        },
+                        false,
+                    ),
+                };
+                match list.iter().position(|(m, _)| m.name == info.name) {
+                    Some(c) => {
+                        if described && !list[c].1 {
+                            list[c] = (info, true);
+                        }
+                        c
+                    }
+                    None => {
+                        list.push((info, described));
+                        list.len() - 1
+                    }
+                }
+            })
+            .collect()
+    }
+
+    fn finish(self) -> Vec<MetricInfo> {
+        let list = self.list.into_inner().unwrap_or_else(|e| e.into_inner());
+        list.into_iter().map(|(m, _)| m).collect()
+    }
+}
+
+/// State shared by all workers.
+struct Shared {
+    symbols: Symbolizer,
+    columns: Columns,
+}
+
+/// (allocations, bytes, symbolised allocation path) of one site.
+type SiteCounts = (u64, u64, Vec<u32>);
+
+/// Per-process facts gathered over one work item (or, for a process whose
+/// files were split over several work items, carried until the end).
+#[derive(Default)]
+struct ProcState {
+    /// (process, raw allocation path) -> (allocations, bytes, symbolised path):
+    /// process-wide counts repeated in every thread file (max taken).
+    sites: HashMap<(ProcKey, Vec<u64>), SiteCounts>,
+    /// (process, thread index) -> stack size.
+    stacks: HashMap<(ProcKey, u32), u64>,
+    /// Stack objects seen: (process, thread index).
+    stack_refs: HashSet<(ProcKey, u32)>,
+    /// rank -> per-node sums, code tree and data tree.
+    code_ranks: HashMap<u32, RankValues>,
+    data_ranks: HashMap<u32, RankValues>,
+}
+
+impl ProcState {
+    fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+            && self.stacks.is_empty()
+            && self.stack_refs.is_empty()
+            && self.code_ranks.is_empty()
+            && self.data_ranks.is_empty()
+    }
+}
+
+/// Everything in a partial result besides the trees.
+#[derive(Default)]
+struct InfoAcc {
+    events: BTreeSet<String>,
+    commands: BTreeSet<Vec<String>>,
+    ranks: BTreeSet<u32>,
+    processes: HashSet<ProcKey>,
+    stats: SampleStats,
+    profiles: u32,
+    skipped: Vec<(String, String)>,
+    /// Ranks whose sums were accumulated (twice: split processes).
+    flushed_ranks: HashSet<u32>,
+    rank_clash: bool,
+}
+
+/// One worker's merged result.
+struct Partial {
+    code: TreeBuilder,
+    data: DataBuilder,
+    info: InfoAcc,
+    /// Symbolised allocation path -> (allocations, bytes), summed over processes.
+    site_counts: HashMap<Vec<u32>, (u64, u64)>,
+    /// Per-process state of processes split over several work items.
+    pending: ProcState,
+    /// This worker's cache of resolved addresses.
+    cache: FxMap<Loc, Arc<[u32]>>,
+}
+
+/// Resolves one profile's addresses: its module map, the worker's cache and
+/// the shared symboliser.
+struct Resolver<'a> {
+    addrs: &'a AddrMap,
+    cache: &'a mut FxMap<Loc, Arc<[u32]>>,
+    symbols: &'a Symbolizer,
+}
+
+impl Resolver<'_> {
+    fn chain(&mut self, loc: Loc) -> Arc<[u32]> {
+        if let Some(c) = self.cache.get(&loc) {
+            return c.clone();
+        }
+        let c = self.symbols.chain(loc);
+        self.cache.insert(loc, c.clone());
+        c
+    }
+
+    /// Allocation path of a site: root first, inline chains expanded.
+    fn alloc_path(&mut self, p: &ThreadProfile, site: u32) -> Vec<u32> {
+        let Some(site) = p.alloc_sites.get(site as usize) else {
+            return Vec::new();
+        };
+        let mut path = Vec::with_capacity(site.frames.len());
+        for &a in site.frames.iter().rev() {
+            path.extend_from_slice(&self.chain(self.addrs.locate(a)));
+        }
+        path
+    }
+}
+
+impl Partial {
+    fn new() -> Self {
+        Partial {
+            code: TreeBuilder::new(),
+            data: DataBuilder::new(),
+            info: InfoAcc::default(),
+            site_counts: HashMap::new(),
+            pending: ProcState::default(),
+            cache: FxMap::default(),
+        }
+    }
+
+    /// Merges one profile; per-process facts go to `st`.
+    fn add_profile(&mut self, shared: &Shared, p: &ThreadProfile, st: &mut ProcState) {
+        let proc = proc_key(p);
+        let info = &mut self.info;
+        info.profiles += 1;
+        info.events.extend(p.events.iter().map(|e| e.name.clone()));
+        if !info.commands.contains(&p.process.command) {
+            info.commands.insert(p.process.command.clone());
+        }
+        info.ranks.extend(p.process.rank);
+        if !info.processes.contains(&proc) {
+            info.processes.insert(proc.clone());
+        }
+        info.stats.add(&p.stats);
+
+        let cols = shared.columns.map(p);
+        let mut ranges = Vec::new();
+        for m in &p.modules {
+            let id = shared.symbols.module_id(&m.path, m.build_id.as_deref());
+            ranges.extend(m.ranges.iter().map(|&(s, e)| (s, e, id, m.bias)));
+        }
+        ranges.sort_unstable();
+        let addrs = AddrMap { ranges };
+        let mut cx = Resolver {
+            addrs: &addrs,
+            cache: &mut self.cache,
+            symbols: &shared.symbols,
+        };
+
+        // Code tree.
+        let code = &mut self.code;
+        let mut map: Vec<u32> = Vec::with_capacity(p.code.nodes.len());
+        for (i, node) in p.code.nodes.iter().enumerate() {
             let here = if i == 0 {
-                root
+                0
             } else {
                 let parent = map[node.parent as usize];
                 match node.key {
-                    NodeKey::Call(a) => self.tb.path(parent, ctx.chain(chains, a)),
-                    NodeKey::Object(obj) => {
-                        self.object_node(obj, ctx, chains, &mut heap_paths, stack_sizes)
-                    }
-                    NodeKey::Root => parent,
+                    NodeKey::Call(a) => code.call(parent, a, &mut cx),
+                    // Roots and objects do not belong in a code tree: keep
+                    // their samples at the parent.
+                    NodeKey::Root | NodeKey::Object(_) => parent,
                 }
             };
             map.push(here);
-            self.tb.add(here, &node.metrics, &ctx.cols);
+            code.add(here, &node.metrics, &cols);
+        }
+        let rank = p.process.rank;
+        code.end_profile(rank.map(|r| st.code_ranks.entry(r).or_default()));
+
+        // Data trees.
+        let data = &mut self.data;
+        for (cct, root) in [
+            (&p.heap, data.heap_root),
+            (&p.statics_tree, data.static_root),
+            (&p.unknown, data.unknown_root),
+        ] {
+            // Profile site index -> object id, for this tree.
+            let mut heap_objs: HashMap<u32, u32> = HashMap::new();
+            map.clear();
+            for (i, node) in cct.nodes.iter().enumerate() {
+                let here = if i == 0 {
+                    root
+                } else {
+                    let parent = map[node.parent as usize];
+                    match node.key {
+                        NodeKey::Call(a) => data.tb.call(parent, a, &mut cx),
+                        NodeKey::Object(obj) => {
+                            let id = match obj {
+                                ObjectRef::HeapSite(s) => match heap_objs.get(&s) {
+                                    Some(&id) => id,
+                                    None => {
+                                        let path = cx.alloc_path(p, s);
+                                        let id = data.object(&ObjKey::Heap(path));
+                                        heap_objs.insert(s, id);
+                                        id
+                                    }
+                                },
+                                ObjectRef::Static(s) => {
+                                    let (name, size) = p
+                                        .statics
+                                        .get(s as usize)
+                                        .map(|v| (symbolize::demangle(&v.name), v.size))
+                                        .unwrap_or_else(|| (format!("<static {s}>"), 0));
+                                    let id = data.object(&ObjKey::Static(name));
+                                    let o = &mut data.objects[id as usize];
+                                    o.bytes = o.bytes.max(size);
+                                    id
+                                }
+                                ObjectRef::Stack(n) => {
+                                    if !st.stack_refs.contains(&(proc.clone(), n)) {
+                                        st.stack_refs.insert((proc.clone(), n));
+                                    }
+                                    data.object(&ObjKey::Stack(n))
+                                }
+                                ObjectRef::SmallHeap => data.object(&ObjKey::SmallHeap),
+                                ObjectRef::Unknown => data.object(&ObjKey::Unknown),
+                                ObjectRef::NotRecovered => data.object(&ObjKey::NotRecovered),
+                            };
+                            data.objects[id as usize].node
+                        }
+                        NodeKey::Root => parent,
+                    }
+                };
+                map.push(here);
+                data.tb.add(here, &node.metrics, &cols);
+            }
+        }
+        data.tb
+            .end_profile(rank.map(|r| st.data_ranks.entry(r).or_default()));
+
+        // Process-wide facts.
+        for (s, site) in p.alloc_sites.iter().enumerate() {
+            let key = (proc.clone(), site.frames.clone());
+            let e = st
+                .sites
+                .entry(key)
+                .or_insert_with(|| (0, 0, cx.alloc_path(p, s as u32)));
+            e.0 = e.0.max(site.allocations);
+            e.1 = e.1.max(site.bytes);
+        }
+        let (lo, hi) = p.thread.stack;
+        let e = st.stacks.entry((proc, p.thread.index)).or_default();
+        *e = (*e).max(hi.saturating_sub(lo));
+    }
+
+    /// Accumulates a process's facts: allocation counts summed over
+    /// processes, stack sizes, per-rank sums.
+    fn flush(&mut self, st: ProcState) {
+        for (_, (allocations, bytes, path)) in st.sites {
+            let e = self.site_counts.entry(path).or_default();
+            e.0 = e.0.saturating_add(allocations);
+            e.1 = e.1.saturating_add(bytes);
+        }
+        for key in st.stack_refs {
+            if let Some(&size) = st.stacks.get(&key) {
+                if let Some(&id) = self.data.object_ids.get(&ObjKey::Stack(key.1)) {
+                    let o = &mut self.data.objects[id as usize];
+                    o.bytes = o.bytes.max(size);
+                }
+            }
+        }
+        for (rank, values) in &st.code_ranks {
+            self.code.add_rank(values);
+            if !self.info.flushed_ranks.insert(*rank) {
+                self.info.rank_clash = true;
+            }
+        }
+        for values in st.data_ranks.values() {
+            self.data.tb.add_rank(values);
+        }
+    }
+
+    /// Keeps a split process's facts until all its files are merged.
+    fn pend(&mut self, st: ProcState, code_map: Option<&[u32]>, data_map: Option<&[u32]>) {
+        let pending = &mut self.pending;
+        for (k, (a, b, path)) in st.sites {
+            let e = pending.sites.entry(k).or_insert((0, 0, path));
+            e.0 = e.0.max(a);
+            e.1 = e.1.max(b);
+        }
+        for (k, size) in st.stacks {
+            let e = pending.stacks.entry(k).or_default();
+            *e = (*e).max(size);
+        }
+        pending.stack_refs.extend(st.stack_refs);
+        for (ranks, theirs, map) in [
+            (&mut pending.code_ranks, st.code_ranks, code_map),
+            (&mut pending.data_ranks, st.data_ranks, data_map),
+        ] {
+            for (rank, values) in theirs {
+                let mine = ranks.entry(rank).or_default();
+                for (n, v) in values {
+                    let n = map.map_or(n, |m| m[n as usize]);
+                    let e = mine.entry(n).or_default();
+                    *e = e.saturating_add(v);
+                }
+            }
+        }
+    }
+
+    /// Merges one work item: profiles `items` of one process group;
+    /// `whole` when the item is the whole group.
+    fn merge_item<'a>(&mut self, shared: &Shared, items: &[usize], whole: bool, input: &Input<'a>) {
+        let mut st = ProcState::default();
+        for &i in items {
+            match (input.load)(i) {
+                Ok(profile) => self.add_profile(shared, &profile, &mut st),
+                Err(reason) => self.info.skipped.push(((input.name)(i), reason)),
+            }
+        }
+        if whole {
+            self.flush(st);
+        } else {
+            self.pend(st, None, None);
+        }
+    }
+
+    /// Adds another worker's result to this one.
+    fn absorb(mut self, mut other: Partial) -> Partial {
+        // Keep the larger one and add the smaller one to it.
+        if other.code.len() + other.data.tb.len() > self.code.len() + self.data.tb.len() {
+            std::mem::swap(&mut self, &mut other);
+        }
+        let mut objs = Vec::with_capacity(other.data.objects.len());
+        for (key, o) in other.data.keys.iter().zip(&other.data.objects) {
+            let id = self.data.object(key);
+            let mine = &mut self.data.objects[id as usize];
+            mine.bytes = mine.bytes.max(o.bytes);
+            objs.push(id);
+        }
+        let code_map = absorb_tree(&mut self.code, &other.code, &[]);
+        let data_map = absorb_tree(&mut self.data.tb, &other.data.tb, &objs);
+        for (path, (a, b)) in other.site_counts {
+            let e = self.site_counts.entry(path).or_default();
+            e.0 = e.0.saturating_add(a);
+            e.1 = e.1.saturating_add(b);
+        }
+        let pending = std::mem::take(&mut other.pending);
+        self.pend(pending, Some(&code_map), Some(&data_map));
+        let (a, b) = (&mut self.info, other.info);
+        a.events.extend(b.events);
+        a.commands.extend(b.commands);
+        a.ranks.extend(b.ranks);
+        a.processes.extend(b.processes);
+        a.stats.add(&b.stats);
+        a.profiles += b.profiles;
+        a.skipped.extend(b.skipped);
+        for r in b.flushed_ranks {
+            if !a.flushed_ranks.insert(r) {
+                a.rank_clash = true;
+            }
+        }
+        a.rank_clash |= b.rank_clash;
+        self
+    }
+}
+
+/// Adds `other`'s nodes to `tb`; returns other node -> node of `tb`.
+fn absorb_tree(tb: &mut TreeBuilder, other: &TreeBuilder, objs: &[u32]) -> Vec<u32> {
+    let mut map = Vec::with_capacity(other.len());
+    map.push(0);
+    // The root's own values.
+    tb.absorb_root(other);
+    for i in 1..other.len() {
+        let parent = map[other.parents[i] as usize];
+        let key = match other.keys[i] {
+            Key::Object(o) => Key::Object(objs[o as usize]),
+            k => k,
+        };
+        map.push(tb.absorb_node(parent, key, other, i));
+    }
+    map
+}
+
+impl TreeBuilder {
+    fn absorb_root(&mut self, other: &TreeBuilder) {
+        let theirs = &other.exclusive[0];
+        let mine = &mut self.exclusive[0];
+        if mine.len() < theirs.len() {
+            mine.resize(theirs.len(), 0);
+        }
+        for (a, b) in mine.iter_mut().zip(theirs) {
+            *a = a.saturating_add(*b);
+        }
+        self.threads[0].absorb(&other.threads[0]);
+        if let Some(acc) = other.ranks.first() {
+            if self.ranks.is_empty() {
+                self.ranks.resize(self.len(), Acc::default());
+            }
+            self.ranks[0].absorb(acc);
         }
     }
 }
 
+/// How a merge gets its profiles.
+struct Input<'a> {
+    /// Profile `i`, or why it cannot be used.
+    load: &'a (dyn Fn(usize) -> Result<Cow<'a, ThreadProfile>, String> + Sync),
+    /// Name of input `i` for the skipped list.
+    name: &'a (dyn Fn(usize) -> String + Sync),
+}
+
+/// Runs the merge over `groups` of input indices (one group per process).
+fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)>) -> Merged {
+    let shared = Shared {
+        symbols: Symbolizer::default(),
+        columns: Columns::new(),
+    };
+    let workers = rayon::current_num_threads().max(1);
+    let total: usize = groups.iter().map(Vec::len).sum();
+    // Split a process's files over workers only when it is a large share
+    // of the input (one process with many threads).
+    let max_item = total.div_ceil(2 * workers).max(1);
+    let mut items: Vec<(&[usize], bool)> = Vec::new();
+    for g in &groups {
+        if g.len() <= max_item {
+            items.push((g, true));
+        } else {
+            items.extend(g.chunks(max_item).map(|c| (c, false)));
+        }
+    }
+    let next = AtomicUsize::new(0);
+    let timings = std::env::var_os("HPCPROF_RS_TIMINGS").is_some();
+    let t0 = std::time::Instant::now();
+    let partial = (0..workers.min(items.len()).max(1))
+        .into_par_iter()
+        .map(|_| {
+            let mut partial = Partial::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(files, whole)) = items.get(i) else {
+                    break;
+                };
+                partial.merge_item(&shared, files, whole, input);
+            }
+            if timings {
+                eprintln!(
+                    "hpcprof-rs: timings: worker done at {:.3}s ({} + {} nodes)",
+                    t0.elapsed().as_secs_f64(),
+                    partial.code.len(),
+                    partial.data.tb.len()
+                );
+            }
+            partial
+        })
+        .reduce_with(Partial::absorb)
+        .unwrap_or_else(Partial::new);
+    if timings {
+        eprintln!(
+            "hpcprof-rs: timings: combined at {:.3}s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    let merged = finish(partial, shared, skipped);
+    if timings {
+        eprintln!(
+            "hpcprof-rs: timings: finished at {:.3}s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    merged
+}
+
+/// Merges `profiles` (already decoded) into a database; `skipped` is recorded
+/// as is. Never fails: what cannot be symbolised gets a placeholder frame.
+pub fn merge(profiles: &[ThreadProfile], skipped: Vec<(String, String)>) -> Merged {
+    let mut groups: BTreeMap<ProcKey, Vec<usize>> = BTreeMap::new();
+    for (i, p) in profiles.iter().enumerate() {
+        groups.entry(proc_key(p)).or_default().push(i);
+    }
+    let load = |i: usize| Ok(Cow::Borrowed(&profiles[i]));
+    let name = |i: usize| format!("profile {i}");
+    let input = Input {
+        load: &load,
+        name: &name,
+    };
+    run(groups.into_values().collect(), &input, skipped)
+}
+
+/// The process part of a measurement file name (`<exe>.<host>.<pid>` of
+/// `<exe>.<host>.<pid>.<tid>.hpcrun`): files of one process share it.
+fn process_of_file(path: &std::path::Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match stem.rsplit_once('.') {
+        Some((process, _tid)) => process.to_string(),
+        None => stem,
+    }
+}
+
+/// Reads, decodes and merges `files`, streaming (see the module
+/// documentation). `progress` is told the size of every file read.
+/// Unusable files are skipped with their reason.
+pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Merged {
+    let mut groups: BTreeMap<(PathBuf, String), Vec<usize>> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate() {
+        let dir = f.parent().map(PathBuf::from).unwrap_or_default();
+        groups.entry((dir, process_of_file(f))).or_default().push(i);
+    }
+    let load = |i: usize| -> Result<Cow<'_, ThreadProfile>, String> {
+        let bytes = std::fs::read(&files[i]).map_err(|e| format!("cannot read: {e}"));
+        progress(bytes.as_ref().map_or(0, |b| b.len() as u64));
+        ThreadProfile::from_bytes(&bytes?)
+            .map(Cow::Owned)
+            .map_err(|e| e.to_string())
+    };
+    let name = |i: usize| files[i].display().to_string();
+    let input = Input {
+        load: &load,
+        name: &name,
+    };
+    run(groups.into_values().collect(), &input, Vec::new())
+}
+
+/// Canonical order key of a frame.
+fn frame_order(f: &Frame) -> (&str, &str, Option<&str>, Option<u32>, bool) {
+    (&f.module, &f.function, f.file.as_deref(), f.line, f.inlined)
+}
+
+/// Finishes the combined partial: allocation counts, canonical order,
+/// names, distributions.
+fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>) -> Merged {
+    let pending = std::mem::take(&mut part.pending);
+    if !pending.is_empty() {
+        part.flush(pending);
+    }
+    // The lookup tables are not needed any more: free them before the
+    // database is built next to the trees.
+    part.cache = FxMap::default();
+    for tb in [&mut part.code, &mut part.data.tb] {
+        tb.children = FxMap::default();
+        tb.edges = FxMap::default();
+        tb.scratch = Vec::new();
+    }
+    let metrics = shared.columns.finish();
+    let (frame_table, mut warnings) = shared.symbols.finish();
+    let columns = metrics.len();
+    let threads = part.info.profiles;
+    let ranks = part.info.ranks.len() as u32;
+    let rank_dists = ranks > 0 && !part.info.rank_clash;
+    if ranks > 0 && part.info.rank_clash {
+        warnings.push(
+            "a rank's threads are in files of several processes; per-rank distributions are left out"
+                .to_string(),
+        );
+    }
+
+    // Allocation counts into the heap objects.
+    for (path, (allocations, bytes)) in &part.site_counts {
+        if let Some(&id) = part.data.object_ids.get(&ObjKey::Heap(path.clone())) {
+            let o = &mut part.data.objects[id as usize];
+            o.allocations = o.allocations.saturating_add(*allocations);
+            o.bytes = o.bytes.saturating_add(*bytes);
+        }
+    }
+
+    // Frames: keep the used ones, sorted.
+    let mut used = vec![false; frame_table.list.len()];
+    for tb in [&part.code, &part.data.tb] {
+        for k in &tb.keys {
+            if let Key::Frame(f) = k {
+                used[*f as usize] = true;
+            }
+        }
+    }
+    for o in &part.data.objects {
+        for &f in &o.alloc_path {
+            used[f as usize] = true;
+        }
+    }
+    let mut order: Vec<u32> = (0..frame_table.list.len() as u32)
+        .filter(|&f| used[f as usize])
+        .collect();
+    order.sort_by(|&a, &b| {
+        frame_order(&frame_table.list[a as usize]).cmp(&frame_order(&frame_table.list[b as usize]))
+    });
+    let mut frame_map = vec![u32::MAX; frame_table.list.len()];
+    for (new, &old) in order.iter().enumerate() {
+        frame_map[old as usize] = new as u32;
+    }
+    let mut old_frames: Vec<Option<Frame>> = frame_table.list.into_iter().map(Some).collect();
+    let frames: Vec<Frame> = order
+        .iter()
+        .map(|&f| old_frames[f as usize].take().unwrap_or_default())
+        .collect();
+
+    // Objects: sorted by kind, then what identifies them.
+    let data = part.data;
+    let sort_key = |k: &ObjKey| -> (u8, Vec<u32>, String, u32) {
+        match k {
+            ObjKey::Heap(path) => (
+                0,
+                path.iter().map(|&f| frame_map[f as usize]).collect(),
+                String::new(),
+                0,
+            ),
+            ObjKey::SmallHeap => (1, Vec::new(), String::new(), 0),
+            ObjKey::Static(name) => (2, Vec::new(), name.clone(), 0),
+            ObjKey::Stack(n) => (3, Vec::new(), String::new(), *n),
+            ObjKey::Unknown => (4, Vec::new(), String::new(), 0),
+            ObjKey::NotRecovered => (5, Vec::new(), String::new(), 0),
+        }
+    };
+    let mut obj_order: Vec<usize> = (0..data.objects.len()).collect();
+    let obj_keys: Vec<_> = data.keys.iter().map(sort_key).collect();
+    obj_order.sort_by(|&a, &b| obj_keys[a].cmp(&obj_keys[b]));
+    let mut obj_map = vec![0u32; data.objects.len()];
+    for (new, &old) in obj_order.iter().enumerate() {
+        obj_map[old] = new as u32;
+    }
+
+    let rank_count = rank_dists.then_some(ranks);
+    let (code, _) = canonical_tree(
+        part.code, &frame_map, &obj_map, columns, threads, rank_count,
+    );
+    let (data_tree, node_map) =
+        canonical_tree(data.tb, &frame_map, &obj_map, columns, threads, rank_count);
+    let mut old_objects: Vec<Option<DataObject>> = data.objects.into_iter().map(Some).collect();
+    let mut objects: Vec<DataObject> = obj_order
+        .iter()
+        .filter_map(|&o| old_objects[o].take())
+        .map(|mut o| {
+            o.alloc_path = o
+                .alloc_path
+                .iter()
+                .map(|&f| frame_map[f as usize])
+                .collect();
+            o.node = node_map[o.node as usize];
+            o
+        })
+        .collect();
+
+    // Heap object names from the source of their allocation paths.
+    let mut sources = SourceCache::default();
+    for obj in objects.iter_mut() {
+        if obj.kind == ObjectKind::Heap && !obj.alloc_path.is_empty() {
+            let path: Vec<&Frame> = obj
+                .alloc_path
+                .iter()
+                .map(|&f| &frames[f as usize])
+                .collect();
+            obj.name = heap_name(&path, &mut sources);
+        }
+    }
+
+    let info = part.info;
+    skipped.extend(info.skipped);
+    skipped.sort();
+    let db = Database {
+        info: DbInfo {
+            events: info.events.into_iter().collect(),
+            ranks: info.ranks.into_iter().collect(),
+            processes: info.processes.len() as u32,
+            threads,
+            profiles: threads,
+            skipped,
+            metrics,
+            primary_metric: 0,
+            stats: info.stats,
+            commands: info.commands.into_iter().collect(),
+        },
+        frames,
+        code,
+        data: data_tree,
+        objects,
+    };
+    Merged { db, warnings }
+}
+
+/// The finished tree in canonical order (depth first, children by root
+/// rank, then frames, then objects, in their final order), with the
+/// distributions summarised; also old node -> new node.
+///
+/// Thread distributions are kept when there are at least two threads, rank
+/// distributions when `ranks` is given.
+fn canonical_tree(
+    mut tb: TreeBuilder,
+    frame_map: &[u32],
+    obj_map: &[u32],
+    columns: usize,
+    threads: u32,
+    ranks: Option<u32>,
+) -> (Tree, Vec<u32>) {
+    let n = tb.len();
+    // Children lists, compressed: kids[start[p]..start[p + 1]].
+    let mut start = vec![0usize; n + 1];
+    for &p in &tb.parents[1..] {
+        start[p as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut kids = vec![0u32; n.saturating_sub(1)];
+    for (i, &p) in tb.parents.iter().enumerate().skip(1) {
+        kids[fill[p as usize]] = i as u32;
+        fill[p as usize] += 1;
+    }
+    let order = |k: Key| -> (u8, u32) {
+        match k {
+            Key::Root(r) => (0, u32::from(r)),
+            Key::Frame(f) => (1, frame_map[f as usize]),
+            Key::Object(o) => (2, obj_map[o as usize]),
+        }
+    };
+    for p in 0..n {
+        kids[start[p]..start[p + 1]].sort_by_key(|&k| order(tb.keys[k as usize]));
+    }
+    let mut new_of = vec![u32::MAX; n];
+    let mut nodes = Vec::with_capacity(n);
+    let mut stack = vec![0u32];
+    while let Some(old) = stack.pop() {
+        let old = old as usize;
+        new_of[old] = nodes.len() as u32;
+        let parent = match tb.parents[old] {
+            u32::MAX => u32::MAX,
+            p => new_of[p as usize],
+        };
+        let kind = match tb.keys[old] {
+            Key::Root(r) => NodeKind::Root(ROOTS[r as usize].to_string()),
+            Key::Frame(f) => NodeKind::Frame(frame_map[f as usize]),
+            Key::Object(o) => NodeKind::Object(obj_map[o as usize]),
+        };
+        let mut exclusive = std::mem::take(&mut tb.exclusive[old]);
+        exclusive.resize(columns, 0);
+        nodes.push(TreeNode {
+            parent,
+            kind,
+            exclusive,
+            threads: (threads >= 2).then(|| tb.threads[old].dist(threads)),
+            ranks: ranks.map(|r| tb.ranks.get(old).copied().unwrap_or_default().dist(r)),
+        });
+        stack.extend(kids[start[old]..start[old + 1]].iter().rev());
+    }
+    (Tree { nodes }, new_of)
+}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use formats::measurement::{AllocSite, CctNode, EventInfo, ProcessInfo, StaticVar, ThreadInfo};
+    use formats::measurement::{
+        AllocSite, Cct, CctNode, EventInfo, ProcessInfo, StaticVar, ThreadInfo,
+    };
     use formats::views;
 
     fn node(parent: u32, key: NodeKey, samples: u64) -> CctNode {
@@ -709,7 +1344,7 @@ mod tests {
                 address_recovered: samples + 2,
                 ..SampleStats::default()
             },
-            allocations: Vec::new(),
+            ..ThreadProfile::default()
         }
     }
 
@@ -904,5 +1539,112 @@ mod tests {
         let db = merge(&[p], Vec::new()).db;
         db.validate().unwrap();
         assert_eq!(db.info.metrics.len(), 3);
+    }
+
+    fn dist_of(db: &Database, node: u32) -> (Dist, Option<Dist>) {
+        let n = &db.data.nodes[node as usize];
+        (n.threads.expect("thread distribution"), n.ranks)
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn distributions_over_threads_and_ranks() {
+        // Process 10 (rank 0): threads with 5 and 7 heap samples; process 11
+        // (rank 1): one thread with 3, one that never touches the object.
+        let mut idle = thread(11, 21, 1, 0);
+        idle.heap = Cct::default();
+        let profiles = vec![
+            thread(10, 10, 0, 5),
+            thread(10, 11, 1, 7),
+            thread(11, 20, 0, 3),
+            idle,
+        ];
+        let db = merge(&profiles, Vec::new()).db;
+        db.validate().unwrap();
+        let obj = object(&db, ObjectKind::Heap)[0];
+        let (t, r) = dist_of(&db, obj.node);
+        // Threads: 5, 7, 3, 0.
+        assert_eq!(t.count, 4);
+        assert_eq!((t.min, t.max), (0.0, 7.0));
+        assert!(close(t.mean, 3.75), "{t:?}");
+        let var = (25.0 + 49.0 + 9.0) / 4.0 - 3.75 * 3.75;
+        assert!(close(t.stddev, f64::sqrt(var)), "{t:?}");
+        // Ranks: 0 -> 12, 1 -> 3.
+        let r = r.expect("rank distribution");
+        assert_eq!(r.count, 2);
+        assert_eq!((r.min, r.max), (3.0, 12.0));
+        assert!(close(r.mean, 7.5) && close(r.stddev, 4.5), "{r:?}");
+        // The data root: every thread's inclusive total (samples + 2 each,
+        // the idle one keeps its static and stack samples).
+        let root = db.data.nodes[0].threads.unwrap();
+        assert_eq!((root.min, root.max), (2.0, 9.0));
+        assert!(close(root.mean, (7.0 + 9.0 + 5.0 + 2.0) / 4.0));
+        // The code tree too: leaf 0x3000 under 0x1000.
+        let code_root = db.code.nodes[0].threads.unwrap();
+        assert_eq!((code_root.min, code_root.max), (2.0, 9.0));
+        assert!(db.code.nodes[0].ranks.is_some());
+        // One thread: no distribution.
+        let single = merge(&profiles[..1], Vec::new()).db;
+        assert!(single.data.nodes.iter().all(|n| n.threads.is_none()));
+    }
+
+    #[test]
+    fn streaming_result_does_not_depend_on_workers_or_splitting() {
+        let dir = crate::read::tests::temp_dir("stream");
+        let mut profiles = Vec::new();
+        // One big process (split over work items) and a few small ones.
+        for t in 0..12 {
+            profiles.push(thread(100, 1000 + t, t, u64::from(t) + 1));
+        }
+        for pid in 0..5 {
+            let mut p = thread(200 + pid, 2000 + pid, 0, u64::from(pid) * 3);
+            p.process.rank = Some(pid + 1);
+            profiles.push(p);
+        }
+        for p in &profiles {
+            let name = format!(
+                "app.{}.{}.{}.hpcrun",
+                p.process.host, p.process.pid, p.thread.tid
+            );
+            std::fs::write(dir.join(name), p.to_bytes().unwrap()).unwrap();
+        }
+        let files = crate::read::find(&dir).unwrap();
+        let with = |n: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .unwrap();
+            let seen = std::sync::atomic::AtomicU64::new(0);
+            let db = pool.install(|| {
+                merge_files(&files, &|b| {
+                    seen.fetch_add(b, std::sync::atomic::Ordering::Relaxed);
+                })
+                .db
+            });
+            (db, seen.into_inner())
+        };
+        let (one, bytes) = with(1);
+        let (three, _) = with(3);
+        let total: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
+        assert_eq!(bytes, total);
+        assert_eq!(one, three);
+        // Same as the in-memory merge of the same profiles (up to the
+        // skipped list, which is empty in both).
+        let memory = merge(&profiles, Vec::new()).db;
+        assert_eq!(one, memory);
+        // Rank 0 is the split process (1 + ... + 12), ranks 1-5 have
+        // 0, 3, 6, 9, 12.
+        let obj = object(&one, ObjectKind::Heap)[0];
+        let r = one.data.nodes[obj.node as usize].ranks.unwrap();
+        assert_eq!(r.count, 6);
+        assert_eq!((r.min, r.max), (0.0, 78.0));
+        assert!(close(r.mean, (78.0 + 30.0) / 6.0), "{r:?}");
+        assert_eq!(obj.allocations, 3 * 6);
+        assert_eq!(one.info.processes, 6);
+        assert_eq!(one.info.threads, 17);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

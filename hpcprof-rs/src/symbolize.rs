@@ -1,7 +1,12 @@
 //! Maps module-relative addresses to source frames with addr2line.
 //!
-//! One addr2line [`Loader`] per module file; modules are resolved in
-//! parallel (rayon). Every address yields its inline chain, outermost first;
+//! One addr2line [`Loader`] per module file. [`Symbolizer`] is the streaming
+//! form used by the merge: modules are registered by (path, build-id) as
+//! profiles arrive, each module's loader is opened on first use and kept
+//! behind its own lock (one context per module; different modules resolve
+//! in parallel), and resolved inline chains are interned once into a shared
+//! frame table. [`resolve_all`] is the batch form (one rayon task per module).
+//! Every address yields its inline chain, outermost first;
 //! an address without debug information yields one frame named after the
 //! `.symtab`/`.dynsym` symbol that contains it, or `module+0xOFF`. Nothing
 //! here fails: an unreadable module only produces a warning.
@@ -9,6 +14,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use addr2line::Loader;
 use formats::database::Frame;
@@ -73,50 +79,177 @@ fn fallback_frame(module: &str, rel: u64, function: Option<String>) -> Frame {
 
 fn resolve_module(req: &ModuleRequest) -> Resolved {
     let mut out = Resolved::default();
-    let fallback_all = |out: &mut Resolved| {
-        for &rel in &req.addrs {
-            out.frames
-                .insert(rel, vec![fallback_frame(&req.path, rel, None)]);
-        }
-    };
-    // Pseudo modules ("[vdso]", "linux-vdso.so.1", "") have no file to read.
-    if !req.path.starts_with('/') {
-        fallback_all(&mut out);
-        return out;
+    let loader = open_module(&req.path, req.build_id.as_deref(), &mut out.warnings);
+    for &rel in &req.addrs {
+        let chain = match &loader {
+            Some(l) => lookup(l, &req.path, rel),
+            None => vec![fallback_frame(&req.path, rel, None)],
+        };
+        out.frames.insert(rel, chain);
     }
-    if let Some(recorded) = &req.build_id {
-        if let Some(on_disk) = file_build_id(Path::new(&req.path)) {
+    out
+}
+
+/// Opens the addr2line context of a module (`None`: frames fall back to
+/// `module+0xOFFSET`). Problems are pushed to `warnings`; pseudo modules
+/// ("[vdso]", "linux-vdso.so.1", "") are quietly `None`.
+fn open_module(path: &str, build_id: Option<&str>, warnings: &mut Vec<String>) -> Option<Loader> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    if let Some(recorded) = build_id {
+        if let Some(on_disk) = file_build_id(Path::new(path)) {
             if !on_disk.eq_ignore_ascii_case(recorded) {
-                out.warnings.push(format!(
-                    "{} differs from the measured module (build-id {on_disk}, measured {recorded}); its source locations may be wrong",
-                    req.path
+                warnings.push(format!(
+                    "{path} differs from the measured module (build-id {on_disk}, measured {recorded}); its source locations may be wrong"
                 ));
             }
         }
     }
-    // Prefer a separate debug file (/usr/lib/debug/.build-id/xx/yyyy.debug).
-    let debug_file = req.build_id.as_deref().and_then(separate_debug_file);
+    // Prefer a separate debug file (/usr/lib/debug/.build-id/xx/yyyy.debug);
+    // addr2line's Loader follows `.gnu_debuglink` of the module itself.
+    let debug_file = build_id.and_then(separate_debug_file);
     let loader = debug_file
         .as_deref()
         .and_then(|p| Loader::new(p).ok())
         .map(Ok)
-        .unwrap_or_else(|| Loader::new(&req.path));
-    let loader = match loader {
-        Ok(l) => l,
+        .unwrap_or_else(|| Loader::new(path));
+    match loader {
+        Ok(l) => Some(l),
         Err(e) => {
-            out.warnings.push(format!(
-                "cannot read {} ({e}); its frames are shown as {}+0xOFFSET",
-                req.path,
-                basename(&req.path)
+            warnings.push(format!(
+                "cannot read {path} ({e}); its frames are shown as {}+0xOFFSET",
+                basename(path)
             ));
-            fallback_all(&mut out);
-            return out;
+            None
         }
-    };
-    for &rel in &req.addrs {
-        out.frames.insert(rel, lookup(&loader, &req.path, rel));
     }
-    out
+}
+
+/// Where an address points, with module ids of a [`Symbolizer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Loc {
+    /// Module id and file virtual address (runtime address minus bias).
+    Module(u32, u64),
+    /// In no loaded module: the raw runtime address.
+    Unknown(u64),
+}
+
+/// Interned frames: the frame table of the database under construction.
+#[derive(Debug, Default)]
+pub struct Frames {
+    pub list: Vec<Frame>,
+    ids: HashMap<Frame, u32>,
+}
+
+impl Frames {
+    pub fn intern(&mut self, frame: Frame) -> u32 {
+        if let Some(&id) = self.ids.get(&frame) {
+            return id;
+        }
+        let id = self.list.len() as u32;
+        self.list.push(frame.clone());
+        self.ids.insert(frame, id);
+        id
+    }
+}
+
+/// One module of a [`Symbolizer`]; its loader is opened on first use.
+struct ModuleSlot {
+    path: String,
+    build_id: Option<String>,
+    /// `None` until opened; then `Some(None)` when it cannot be read.
+    loader: Mutex<Option<Option<Loader>>>,
+}
+
+/// (path, build-id) -> module id, and the slots by id.
+type ModuleTable = (HashMap<(String, Option<String>), u32>, Vec<Arc<ModuleSlot>>);
+
+/// A shared, thread-safe symboliser for a streaming merge (see the module
+/// documentation). Resolved chains are cached: each (module, address) is
+/// looked up once per merge, whichever worker meets it first.
+#[derive(Default)]
+pub struct Symbolizer {
+    /// (path, build-id) -> module id, and the slots by id.
+    modules: Mutex<ModuleTable>,
+    frames: Mutex<Frames>,
+    chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer").finish_non_exhaustive()
+    }
+}
+
+/// Locks a mutex even if another worker panicked while holding it (the data
+/// are caches and tables that stay consistent between statements).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Symbolizer {
+    /// The id of a module, registered on first sight.
+    pub fn module_id(&self, path: &str, build_id: Option<&str>) -> u32 {
+        let mut guard = lock(&self.modules);
+        let (ids, slots) = &mut *guard;
+        let key = (path.to_string(), build_id.map(str::to_string));
+        if let Some(&id) = ids.get(&key) {
+            return id;
+        }
+        let id = slots.len() as u32;
+        slots.push(Arc::new(ModuleSlot {
+            path: key.0.clone(),
+            build_id: key.1.clone(),
+            loader: Mutex::new(None),
+        }));
+        ids.insert(key, id);
+        id
+    }
+
+    /// The interned inline chain (outermost first, never empty) of `loc`.
+    pub fn chain(&self, loc: Loc) -> Arc<[u32]> {
+        if let Some(c) = lock(&self.chains).get(&loc) {
+            return c.clone();
+        }
+        let frames = match loc {
+            Loc::Unknown(addr) => vec![Frame {
+                function: format!("[unknown]+0x{addr:x}"),
+                module: "[unknown]".to_string(),
+                ..Frame::default()
+            }],
+            Loc::Module(m, rel) => {
+                let slot = lock(&self.modules).1[m as usize].clone();
+                let mut loader = lock(&slot.loader);
+                let loader = loader.get_or_insert_with(|| {
+                    let mut warnings = Vec::new();
+                    let l = open_module(&slot.path, slot.build_id.as_deref(), &mut warnings);
+                    lock(&self.warnings).extend(warnings);
+                    l
+                });
+                match loader {
+                    Some(l) => lookup(l, &slot.path, rel),
+                    None => vec![fallback_frame(&slot.path, rel, None)],
+                }
+            }
+        };
+        let ids: Arc<[u32]> = {
+            let mut table = lock(&self.frames);
+            frames.into_iter().map(|f| table.intern(f)).collect()
+        };
+        lock(&self.chains).entry(loc).or_insert(ids).clone()
+    }
+
+    /// The frame table and the warnings; the symboliser is done.
+    pub fn finish(self) -> (Frames, Vec<String>) {
+        let frames = self.frames.into_inner().unwrap_or_else(|e| e.into_inner());
+        let warnings = self
+            .warnings
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        (frames, warnings)
+    }
 }
 
 /// The inline chain of one address, outermost first (never empty).

@@ -1,0 +1,310 @@
+//! hpcprof-rs end to end: heap-object naming, inlined and template frames,
+//! damaged input, and the bottleneck/threads exports, on real programs
+//! compiled with gcc/g++ and measured with `hpcrun-rs -e mem:soft`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use formats::database::{Database, NodeKind, FILE_NAME};
+use pipeline_tests::*;
+
+const EVENT: &str = "mem:soft@100000";
+
+fn compile_cxx(rel: &str, dir: &Path) -> PathBuf {
+    let src = root().join("examples").join(rel);
+    let out = dir.join(src.file_stem().expect("source name"));
+    let status = Command::new("g++")
+        .args(["-O2", "-g", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("run g++");
+    assert!(status.success(), "g++ failed on {}", src.display());
+    out
+}
+
+fn load_db(db: &Path) -> Database {
+    Database::from_bytes(&std::fs::read(db.join(FILE_NAME)).expect("read profile.db"))
+        .expect("decode profile.db")
+}
+
+fn hpcprof(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    run(Command::new(tool("hpcprof-rs")).args(args))
+}
+
+#[test]
+fn heap_objects_are_named_after_their_variables() {
+    let dir = scratch("naming");
+    let exe = compile_c("naming/naming.c", &dir, &[]);
+    let p = profile(&dir, EVENT, &exe, &["6"]);
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    let heap: Vec<&str> = objects
+        .iter()
+        .filter(|o| o["kind"] == "heap")
+        .filter_map(|o| o["name"].as_str())
+        .collect();
+    // Case 1: `double *grid_w = make_grid(n);` (make_grid returns its local).
+    // Case 2: `SD.nuclide_grid = malloc(...);`.
+    // Case 3: `double *energy = alloc_buf(n);` (alloc_buf, not inlined,
+    // returns its local).
+    for name in ["grid_w", "SD.nuclide_grid", "energy"] {
+        assert!(heap.contains(&name), "no heap object {name} in {heap:?}");
+    }
+    assert!(
+        !heap.iter().any(|n| *n == "g" || *n == "buf"),
+        "a wrapper's local named an object: {heap:?}"
+    );
+    let grid_w = objects.iter().find(|o| o["name"] == "grid_w").unwrap();
+    // The full allocation path is kept: main's line is the assignment.
+    let path = grid_w["alloc_path"].as_array().unwrap();
+    let line = line_of("naming/naming.c", "    double *grid_w = make_grid");
+    assert!(
+        path.iter()
+            .any(|f| f["function"] == "main" && f["line"].as_u64() == Some(line)),
+        "{path:#?}"
+    );
+    assert_eq!(grid_w["bytes"], 8u64 * (4 << 20));
+    // The strided array holds the most samples of the three.
+    let s = |n: &str| samples(objects.iter().find(|o| o["name"] == n).unwrap());
+    assert!(
+        s("grid_w") > s("SD.nuclide_grid") && s("grid_w") > s("energy"),
+        "grid_w {}, SD.nuclide_grid {}, energy {}",
+        s("grid_w"),
+        s("SD.nuclide_grid"),
+        s("energy")
+    );
+}
+
+#[test]
+fn inlined_functions_and_templates_are_symbolised() {
+    let dir = scratch("inline");
+    let exe = compile_cxx("inline/inline.cpp", &dir);
+    let p = profile(&dir, EVENT, &exe, &["4"]);
+    let code = export_json(&p.db, "code");
+    let functions = code["functions"].as_array().expect("functions");
+    let names: Vec<&str> = functions
+        .iter()
+        .filter_map(|f| f["function"].as_str())
+        .collect();
+    let template = functions
+        .iter()
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .is_some_and(|n| n.contains("sum_strided<double>"))
+        })
+        .unwrap_or_else(|| panic!("no demangled template instance in {names:?}"));
+    assert!(samples(template) > 0);
+    let inlined = functions
+        .iter()
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("gather_loop"))
+        })
+        .unwrap_or_else(|| panic!("no inlined gather_loop in {names:?}"));
+    let first = line_of("inline/inline.cpp", "static inline double gather_loop");
+    let last = line_of("inline/inline.cpp", "} // end of gather_loop");
+    assert!(inlined["file"].as_str().unwrap().ends_with("inline.cpp"));
+    let line = inlined["line"].as_u64().unwrap();
+    assert!(
+        (first..=last).contains(&line),
+        "line {line} not in {first}..={last}"
+    );
+    assert!(samples(inlined) > 0);
+    // In the tree, gather_loop is an inlined node whose parent is gather.
+    let db = load_db(&p.db);
+    let inlined_below_gather = db.code.nodes.iter().any(|n| {
+        let (NodeKind::Frame(f), Some(parent)) = (&n.kind, db.code.nodes.get(n.parent as usize))
+        else {
+            return false;
+        };
+        let frame = &db.frames[*f as usize];
+        let NodeKind::Frame(pf) = parent.kind else {
+            return false;
+        };
+        frame.function.starts_with("gather_loop")
+            && frame.inlined
+            && db.frames[pf as usize].function.starts_with("gather")
+    });
+    assert!(
+        inlined_below_gather,
+        "gather_loop is not an inlined node below gather"
+    );
+}
+
+#[test]
+fn damaged_files_are_skipped_and_totals_unchanged() {
+    let dir = scratch("damaged");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    let p = profile(&dir, EVENT, &exe, &["1"]);
+    let good: Vec<PathBuf> = std::fs::read_dir(&p.measurements)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hpcrun"))
+        .collect();
+    assert_eq!(good.len(), 1, "{good:?}");
+    let bytes = std::fs::read(&good[0]).unwrap();
+    let bad = dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::copy(&good[0], bad.join(good[0].file_name().unwrap())).unwrap();
+    std::fs::write(bad.join("a.1.2.3.hpcrun"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(
+        bad.join("b.1.2.3.hpcrun"),
+        b"#!/bin/sh\necho not a profile\n",
+    )
+    .unwrap();
+    let mut newer = bytes.clone();
+    newer[8] = 7;
+    std::fs::write(bad.join("c.1.2.3.hpcrun"), &newer).unwrap();
+    std::fs::write(bad.join("d.1.2.3.hpcrun"), b"").unwrap();
+    let mut corrupt = bytes.clone();
+    for b in &mut corrupt[16..48] {
+        *b = 0xc1; // never used in MessagePack
+    }
+    std::fs::write(bad.join("e.1.2.3.hpcrun"), &corrupt).unwrap();
+
+    let db2 = dir.join("db2");
+    let out = hpcprof(&["-o".as_ref(), db2.as_os_str(), bad.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for (name, why) in [
+        ("a.1.2.3.hpcrun", "damaged"),
+        ("b.1.2.3.hpcrun", "not a measurement file"),
+        ("c.1.2.3.hpcrun", "newer"),
+        ("d.1.2.3.hpcrun", "truncated"),
+        ("e.1.2.3.hpcrun", "damaged"),
+    ] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains("warning: skipping") && l.contains(name) && l.contains(why)),
+            "no warning for {name} ({why}) in:\n{err}"
+        );
+    }
+    let summary = err
+        .lines()
+        .find(|l| l.contains("merged"))
+        .unwrap_or_else(|| panic!("no summary in:\n{err}"));
+    assert!(
+        summary.contains("merged 1 profiles (1 processes, 0 ranks, 1 threads)")
+            && summary.contains("5 files skipped")
+            && summary.contains("dropped:"),
+        "{summary}"
+    );
+    // Totals equal those of the run without the bad files.
+    for view in ["data", "code", "threads"] {
+        let (a, b) = (export_json(&p.db, view), export_json(&db2, view));
+        assert_eq!(a["stats"], b["stats"], "{view}");
+        let key = match view {
+            "data" => "objects",
+            "code" => "functions",
+            _ => "distributions",
+        };
+        assert_eq!(a[key], b[key], "{view}");
+    }
+    let (a, b) = (load_db(&p.db), load_db(&db2));
+    assert_eq!((a.code, a.data, a.objects), (b.code, b.data, b.objects));
+    assert_eq!(b.info.skipped.len(), 5);
+
+    // --strict: the same database, exit status 1.
+    let db3 = dir.join("db3");
+    let out = hpcprof(&[
+        "--strict".as_ref(),
+        "-o".as_ref(),
+        db3.as_os_str(),
+        bad.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(db3.join(FILE_NAME).is_file());
+    // Missing and empty directories: exit 2 with a clear message.
+    let out = hpcprof(&[
+        "-o".as_ref(),
+        dir.join("db4").as_os_str(),
+        dir.join("nope").as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = hpcprof(&[
+        "-o".as_ref(),
+        dir.join("db5").as_os_str(),
+        empty.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no measurement files"));
+    assert!(!dir.join("db5").exists());
+}
+
+#[test]
+fn bottleneck_and_threads_exports() {
+    let dir = scratch("bottleneck");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    let p = profile(&dir, EVENT, &exe, &["2"]);
+    let b = export_json(&p.db, "bottleneck");
+    assert_eq!(b["version"], 1);
+    assert_eq!(b["view"], "bottleneck");
+    assert_eq!(b["thresholds"]["memory_boundness"], "mem_time_share");
+    let rows = b["bottleneck"].as_array().expect("bottleneck rows");
+    // First: C (strided), memory bound, large share, "optimise first".
+    let first = &rows[0];
+    assert_eq!(first["rank"], 1);
+    assert_eq!(first["priority"], 1);
+    assert_eq!(first["advice"], "optimise first");
+    assert_eq!(first["memory_bound"], true);
+    let c = rows
+        .iter()
+        .find(|r| r["region"] == "object" && r["name"] == "C")
+        .unwrap();
+    assert_eq!(c["priority"], 1);
+    let mts = c["mem_time_share"].as_f64().unwrap();
+    assert!(mts > 0.5 && mts <= 1.0, "{c:#}");
+    // mem_time_share = samples / cpu_samples of the code it runs in.
+    let cpu = c["code_cpu_samples"].as_u64().unwrap();
+    assert!((mts - samples(c) as f64 / cpu as f64).abs() < 1e-9);
+    let compute = rows
+        .iter()
+        .find(|r| r["region"] == "function" && r["name"] == "compute")
+        .unwrap();
+    assert_eq!(compute["priority"], 1);
+    // Sorted by priority.
+    let prio: Vec<u64> = rows
+        .iter()
+        .map(|r| r["priority"].as_u64().unwrap())
+        .collect();
+    assert!(prio.windows(2).all(|w| w[0] <= w[1]), "{prio:?}");
+
+    let t = export_json(&p.db, "threads");
+    let rows = t["distributions"].as_array().expect("distribution rows");
+    assert_eq!(rows[0]["scope"], "program");
+    // One thread, no MPI: no distributions, but the rows are there.
+    assert!(rows[0]["threads"].is_null() && rows[0]["ranks"].is_null());
+    assert!(rows
+        .iter()
+        .any(|r| r["scope"] == "object" && r["name"] == "C"));
+
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("export")
+        .arg(&p.db)
+        .args(["--view", "bottleneck", "--format", "csv", "--top", "2"]));
+    let csv = ok_stdout(&out, "export csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[0].starts_with("rank,region,kind,name,module,file,line,samples"));
+    assert!(lines[0].contains(
+        ",share,mem_time_share,code_cpu_samples,memory_bound,high_share,priority,advice,alloc_path"
+    ));
+    assert!(lines[1].starts_with("1,"));
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("export")
+        .arg(&p.db)
+        .args(["--view", "threads", "--format", "csv"]));
+    let csv = ok_stdout(&out, "export csv");
+    assert!(csv.starts_with("scope,kind,name,samples"));
+    assert!(csv
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("program,,<program>,"));
+}
