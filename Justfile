@@ -19,3 +19,7 @@ lint:
 # Added cost per malloc/free pair: native vs hpcrun-rs vs heaptrack
 bench-alloc:
     sh benches/alloc_overhead.sh
+
+# Merge time for 1k/4k/16k synthetic MPI rank files (docs/SCALING.md)
+bench-scaling:
+    sh benches/scaling.sh

@@ -1,30 +1,30 @@
 //! `hpcview-tui`: looks at an `hpcprof-rs` database in a terminal.
 //!
-//! For now it prints a text report; the interactive ratatui viewer comes
-//! later.
-//!
 //! ```sh
+//! hpcview-tui db/                             # the interactive viewer
 //! hpcview-tui db/ --report                    # both tables, top 10
 //! hpcview-tui db/ --report --view data --top 20
+//! hpcview-tui db/ --report --view bottleneck
 //! ```
 //!
-//! The report ([`report`]) has a header line (events, processes, threads,
-//! primary metric, address recovery rate), the data-centric table (objects
-//! with their share, kind, name and allocation site) and the code-centric
-//! table (functions with their hottest line), both from `formats::views`.
+//! The viewer is the library's [`hpcview_tui::app`]; keys and panes are in
+//! docs/VIEWER.md. The report ([`hpcview_tui::report`]) has a header line
+//! (events, processes, threads, primary metric, address recovery rate), the
+//! data-centric table (objects with their share, kind, name and allocation
+//! site), the code-centric table (functions with their hottest line), or
+//! the bottleneck-priority table.
 //!
 //! Exit status: 0 on success, 2 when the database cannot be read (missing,
-//! damaged or written by a newer version) or without `--report`.
-
-mod report;
+//! damaged or written by a newer version) or the viewer cannot start.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
-use formats::database::{Database, FILE_NAME};
+use hpcview_tui::report;
+use hpcview_tui::state::model::{self, Model};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum ViewArg {
@@ -34,12 +34,14 @@ enum ViewArg {
     Code,
     /// Both tables.
     Both,
+    /// Objects and functions in bottleneck-priority order.
+    Bottleneck,
 }
 
 /// View an hpcprof-rs database.
 ///
+/// Without --report, starts the interactive viewer (press ? for keys).
 /// With --report, prints the data-centric and code-centric tables as text.
-/// (The interactive viewer is not built yet.)
 #[derive(Debug, Parser)]
 #[command(name = "hpcview-tui", version)]
 struct Args {
@@ -73,17 +75,16 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<ExitCode> {
     if !args.report {
-        eprintln!(
-            "hpcview-tui: the interactive viewer is not built yet; use `hpcview-tui {} --report` for a text report",
-            args.db.display()
-        );
-        return Ok(ExitCode::from(2));
+        let model = Model::open(&args.db)?;
+        hpcview_tui::app::run(model)?;
+        return Ok(ExitCode::SUCCESS);
     }
-    let db = load(&args.db)?;
+    let db = model::load(&args.db)?;
     let tables = match args.view {
         ViewArg::Data => report::Tables::Data,
         ViewArg::Code => report::Tables::Code,
         ViewArg::Both => report::Tables::Both,
+        ViewArg::Bottleneck => report::Tables::Bottleneck,
     };
     let text = report::render(&db, tables, args.top);
     let mut stdout = std::io::stdout().lock();
@@ -97,24 +98,12 @@ fn run(args: &Args) -> Result<ExitCode> {
     }
 }
 
-/// Reads a database directory (or its `profile.db`); errors name the file.
-fn load(path: &Path) -> Result<Database> {
-    if !path.exists() {
-        anyhow::bail!("database {} does not exist", path.display());
-    }
-    let file = if path.is_dir() {
-        path.join(FILE_NAME)
-    } else {
-        path.to_path_buf()
-    };
-    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    Database::from_bytes(&bytes).with_context(|| format!("cannot use {}", file.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use formats::database::{Database, FILE_NAME};
+    use hpcview_tui::state::model::load;
 
     #[test]
     fn clap_definition_is_valid() {

@@ -1,5 +1,14 @@
 //! The text report (`hpcview-tui DB --report`): a header line, then the
-//! data-centric and/or the code-centric table, from [`formats::views`].
+//! data-centric and/or the code-centric table, from [`formats::views`], or
+//! the bottleneck-priority table (`--view bottleneck`) from
+//! [`crate::state`]: the same rows, in the same order, as the viewer's
+//! data-centric and flat panes with `b`.
+//!
+//! ```
+//! use hpcview_tui::report::{render, Tables};
+//! let text = render(&hpcview_tui::fixtures::abc(), Tables::Data, 1);
+//! assert!(text.contains("90.0%  "));
+//! ```
 
 use std::fmt::Write;
 
@@ -12,6 +21,7 @@ pub enum Tables {
     Data,
     Code,
     Both,
+    Bottleneck,
 }
 
 /// Longest name or function shown before it is shortened with `…`.
@@ -21,6 +31,11 @@ const MAX_NAME: usize = 40;
 pub fn render(db: &Database, tables: Tables, top: usize) -> String {
     let mut out = header(db);
     out.push('\n');
+    if tables == Tables::Bottleneck {
+        out.push('\n');
+        out.push_str(&bottleneck_table(db, top));
+        return out;
+    }
     if matches!(tables, Tables::Data | Tables::Both) {
         out.push('\n');
         out.push_str(&data_table(db, top));
@@ -230,6 +245,69 @@ pub fn code_table(db: &Database, top: usize) -> String {
     out
 }
 
+/// The bottleneck-priority table: objects, then functions, by
+/// `proxy x share` (see [`crate::state::bottleneck`]).
+pub fn bottleneck_table(db: &Database, top: usize) -> String {
+    use crate::state::bottleneck::{MEM_HIGH, SHARE_HIGH};
+    use crate::state::model::Model;
+    use crate::state::tree::{Pane, PaneKind, Sort, SortKey};
+    // The viewer's model owns its database; the report borrows one.
+    let model = Model::new(db.clone(), None);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Bottleneck priority: memory-bound proxy = samples / cpu_samples (share of sampled time on memory-accessing instructions; high >= {:.0}%), share of {} (high >= {:.0}%)",
+        100.0 * MEM_HIGH,
+        db.primary_metric_name(),
+        100.0 * SHARE_HIGH
+    );
+    if model.cpu_metric.is_none() {
+        out.push_str("  (no cpu_samples metric in this database: the proxy is n/a)\n");
+    }
+    for kind in [PaneKind::Data, PaneKind::Flat] {
+        let mut pane = Pane::new(&model, kind);
+        pane.set_sort(
+            &model,
+            Sort {
+                key: SortKey::Bottleneck,
+                descending: true,
+            },
+        );
+        let what = if kind == PaneKind::Data {
+            "objects"
+        } else {
+            "functions"
+        };
+        let rows: Vec<u32> = pane.roots.iter().copied().take(top).collect();
+        let _ = writeln!(out, "\n{what}: top {} of {}", rows.len(), pane.roots.len());
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>6}  {:>5}  {:<39}  {:<7}  name",
+            "score", "share", "mem%", "advice", "kind"
+        );
+        for id in rows {
+            let b = pane.bottleneck(&model, id);
+            let item = &pane.items[id as usize];
+            let _ = writeln!(
+                out,
+                "{:>6.3}  {:>6}  {:>5}  {:<39}  {:<7}  {}",
+                b.score,
+                percent(b.share),
+                b.mem
+                    .map(|m| format!("{:.0}%", 100.0 * m))
+                    .unwrap_or_else(|| "n/a".into()),
+                b.quadrant.advice(),
+                if item.tag.is_empty() { "-" } else { item.tag },
+                fit(&item.label, MAX_NAME)
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +440,35 @@ Code-centric view: top 1 of 1 functions by samples
         assert!(text.contains("no data objects"), "{text}");
         assert!(text.contains("no samples"), "{text}");
         assert!(text.contains("address recovery: n/a"), "{text}");
+    }
+
+    #[test]
+    fn bottleneck_report() {
+        let text = render(&crate::fixtures::abc(), Tables::Bottleneck, 2);
+        let rows: Vec<&str> = text.lines().collect();
+        let c = rows
+            .iter()
+            .position(|l| l.ends_with("  C"))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            rows[c].contains("90.0%") && rows[c].contains("optimise first"),
+            "{text}"
+        );
+        // C's samples over the cpu_samples of compute, which accessed it.
+        assert!(rows[c].contains("86%"), "{text}");
+        assert!(
+            rows[c + 1].ends_with("  B") && rows[c + 1].contains("no optimisation needed"),
+            "{text}"
+        );
+        let f = rows.iter().position(|l| l.ends_with("  compute")).unwrap();
+        assert!(
+            rows[f].contains("95%") && rows[f].contains("optimise first"),
+            "{text}"
+        );
+        assert!(text.contains("functions: top 2 of"), "{text}");
+        // Without cpu_samples there is no proxy: said, not invented.
+        let text = render(&sample_db(), Tables::Bottleneck, 2);
+        assert!(text.contains("proxy is n/a"), "{text}");
     }
 
     #[test]

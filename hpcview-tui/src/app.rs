@@ -1,0 +1,128 @@
+//! The interactive event loop: crossterm events -> [`Action`]s ->
+//! [`AppState::apply`] -> [`view::draw`].
+//!
+//! The terminal is put into raw mode on the alternate screen by
+//! `ratatui::try_init`, which also installs a panic hook that restores it;
+//! [`run`] restores it on every return path. The screen is redrawn after
+//! every key and on every resize. Nothing here needs a specific terminal:
+//! plain crossterm escape sequences work through SSH and tmux.
+
+use std::io::IsTerminal;
+
+use anyhow::{Context, Result};
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::DefaultTerminal;
+
+use crate::state::{model::Model, Action, AppState};
+use crate::view::{self, Theme};
+
+/// The action of a key in the current state (None: ignored).
+pub fn keymap(app: &AppState, key: KeyEvent) -> Option<Action> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    if ctrl && matches!(key.code, KeyCode::Char('c')) {
+        return Some(Action::Quit);
+    }
+    if app.input.is_some() {
+        return match key.code {
+            KeyCode::Char(c) => Some(Action::SearchChar(c)),
+            KeyCode::Backspace => Some(Action::SearchBackspace),
+            KeyCode::Enter => Some(Action::SearchCommit),
+            KeyCode::Esc => Some(Action::Escape),
+            _ => None,
+        };
+    }
+    Some(match key.code {
+        KeyCode::Char('q') => Action::Quit,
+        KeyCode::Up | KeyCode::Char('k') => Action::Up,
+        KeyCode::Down | KeyCode::Char('j') => Action::Down,
+        KeyCode::PageUp => Action::PageUp,
+        KeyCode::PageDown => Action::PageDown,
+        KeyCode::Char('b') if ctrl => Action::PageUp,
+        KeyCode::Char('f') if ctrl => Action::PageDown,
+        KeyCode::Home | KeyCode::Char('g') => Action::Home,
+        KeyCode::End | KeyCode::Char('G') => Action::End,
+        KeyCode::Enter | KeyCode::Char(' ') => Action::Toggle,
+        KeyCode::Right | KeyCode::Char('l') => Action::Expand,
+        KeyCode::Left | KeyCode::Char('h') => Action::Collapse,
+        KeyCode::Tab => Action::NextPane,
+        KeyCode::BackTab => Action::PrevPane,
+        KeyCode::Char('c') => Action::CodeView,
+        KeyCode::Char('d') => Action::DataView,
+        KeyCode::Char('b') => Action::Bottleneck,
+        KeyCode::Char('s') => Action::SortNext,
+        KeyCode::Char('r') => Action::SortReverse,
+        KeyCode::Char('o') => Action::Columns,
+        KeyCode::Char('/') => Action::SearchStart,
+        KeyCode::Char('n') => Action::NextMatch,
+        KeyCode::Char('N') => Action::PrevMatch,
+        KeyCode::Char('f') => Action::FilterNext,
+        KeyCode::Char('F') => Action::FilterPrev,
+        KeyCode::Char('?') => Action::Help,
+        KeyCode::Esc => Action::Escape,
+        _ => return None,
+    })
+}
+
+/// Runs the viewer on a loaded model until the user quits.
+pub fn run(model: Model) -> Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("standard input/output is not a terminal; use --report for a text report");
+    }
+    let mut app = AppState::new(model);
+    let theme = Theme::from_env();
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let result = event_loop(&mut terminal, &mut app, theme);
+    ratatui::try_restore().context("cannot restore the terminal")?;
+    result
+}
+
+fn event_loop(terminal: &mut DefaultTerminal, app: &mut AppState, theme: Theme) -> Result<()> {
+    loop {
+        terminal
+            .draw(|f| view::draw(f, app, theme))
+            .context("cannot draw")?;
+        match event::read().context("cannot read terminal events")? {
+            Event::Key(key) if key.kind != KeyEventKind::Release => {
+                if let Some(action) = keymap(app, key) {
+                    if app.apply(action) {
+                        return Ok(());
+                    }
+                }
+            }
+            // Resize (and anything else): redraw.
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn keys_map_to_actions() {
+        let mut app = AppState::new(Model::new(fixtures::abc(), None));
+        assert_eq!(keymap(&app, key(KeyCode::Char('j'))), Some(Action::Down));
+        assert_eq!(keymap(&app, key(KeyCode::Up)), Some(Action::Up));
+        assert_eq!(keymap(&app, key(KeyCode::Char('q'))), Some(Action::Quit));
+        assert_eq!(
+            keymap(
+                &app,
+                KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)
+            ),
+            Some(Action::Quit)
+        );
+        app.apply(Action::SearchStart);
+        // In the search prompt letters are text, not commands.
+        assert_eq!(
+            keymap(&app, key(KeyCode::Char('q'))),
+            Some(Action::SearchChar('q'))
+        );
+        assert_eq!(keymap(&app, key(KeyCode::Esc)), Some(Action::Escape));
+    }
+}

@@ -1,0 +1,409 @@
+//! The loaded database plus the indices every pane needs: children lists
+//! (CSR) and inclusive metrics of both trees, and the memory-boundness proxy
+//! of every function (see [`super::bottleneck`]).
+//!
+//! Built once when the viewer opens a database; everything else reads it.
+//!
+//! ```
+//! use hpcview_tui::state::model::Model;
+//! let model = Model::new(formats::database::Database::default(), None);
+//! assert_eq!(model.code.children(0).len(), 0);
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use formats::database::{Database, Frame, NodeKind, Tree, FILE_NAME};
+
+/// Children lists and inclusive metrics of one tree.
+#[derive(Debug, Default)]
+pub struct TreeIndex {
+    /// `columns` values per node.
+    inclusive: Vec<u64>,
+    /// Exclusive values, `columns` per node (missing entries are 0).
+    exclusive: Vec<u64>,
+    child_start: Vec<u32>,
+    child_list: Vec<u32>,
+    columns: usize,
+}
+
+impl TreeIndex {
+    /// Builds the index in two linear passes (parents precede children).
+    pub fn build(tree: &Tree, columns: usize) -> Self {
+        let n = tree.nodes.len();
+        let mut exclusive = vec![0u64; n * columns];
+        for (i, node) in tree.nodes.iter().enumerate() {
+            for (slot, v) in exclusive[i * columns..(i + 1) * columns]
+                .iter_mut()
+                .zip(&node.exclusive)
+            {
+                *slot = *v;
+            }
+        }
+        let mut inclusive = exclusive.clone();
+        for i in (1..n).rev() {
+            let p = tree.nodes[i].parent as usize;
+            for m in 0..columns {
+                inclusive[p * columns + m] += inclusive[i * columns + m];
+            }
+        }
+        // CSR children lists in node order.
+        let mut counts = vec![0u32; n + 1];
+        for node in tree.nodes.iter().skip(1) {
+            counts[node.parent as usize + 1] += 1;
+        }
+        for i in 1..=n {
+            counts[i] += counts[i - 1];
+        }
+        let child_start = counts.clone();
+        let mut fill = counts;
+        let mut child_list = vec![0u32; n.saturating_sub(1)];
+        for (i, node) in tree.nodes.iter().enumerate().skip(1) {
+            let p = node.parent as usize;
+            child_list[fill[p] as usize] = i as u32;
+            fill[p] += 1;
+        }
+        TreeIndex {
+            inclusive,
+            exclusive,
+            child_start,
+            child_list,
+            columns,
+        }
+    }
+
+    /// Children of node `n`, in node order.
+    pub fn children(&self, n: u32) -> &[u32] {
+        let n = n as usize;
+        if n + 1 >= self.child_start.len() {
+            return &[];
+        }
+        &self.child_list[self.child_start[n] as usize..self.child_start[n + 1] as usize]
+    }
+
+    /// Inclusive values of node `n`.
+    pub fn inclusive(&self, n: u32) -> &[u64] {
+        let n = n as usize;
+        self.inclusive
+            .get(n * self.columns..(n + 1) * self.columns)
+            .unwrap_or(&[])
+    }
+
+    /// Exclusive values of node `n`.
+    pub fn exclusive(&self, n: u32) -> &[u64] {
+        let n = n as usize;
+        self.exclusive
+            .get(n * self.columns..(n + 1) * self.columns)
+            .unwrap_or(&[])
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.child_start.len().saturating_sub(1)
+    }
+
+    /// True for an empty index.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A function of the code-centric tree: name and module.
+pub type FunctionKey<'a> = (&'a str, &'a str);
+
+/// The database and its indices.
+#[derive(Debug)]
+pub struct Model {
+    pub db: Database,
+    /// The database directory (for `src/`), when it was read from disk.
+    pub dir: Option<PathBuf>,
+    /// Metric columns of every node (at least 1).
+    pub columns: usize,
+    /// Index of the primary metric.
+    pub primary: usize,
+    /// Index of the `samples` metric (memory-access samples), if present.
+    pub samples_metric: Option<usize>,
+    /// Index of the `cpu_samples` metric (all samples), if present.
+    pub cpu_metric: Option<usize>,
+    pub code: TreeIndex,
+    pub data: TreeIndex,
+    /// Function id of every frame (frames of the same function and module
+    /// share it).
+    pub frame_function: Vec<u32>,
+    /// Number of distinct functions.
+    pub functions: usize,
+    /// Function id of every code-tree node (`u32::MAX` for non-frames): a
+    /// compact copy for the bottom-up and flat panes.
+    pub code_function: Vec<u32>,
+    /// Exclusive primary metric (`samples`) and `cpu_samples` of every
+    /// function in the code-centric tree (for the memory-boundness proxy).
+    pub function_mem: Vec<(u64, u64)>,
+    /// Per data node: (samples in functions with a proxy, sum of samples x
+    /// that function's proxy) over its subtree.
+    data_mem: Vec<(u64, f64)>,
+    /// Proxy of every object, by the rule of `formats::views::bottleneck`.
+    pub object_mem: Vec<Option<f64>>,
+    /// Proxy of every function (by function id), by the same rule.
+    pub function_bottleneck: Vec<Option<f64>>,
+}
+
+impl Model {
+    /// Indexes a database; `dir` is where its `src/` lives.
+    pub fn new(db: Database, dir: Option<PathBuf>) -> Self {
+        let columns = db.info.metrics.len().max(1);
+        let primary = db.info.primary_metric as usize;
+        let find = |name: &str| db.info.metrics.iter().position(|m| m.name == name);
+        let samples_metric = find("samples");
+        let cpu_metric = find("cpu_samples");
+        let code = TreeIndex::build(&db.code, columns);
+        let data = TreeIndex::build(&db.data, columns);
+        let mut ids: HashMap<FunctionKey<'_>, u32> = HashMap::new();
+        let frame_function: Vec<u32> = db
+            .frames
+            .iter()
+            .map(|f| {
+                let next = ids.len() as u32;
+                *ids.entry((f.function.as_str(), f.module.as_str()))
+                    .or_insert(next)
+            })
+            .collect();
+        let functions = ids.len();
+        let code_function: Vec<u32> = db
+            .code
+            .nodes
+            .iter()
+            .map(|n| match n.kind {
+                NodeKind::Frame(f) => frame_function[f as usize],
+                _ => u32::MAX,
+            })
+            .collect();
+        let mut function_mem = vec![(0u64, 0u64); functions];
+        if let Some(c) = cpu_metric {
+            let s = primary;
+            for (i, node) in db.code.nodes.iter().enumerate() {
+                if let NodeKind::Frame(f) = node.kind {
+                    let exc = code.exclusive(i as u32);
+                    let e = &mut function_mem[frame_function[f as usize] as usize];
+                    e.0 += exc[s];
+                    e.1 += exc[c];
+                }
+            }
+        }
+        let mut data_mem = Vec::new();
+        if cpu_metric.is_some() {
+            let s = primary;
+            let proxy: Vec<Option<f64>> = function_mem
+                .iter()
+                .map(|&(s, c)| (c > 0).then(|| s as f64 / c as f64))
+                .collect();
+            data_mem = vec![(0u64, 0f64); db.data.nodes.len()];
+            for (i, node) in db.data.nodes.iter().enumerate() {
+                if let NodeKind::Frame(f) = node.kind {
+                    let v = data.exclusive(i as u32)[s];
+                    if let Some(p) = proxy[frame_function[f as usize] as usize] {
+                        data_mem[i] = (v, v as f64 * p);
+                    }
+                }
+            }
+            for i in (1..db.data.nodes.len()).rev() {
+                let p = db.data.nodes[i].parent as usize;
+                let (w, x) = data_mem[i];
+                data_mem[p].0 += w;
+                data_mem[p].1 += x;
+            }
+        }
+        // The shared rule of `formats::views::bottleneck` (what `hpcprof-rs
+        // export --view bottleneck` prints) for objects and functions,
+        // computed here on ids instead of strings so that a database of a
+        // million nodes still opens within a second; a test checks that both
+        // agree. Rows that rule leaves out (nothing sampled) have a proxy of
+        // 0 when cpu_samples exist.
+        let zero = cpu_metric.map(|_| 0.0);
+        let mut object_mem = vec![zero; db.objects.len()];
+        let mut function_bottleneck = vec![zero; functions];
+        if cpu_metric.is_some() {
+            let ratio = |num: u64, den: u64| {
+                Some(if den == 0 {
+                    0.0
+                } else {
+                    (num as f64 / den as f64).min(1.0)
+                })
+            };
+            for (f, &(s, c)) in function_mem.iter().enumerate() {
+                function_bottleneck[f] = ratio(s, c);
+            }
+            // The functions whose instructions accessed each object.
+            let n = db.data.nodes.len();
+            let mut owner = vec![u32::MAX; n];
+            let mut accessors: Vec<Vec<u32>> = vec![Vec::new(); db.objects.len()];
+            for (i, node) in db.data.nodes.iter().enumerate().skip(1) {
+                owner[i] = match node.kind {
+                    NodeKind::Object(o) => o,
+                    _ => owner[node.parent as usize],
+                };
+                if let (o, NodeKind::Frame(f)) = (owner[i], &node.kind) {
+                    if o != u32::MAX && data.exclusive(i as u32).iter().any(|&v| v > 0) {
+                        accessors[o as usize].push(frame_function[*f as usize]);
+                    }
+                }
+            }
+            for (o, mut fns) in accessors.into_iter().enumerate() {
+                fns.sort_unstable();
+                fns.dedup();
+                let den: u64 = fns.iter().map(|&f| function_mem[f as usize].1).sum();
+                let num = data.inclusive(db.objects[o].node)[primary];
+                object_mem[o] = ratio(num, den);
+            }
+        }
+        Model {
+            db,
+            dir,
+            columns,
+            primary,
+            samples_metric,
+            cpu_metric,
+            code,
+            data,
+            frame_function,
+            functions,
+            code_function,
+            function_mem,
+            data_mem,
+            object_mem,
+            function_bottleneck,
+        }
+    }
+
+    /// Reads a database directory (or its `profile.db` file) and indexes it.
+    /// Errors name the file: missing, unreadable, damaged, newer version.
+    pub fn open(path: &Path) -> Result<Self> {
+        let db = load(path)?;
+        let dir = if path.is_dir() {
+            Some(path.to_path_buf())
+        } else {
+            path.parent().map(Path::to_path_buf)
+        };
+        Ok(Model::new(db, dir))
+    }
+
+    /// Name of metric `m`.
+    pub fn metric_name(&self, m: usize) -> &str {
+        self.db
+            .info
+            .metrics
+            .get(m)
+            .map(|x| x.name.as_str())
+            .unwrap_or("samples")
+    }
+
+    /// The frame of a tree node kind, if it is one.
+    pub fn frame(&self, kind: &NodeKind) -> Option<&Frame> {
+        match kind {
+            NodeKind::Frame(f) => self.db.frames.get(*f as usize),
+            _ => None,
+        }
+    }
+
+    /// Where the source of `file` is: the copy in `DB/src/` (absolute path
+    /// without the leading `/`), else the original path if it is readable.
+    pub fn source_path(&self, file: &str) -> Option<PathBuf> {
+        if let Some(dir) = &self.dir {
+            let rel = file.trim_start_matches('/');
+            if !rel.is_empty() && !rel.split('/').any(|c| c == "..") {
+                let copy = dir.join("src").join(rel);
+                if copy.is_file() {
+                    return Some(copy);
+                }
+            }
+        }
+        let original = PathBuf::from(file);
+        (original.is_absolute() && original.is_file()).then_some(original)
+    }
+
+    /// The memory-boundness proxy of a data node: the proxies of the
+    /// functions that accessed it, weighted by its samples in each.
+    pub fn data_proxy(&self, node: u32) -> Option<f64> {
+        self.cpu_metric?;
+        let &(w, x) = self.data_mem.get(node as usize)?;
+        Some(if w > 0 { x / w as f64 } else { 0.0 })
+    }
+
+    /// The memory-boundness proxy of a function: its exclusive `samples` over
+    /// its exclusive `cpu_samples` (None without those metrics or samples).
+    pub fn function_proxy(&self, function: u32) -> Option<f64> {
+        let (s, c) = *self.function_mem.get(function as usize)?;
+        (self.cpu_metric.is_some() && c > 0).then(|| s as f64 / c as f64)
+    }
+}
+
+/// Reads a database directory (or its `profile.db`); errors name the file.
+pub fn load(path: &Path) -> Result<Database> {
+    if !path.exists() {
+        anyhow::bail!("database {} does not exist", path.display());
+    }
+    let file = if path.is_dir() {
+        path.join(FILE_NAME)
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    Database::from_bytes(&bytes).with_context(|| format!("cannot use {}", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use formats::views::{bottleneck, Region, Thresholds};
+
+    /// The proxies agree with `formats::views::bottleneck` (the rule of
+    /// `hpcprof-rs export --view bottleneck`).
+    fn agrees(db: Database) {
+        let model = Model::new(db.clone(), None);
+        let rows = bottleneck(&db, Thresholds::default());
+        assert!(!rows.is_empty());
+        for row in rows {
+            let mine = match row.region {
+                Region::Object(_) => {
+                    let o = db
+                        .objects
+                        .iter()
+                        .position(|o| {
+                            o.name == row.name
+                                && o.alloc_path.len() == row.alloc_path.len()
+                                && o.alloc_path
+                                    .iter()
+                                    .zip(&row.alloc_path)
+                                    .all(|(&f, g)| db.frames[f as usize] == **g)
+                        })
+                        .unwrap();
+                    model.object_mem[o]
+                }
+                Region::Function => {
+                    let f = db
+                        .frames
+                        .iter()
+                        .position(|f| {
+                            f.function == row.name && Some(f.module.as_str()) == row.module
+                        })
+                        .unwrap();
+                    model.function_bottleneck[model.frame_function[f] as usize]
+                }
+            };
+            match (mine, row.mem_time_share) {
+                (Some(a), Some(b)) => assert!((a - b).abs() < 1e-12, "{}: {a} vs {b}", row.name),
+                (a, b) => assert_eq!(a, b, "{}", row.name),
+            }
+        }
+    }
+
+    #[test]
+    fn proxies_match_formats_views_bottleneck() {
+        agrees(fixtures::abc());
+        agrees(fixtures::synthetic(20_000));
+        let mut no_cpu = fixtures::abc();
+        no_cpu.info.metrics.truncate(1);
+        agrees(no_cpu);
+    }
+}

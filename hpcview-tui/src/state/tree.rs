@@ -1,0 +1,1025 @@
+//! One pane's outline: items materialised on demand from the [`Model`],
+//! expansion, sorting of siblings, flattening into visible rows, selection
+//! and search. No terminal involved.
+//!
+//! The four outlines:
+//!
+//! * [`PaneKind::TopDown`]: the code-centric tree (root -> call path ->
+//!   sampled line);
+//! * [`PaneKind::BottomUp`]: callers: every function, expanding into the
+//!   functions that called it (inclusive = the function's cost when called
+//!   from there, recursion counted once);
+//! * [`PaneKind::Flat`]: every function, expanding into its sampled lines;
+//! * [`PaneKind::Data`]: data objects, object first; a heap object expands
+//!   into "allocated at" (its allocation path, root first) and then its
+//!   access call paths.
+//!
+//! ```
+//! use hpcview_tui::state::{model::Model, tree::{Pane, PaneKind}};
+//! let model = Model::new(hpcview_tui::fixtures::abc(), None);
+//! let pane = Pane::new(&model, PaneKind::Data);
+//! assert_eq!(pane.items[pane.visible[0] as usize].label, "C");
+//! assert!((pane.share(&model, pane.visible[0]) - 0.9).abs() < 1e-9);
+//! ```
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use formats::database::{NodeKind, ObjectKind};
+
+use super::bottleneck::Quadrant;
+use super::bottleneck::{self, ratio, Bottleneck};
+use super::model::Model;
+
+/// Which outline a pane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PaneKind {
+    TopDown,
+    BottomUp,
+    Flat,
+    Data,
+}
+
+impl PaneKind {
+    pub fn title(self) -> &'static str {
+        match self {
+            PaneKind::TopDown => "Code-centric: top-down",
+            PaneKind::BottomUp => "Code-centric: bottom-up (callers)",
+            PaneKind::Flat => "Code-centric: flat (function, line)",
+            PaneKind::Data => "Data-centric: objects",
+        }
+    }
+}
+
+/// What an item stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    /// A code-centric tree node.
+    Code(u32),
+    /// A data-centric tree node (access path below an object).
+    Data(u32),
+    /// A data object (index into `Database::objects`).
+    Object(u32),
+    /// "allocated at": the allocation path of an object.
+    AllocPath(u32),
+    /// Frame `index` of object `object`'s allocation path.
+    AllocFrame { object: u32, index: u32 },
+    /// A function (bottom-up or flat root) or a caller (bottom-up).
+    Group(u32),
+    /// A line of a function (flat).
+    Line(u32),
+}
+
+/// One row of an outline.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub node: Node,
+    pub parent: Option<u32>,
+    pub depth: u16,
+    /// None until materialised.
+    pub children: Option<Vec<u32>>,
+    pub expanded: bool,
+    /// False when the item has no children for sure.
+    pub expandable: bool,
+    pub label: String,
+    /// Short kind tag shown before the label (`heap`, `static`, ...).
+    pub tag: &'static str,
+    /// Inclusive values (empty for rows without metrics).
+    pub inc: Vec<u64>,
+    /// Exclusive values.
+    pub exc: Vec<u64>,
+    /// Memory-boundness proxy.
+    pub mem: Option<f64>,
+    /// Frame for the source pane.
+    pub frame: Option<u32>,
+    /// Data object, for the detail pane.
+    pub object: Option<u32>,
+    /// Tree node whose thread/rank distribution applies.
+    pub dist_node: Option<Node>,
+    /// The bottleneck share is the exclusive one (function rows, as in
+    /// `hpcprof-rs export --view bottleneck`).
+    pub exclusive_share: bool,
+}
+
+impl Item {
+    /// Whether this row has metric values.
+    pub fn has_metrics(&self) -> bool {
+        !self.inc.is_empty()
+    }
+}
+
+/// A metric column: inclusive or exclusive value of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Column {
+    pub metric: usize,
+    pub exclusive: bool,
+}
+
+/// What siblings are sorted by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortKey {
+    Column(Column),
+    Name,
+    /// Bottleneck priority score (`mem x share`).
+    Bottleneck,
+}
+
+/// Sort order of siblings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sort {
+    pub key: SortKey,
+    pub descending: bool,
+}
+
+/// Callers / lines group of the bottom-up and flat outlines: instances of a
+/// function in the code tree (`inst`) seen at ancestor `at`.
+#[derive(Debug, Clone)]
+struct Group {
+    insts: Vec<(u32, u32)>,
+}
+
+/// One pane's outline and selection.
+#[derive(Debug)]
+pub struct Pane {
+    pub kind: PaneKind,
+    pub items: Vec<Item>,
+    pub roots: Vec<u32>,
+    groups: Vec<Group>,
+    /// Items of the rows on screen, in order.
+    pub visible: Vec<u32>,
+    /// Index into `visible`.
+    pub selected: usize,
+    /// First row shown.
+    pub offset: usize,
+    /// Totals for percentages (inclusive values of the tree's root).
+    pub totals: Vec<u64>,
+    /// Bottom-up/flat: whether a code node has an ancestor of the same
+    /// function (its inclusive value is already counted).
+    nested: Vec<bool>,
+    sort: Option<Sort>,
+}
+
+fn basename(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+/// `function file:line` with the file's base name.
+pub fn frame_label(model: &Model, f: u32) -> String {
+    let Some(frame) = model.db.frames.get(f as usize) else {
+        return format!("<frame {f}>");
+    };
+    match (&frame.file, frame.line) {
+        (Some(file), Some(line)) => format!("{}  {}:{line}", frame.function, basename(file)),
+        (Some(file), None) => format!("{}  {}", frame.function, basename(file)),
+        _ => frame.function.clone(),
+    }
+}
+
+fn object_tag(kind: ObjectKind, name: &str) -> &'static str {
+    match kind {
+        ObjectKind::Heap if name.starts_with('<') => "small",
+        ObjectKind::Heap => "heap",
+        ObjectKind::Static => "static",
+        ObjectKind::Stack => "stack",
+        ObjectKind::Unknown => "unknown",
+    }
+}
+
+impl Pane {
+    /// The outline's top-level rows, sorted by the primary metric.
+    pub fn new(model: &Model, kind: PaneKind) -> Self {
+        let totals = match kind {
+            PaneKind::Data => model.data.inclusive(0).to_vec(),
+            _ => model.code.inclusive(0).to_vec(),
+        };
+        let mut pane = Pane {
+            kind,
+            items: Vec::new(),
+            roots: Vec::new(),
+            groups: Vec::new(),
+            visible: Vec::new(),
+            selected: 0,
+            offset: 0,
+            totals,
+            nested: Vec::new(),
+            sort: None,
+        };
+        let roots: Vec<u32> = match kind {
+            PaneKind::TopDown => model
+                .code
+                .children(0)
+                .iter()
+                .map(|&c| pane.push(model, Node::Code(c), None))
+                .collect(),
+            PaneKind::Data => (0..model.db.objects.len() as u32)
+                .map(|o| pane.push(model, Node::Object(o), None))
+                .collect(),
+            PaneKind::BottomUp | PaneKind::Flat => {
+                pane.nested = nested_instances(model);
+                let mut by_function: Vec<Vec<(u32, u32)>> = vec![Vec::new(); model.functions];
+                for (i, &func) in model.code_function.iter().enumerate() {
+                    if func != u32::MAX {
+                        by_function[func as usize].push((i as u32, i as u32));
+                    }
+                }
+                let mut roots = Vec::new();
+                for insts in by_function.into_iter().filter(|v| !v.is_empty()) {
+                    let g = pane.groups.len() as u32;
+                    pane.groups.push(Group { insts });
+                    let id = pane.push(model, Node::Group(g), None);
+                    if pane.items[id as usize].inc.iter().any(|&v| v > 0) {
+                        roots.push(id);
+                    }
+                }
+                roots
+            }
+        };
+        pane.roots = roots;
+        pane.set_sort(
+            model,
+            Sort {
+                key: SortKey::Column(Column {
+                    metric: model.primary,
+                    exclusive: false,
+                }),
+                descending: true,
+            },
+        );
+        pane
+    }
+
+    /// Creates an item (metrics, label) for `node`.
+    fn push(&mut self, model: &Model, node: Node, parent: Option<u32>) -> u32 {
+        let depth = parent.map_or(0, |p| self.items[p as usize].depth + 1);
+        let cols = model.columns;
+        let mut item = Item {
+            node,
+            parent,
+            depth,
+            children: None,
+            expanded: false,
+            expandable: false,
+            label: String::new(),
+            tag: "",
+            inc: Vec::new(),
+            exc: Vec::new(),
+            mem: None,
+            frame: None,
+            object: None,
+            dist_node: None,
+            exclusive_share: false,
+        };
+        let code_mem = |inc: &[u64]| {
+            model
+                .cpu_metric
+                .and_then(|c| ratio(inc[model.primary], inc[c], true))
+        };
+        match node {
+            Node::Code(n) => {
+                let kind = &model.db.code.nodes[n as usize].kind;
+                item.inc = model.code.inclusive(n).to_vec();
+                item.exc = model.code.exclusive(n).to_vec();
+                item.mem = code_mem(&item.inc);
+                item.expandable = !model.code.children(n).is_empty();
+                item.dist_node = Some(node);
+                self.label_tree_node(model, kind, &mut item);
+            }
+            Node::Data(n) => {
+                let kind = &model.db.data.nodes[n as usize].kind;
+                item.inc = model.data.inclusive(n).to_vec();
+                item.exc = model.data.exclusive(n).to_vec();
+                item.mem = model.data_proxy(n);
+                item.expandable = !model.data.children(n).is_empty();
+                item.dist_node = Some(node);
+                self.label_tree_node(model, kind, &mut item);
+            }
+            Node::Object(o) => {
+                let obj = &model.db.objects[o as usize];
+                item.inc = model.data.inclusive(obj.node).to_vec();
+                item.exc = model.data.exclusive(obj.node).to_vec();
+                item.mem = model.object_mem[o as usize];
+                item.expandable =
+                    !obj.alloc_path.is_empty() || !model.data.children(obj.node).is_empty();
+                item.label = obj.name.clone();
+                item.tag = object_tag(obj.kind, &obj.name);
+                item.object = Some(o);
+                item.dist_node = Some(Node::Data(obj.node));
+                item.frame = obj.alloc_path.last().copied();
+            }
+            Node::AllocPath(o) => {
+                let n = model.db.objects[o as usize].alloc_path.len();
+                item.label = format!(
+                    "allocated at ({n} frame{}, root first)",
+                    if n == 1 { "" } else { "s" }
+                );
+                item.expandable = n > 0;
+                item.object = Some(o);
+                item.frame = model.db.objects[o as usize].alloc_path.last().copied();
+            }
+            Node::AllocFrame { object, index } => {
+                let f = model.db.objects[object as usize].alloc_path[index as usize];
+                item.label = frame_label(model, f);
+                item.frame = Some(f);
+                item.object = Some(object);
+            }
+            Node::Group(g) => {
+                let group = &self.groups[g as usize];
+                let mut inc = vec![0u64; cols];
+                let mut exc = vec![0u64; cols];
+                let mut expandable = false;
+                for &(inst, at) in &group.insts {
+                    if !self.nested[inst as usize] {
+                        for (a, v) in inc.iter_mut().zip(model.code.inclusive(inst)) {
+                            *a += v;
+                        }
+                    }
+                    for (a, v) in exc.iter_mut().zip(model.code.exclusive(inst)) {
+                        *a += v;
+                    }
+                    if !expandable {
+                        expandable = match self.kind {
+                            PaneKind::Flat => true,
+                            _ => {
+                                let p = model.db.code.nodes[at as usize].parent;
+                                p != u32::MAX
+                                    && matches!(
+                                        model.db.code.nodes[p as usize].kind,
+                                        NodeKind::Frame(_)
+                                    )
+                            }
+                        };
+                    }
+                }
+                let (inst, at) = group.insts[0];
+                // Label: the function at `at` (a caller) or of the instance.
+                let shown = if parent.is_some() { at } else { inst };
+                if let NodeKind::Frame(f) = model.db.code.nodes[shown as usize].kind {
+                    let frame = &model.db.frames[f as usize];
+                    item.label = frame.function.clone();
+                    item.frame = Some(f);
+                }
+                item.tag = if parent.is_some() { "caller" } else { "fn" };
+                item.mem = code_mem(&inc);
+                if parent.is_none() {
+                    // A function: the shared rule (exclusive values).
+                    if let Some(f) = item.frame {
+                        item.mem =
+                            model.function_bottleneck[model.frame_function[f as usize] as usize];
+                        item.exclusive_share = true;
+                    }
+                }
+                item.inc = inc;
+                item.exc = exc;
+                item.expandable = expandable;
+            }
+            Node::Line(g) => {
+                let group = &self.groups[g as usize];
+                let mut exc = vec![0u64; cols];
+                for &(inst, _) in &group.insts {
+                    for (a, v) in exc.iter_mut().zip(model.code.exclusive(inst)) {
+                        *a += v;
+                    }
+                }
+                let (inst, _) = group.insts[0];
+                if let NodeKind::Frame(f) = model.db.code.nodes[inst as usize].kind {
+                    let frame = &model.db.frames[f as usize];
+                    item.label = match (&frame.file, frame.line) {
+                        (Some(file), Some(line)) => format!("{}:{line}", basename(file)),
+                        (Some(file), None) => basename(file).to_string(),
+                        _ => "(no line information)".to_string(),
+                    };
+                    item.frame = Some(f);
+                }
+                item.tag = "line";
+                item.mem = code_mem(&exc);
+                item.inc = exc.clone();
+                item.exc = exc;
+            }
+        }
+        let id = self.items.len() as u32;
+        self.items.push(item);
+        id
+    }
+
+    fn label_tree_node(&self, model: &Model, kind: &NodeKind, item: &mut Item) {
+        match kind {
+            NodeKind::Root(name) => {
+                item.label = if name.is_empty() {
+                    "<root>".into()
+                } else {
+                    name.clone()
+                };
+                item.tag = "root";
+            }
+            NodeKind::Frame(f) => {
+                item.label = frame_label(model, *f);
+                item.frame = Some(*f);
+                item.tag = if model.db.frames[*f as usize].inlined {
+                    "inl"
+                } else {
+                    ""
+                };
+            }
+            NodeKind::Object(o) => {
+                let obj = &model.db.objects[*o as usize];
+                item.label = obj.name.clone();
+                item.tag = object_tag(obj.kind, &obj.name);
+                item.object = Some(*o);
+            }
+        }
+    }
+
+    /// Creates the children of `id` (once), sorted.
+    pub fn materialize(&mut self, model: &Model, id: u32) {
+        if self.items[id as usize].children.is_some() {
+            return;
+        }
+        let node = self.items[id as usize].node;
+        let mut kids: Vec<u32> = Vec::new();
+        match node {
+            Node::Code(n) => {
+                for &c in model.code.children(n) {
+                    kids.push(self.push(model, Node::Code(c), Some(id)));
+                }
+            }
+            Node::Data(n) => {
+                for &c in model.data.children(n) {
+                    kids.push(self.push(model, Node::Data(c), Some(id)));
+                }
+            }
+            Node::Object(o) => {
+                let obj = &model.db.objects[o as usize];
+                let data_node = obj.node;
+                if !obj.alloc_path.is_empty() {
+                    kids.push(self.push(model, Node::AllocPath(o), Some(id)));
+                }
+                for &c in model.data.children(data_node) {
+                    kids.push(self.push(model, Node::Data(c), Some(id)));
+                }
+            }
+            Node::AllocPath(o) => {
+                let n = model.db.objects[o as usize].alloc_path.len() as u32;
+                for index in 0..n {
+                    kids.push(self.push(model, Node::AllocFrame { object: o, index }, Some(id)));
+                }
+            }
+            Node::AllocFrame { .. } | Node::Line(_) => {}
+            Node::Group(g) => {
+                let insts = self.groups[g as usize].insts.clone();
+                let mut order: Vec<(u64, u64)> = Vec::new();
+                let mut buckets: HashMap<(u64, u64), Vec<(u32, u32)>> = HashMap::new();
+                for (inst, at) in insts {
+                    let key = match self.kind {
+                        PaneKind::Flat => {
+                            let NodeKind::Frame(f) = model.db.code.nodes[inst as usize].kind else {
+                                continue;
+                            };
+                            if model.code.exclusive(inst).iter().all(|&v| v == 0) {
+                                continue;
+                            }
+                            let fr = &model.db.frames[f as usize];
+                            // Lines of one function: same file and line.
+                            let file = fr.file.as_deref().unwrap_or("");
+                            (hash_str(file), u64::from(fr.line.unwrap_or(0)))
+                        }
+                        _ => {
+                            let p = model.db.code.nodes[at as usize].parent;
+                            if p == u32::MAX {
+                                continue;
+                            }
+                            let NodeKind::Frame(f) = model.db.code.nodes[p as usize].kind else {
+                                continue;
+                            };
+                            (u64::from(model.frame_function[f as usize]), 0)
+                        }
+                    };
+                    let at = match self.kind {
+                        PaneKind::Flat => at,
+                        _ => model.db.code.nodes[at as usize].parent,
+                    };
+                    buckets
+                        .entry(key)
+                        .or_insert_with(|| {
+                            order.push(key);
+                            Vec::new()
+                        })
+                        .push((inst, at));
+                }
+                for key in order {
+                    let insts = buckets.remove(&key).unwrap_or_default();
+                    let g = self.groups.len() as u32;
+                    self.groups.push(Group { insts });
+                    let node = match self.kind {
+                        PaneKind::Flat => Node::Line(g),
+                        _ => Node::Group(g),
+                    };
+                    kids.push(self.push(model, node, Some(id)));
+                }
+            }
+        }
+        self.items[id as usize].expandable = !kids.is_empty();
+        if let Some(sort) = self.sort {
+            self.sort_ids(model, &mut kids, sort);
+        }
+        self.items[id as usize].children = Some(kids);
+    }
+
+    /// Share of item `id`'s inclusive primary value in the pane's total.
+    pub fn share(&self, model: &Model, id: u32) -> f64 {
+        let item = &self.items[id as usize];
+        let total = self.totals.get(model.primary).copied().unwrap_or(0);
+        let vals = if item.exclusive_share {
+            &item.exc
+        } else {
+            &item.inc
+        };
+        let v = vals.get(model.primary).copied().unwrap_or(0);
+        if total == 0 {
+            0.0
+        } else {
+            v as f64 / total as f64
+        }
+    }
+
+    /// The bottleneck figures of item `id`.
+    pub fn bottleneck(&self, model: &Model, id: u32) -> Bottleneck {
+        bottleneck::classify(self.items[id as usize].mem, self.share(model, id))
+    }
+
+    fn sort_ids(&self, model: &Model, ids: &mut [u32], sort: Sort) {
+        let cmp = |a: &u32, b: &u32| -> Ordering {
+            let (ia, ib) = (&self.items[*a as usize], &self.items[*b as usize]);
+            // Rows without metrics (allocation paths) stay first, in order.
+            match (ia.has_metrics(), ib.has_metrics()) {
+                (false, false) => return a.cmp(b),
+                (false, true) => return Ordering::Less,
+                (true, false) => return Ordering::Greater,
+                _ => {}
+            }
+            let primary = |i: &Item| i.inc.get(model.primary).copied().unwrap_or(0);
+            let ord = match sort.key {
+                SortKey::Name => ia.label.cmp(&ib.label),
+                SortKey::Column(c) => {
+                    let v = |i: &Item| {
+                        let vals = if c.exclusive { &i.exc } else { &i.inc };
+                        vals.get(c.metric).copied().unwrap_or(0)
+                    };
+                    // Ties: by the other of inclusive/exclusive.
+                    let w = |i: &Item| {
+                        let vals = if c.exclusive { &i.inc } else { &i.exc };
+                        vals.get(c.metric).copied().unwrap_or(0)
+                    };
+                    v(ia).cmp(&v(ib)).then_with(|| w(ia).cmp(&w(ib)))
+                }
+                SortKey::Bottleneck => {
+                    // Quadrant first (optimise first = 1 sorts last
+                    // ascending, so first descending), then the score.
+                    let (ba, bb) = (self.bottleneck(model, *a), self.bottleneck(model, *b));
+                    let q = |q: Quadrant| std::cmp::Reverse(q.priority());
+                    q(ba.quadrant)
+                        .cmp(&q(bb.quadrant))
+                        .then_with(|| ba.score.total_cmp(&bb.score))
+                        .then_with(|| primary(ia).cmp(&primary(ib)))
+                }
+            };
+            let ord = if sort.descending { ord.reverse() } else { ord };
+            ord.then_with(|| ia.label.cmp(&ib.label)).then(a.cmp(b))
+        };
+        ids.sort_by(cmp);
+    }
+
+    /// Current sort order.
+    pub fn sort(&self) -> Option<Sort> {
+        self.sort
+    }
+
+    /// Re-sorts every materialised sibling list; keeps the selected item.
+    pub fn set_sort(&mut self, model: &Model, sort: Sort) {
+        let keep = self.selected_id();
+        self.sort = Some(sort);
+        let mut roots = std::mem::take(&mut self.roots);
+        self.sort_ids(model, &mut roots, sort);
+        self.roots = roots;
+        for i in 0..self.items.len() {
+            if let Some(mut kids) = self.items[i].children.take() {
+                self.sort_ids(model, &mut kids, sort);
+                self.items[i].children = Some(kids);
+            }
+        }
+        self.flatten();
+        self.select_id(keep);
+    }
+
+    /// Recomputes `visible` from the expansion state.
+    pub fn flatten(&mut self) {
+        let mut out = Vec::with_capacity(self.visible.len().max(64));
+        let mut stack: Vec<u32> = self.roots.iter().rev().copied().collect();
+        while let Some(id) = stack.pop() {
+            out.push(id);
+            let item = &self.items[id as usize];
+            if item.expanded {
+                if let Some(kids) = &item.children {
+                    stack.extend(kids.iter().rev());
+                }
+            }
+        }
+        self.visible = out;
+        if self.selected >= self.visible.len() {
+            self.selected = self.visible.len().saturating_sub(1);
+        }
+    }
+
+    /// The selected item.
+    pub fn selected_id(&self) -> Option<u32> {
+        self.visible.get(self.selected).copied()
+    }
+
+    /// The selected item's row.
+    pub fn selected_item(&self) -> Option<&Item> {
+        self.selected_id().map(|id| &self.items[id as usize])
+    }
+
+    /// Selects `id` if it is visible.
+    pub fn select_id(&mut self, id: Option<u32>) {
+        if let Some(id) = id {
+            if let Some(pos) = self.visible.iter().position(|&v| v == id) {
+                self.selected = pos;
+            }
+        }
+    }
+
+    /// Moves the selection by `delta` rows (clamped).
+    pub fn move_by(&mut self, delta: isize) {
+        if self.visible.is_empty() {
+            return;
+        }
+        let last = self.visible.len() - 1;
+        self.selected = (self.selected as isize + delta).clamp(0, last as isize) as usize;
+    }
+
+    /// Selects the first or last row.
+    pub fn select_edge(&mut self, end: bool) {
+        self.selected = if end {
+            self.visible.len().saturating_sub(1)
+        } else {
+            0
+        };
+    }
+
+    /// Expands item `id`.
+    pub fn expand(&mut self, model: &Model, id: u32) {
+        self.materialize(model, id);
+        let item = &mut self.items[id as usize];
+        if item.children.as_ref().is_some_and(|c| !c.is_empty()) {
+            item.expanded = true;
+            self.flatten();
+        }
+    }
+
+    /// Collapses item `id`.
+    pub fn collapse(&mut self, id: u32) {
+        if self.items[id as usize].expanded {
+            self.items[id as usize].expanded = false;
+            self.flatten();
+            self.select_id(Some(id));
+        }
+    }
+
+    /// Enter/Space: expands or collapses the selected row.
+    pub fn toggle(&mut self, model: &Model) {
+        if let Some(id) = self.selected_id() {
+            if self.items[id as usize].expanded {
+                self.collapse(id);
+            } else {
+                self.expand(model, id);
+            }
+        }
+    }
+
+    /// Right/l: expands, or moves to the first child when expanded.
+    pub fn right(&mut self, model: &Model) {
+        if let Some(id) = self.selected_id() {
+            if self.items[id as usize].expanded {
+                self.move_by(1);
+            } else {
+                self.expand(model, id);
+            }
+        }
+    }
+
+    /// Left/h: collapses, or moves to the parent when collapsed.
+    pub fn left(&mut self) {
+        if let Some(id) = self.selected_id() {
+            if self.items[id as usize].expanded {
+                self.collapse(id);
+            } else if let Some(p) = self.items[id as usize].parent {
+                self.select_id(Some(p));
+            }
+        }
+    }
+
+    /// Expands the hottest path below the selection down to a leaf (used
+    /// to open the panes on something useful).
+    pub fn expand_hot_path(&mut self, model: &Model, max_depth: usize) {
+        let mut id = match self.selected_id() {
+            Some(id) => id,
+            None => return,
+        };
+        for _ in 0..max_depth {
+            self.materialize(model, id);
+            let kids = self.items[id as usize].children.clone().unwrap_or_default();
+            let Some(&next) = kids.iter().find(|&&k| self.items[k as usize].has_metrics()) else {
+                break;
+            };
+            self.items[id as usize].expanded = true;
+            id = next;
+        }
+        self.flatten();
+        self.select_id(Some(id));
+    }
+
+    /// Finds the next (or previous) item whose label contains `query`
+    /// (case-insensitive) in display order, expands its ancestors and
+    /// selects it. Searches the whole outline, materialising only subtrees
+    /// that contain a match. Returns false when nothing matches.
+    pub fn search(&mut self, model: &Model, query: &str, forward: bool) -> bool {
+        let q = query.to_lowercase();
+        if q.is_empty() {
+            return false;
+        }
+        let index = SearchIndex::new(model, &q, self.kind);
+        let current = self.selected_id();
+        let mut order: Vec<u32> = Vec::new();
+        let mut hits: Vec<usize> = Vec::new();
+        let mut current_pos = None;
+        let mut stack: Vec<u32> = self.roots.iter().rev().copied().collect();
+        while let Some(id) = stack.pop() {
+            if Some(id) == current {
+                current_pos = Some(order.len());
+            }
+            if self.items[id as usize].label.to_lowercase().contains(&q) {
+                hits.push(order.len());
+            }
+            order.push(id);
+            let descend = self.items[id as usize].children.is_some()
+                || index.may_contain(model, &self.items[id as usize]);
+            if descend && self.items[id as usize].expandable {
+                self.materialize(model, id);
+                if let Some(kids) = &self.items[id as usize].children {
+                    stack.extend(kids.iter().rev());
+                }
+            }
+        }
+        if hits.is_empty() {
+            return false;
+        }
+        let cur = current_pos.unwrap_or(0);
+        let pick = if forward {
+            hits.iter()
+                .find(|&&h| h > cur || current_pos.is_none() && h == cur)
+                .or(hits.first())
+        } else {
+            hits.iter().rev().find(|&&h| h < cur).or(hits.last())
+        };
+        let target = order[*pick.expect("hits is not empty")];
+        let mut p = self.items[target as usize].parent;
+        while let Some(id) = p {
+            self.items[id as usize].expanded = true;
+            p = self.items[id as usize].parent;
+        }
+        self.flatten();
+        self.select_id(Some(target));
+        true
+    }
+
+    /// Adjusts `offset` so that the selection is inside a window of
+    /// `height` rows.
+    pub fn scroll_into_view(&mut self, height: usize) {
+        if height == 0 {
+            return;
+        }
+        if self.selected < self.offset {
+            self.offset = self.selected;
+        } else if self.selected >= self.offset + height {
+            self.offset = self.selected + 1 - height;
+        }
+        let max = self.visible.len().saturating_sub(height);
+        self.offset = self.offset.min(max);
+    }
+}
+
+fn hash_str(s: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// For every code node: does an ancestor belong to the same function?
+fn nested_instances(model: &Model) -> Vec<bool> {
+    let funcs = &model.code_function;
+    let mut nested = vec![false; funcs.len()];
+    let mut active = vec![0u32; model.functions];
+    // Iterative DFS with enter/exit events, on the compact arrays.
+    let mut stack: Vec<(u32, bool)> = vec![(0, false)];
+    while let Some((n, exit)) = stack.pop() {
+        let func = funcs[n as usize];
+        if exit {
+            if func != u32::MAX {
+                active[func as usize] -= 1;
+            }
+            continue;
+        }
+        if func != u32::MAX {
+            nested[n as usize] = active[func as usize] > 0;
+            active[func as usize] += 1;
+            stack.push((n, true));
+        }
+        for &c in model.code.children(n).iter().rev() {
+            stack.push((c, false));
+        }
+    }
+    nested
+}
+
+/// Which tree nodes have a matching node in their subtree, for one query.
+struct SearchIndex {
+    /// Per code or data node (by pane kind).
+    subtree: Vec<bool>,
+    /// Per function (bottom-up / flat roots).
+    objects: Vec<bool>,
+}
+
+impl SearchIndex {
+    fn new(model: &Model, q: &str, kind: PaneKind) -> Self {
+        let frames: Vec<bool> = (0..model.db.frames.len() as u32)
+            .map(|f| frame_label(model, f).to_lowercase().contains(q))
+            .collect();
+        let objects: Vec<bool> = model
+            .db
+            .objects
+            .iter()
+            .map(|o| o.name.to_lowercase().contains(q))
+            .collect();
+        let tree = match kind {
+            PaneKind::Data => &model.db.data,
+            PaneKind::TopDown => &model.db.code,
+            // Bottom-up and flat rows are functions, callers and lines:
+            // only the materialised ones and the roots are searched.
+            _ => {
+                return SearchIndex {
+                    subtree: Vec::new(),
+                    objects,
+                }
+            }
+        };
+        let mut subtree: Vec<bool> = tree
+            .nodes
+            .iter()
+            .map(|n| match &n.kind {
+                NodeKind::Frame(f) => frames[*f as usize],
+                NodeKind::Object(o) => objects[*o as usize],
+                NodeKind::Root(name) => name.to_lowercase().contains(q),
+            })
+            .collect();
+        for i in (1..tree.nodes.len()).rev() {
+            if subtree[i] {
+                subtree[tree.nodes[i].parent as usize] = true;
+            }
+        }
+        SearchIndex { subtree, objects }
+    }
+
+    fn may_contain(&self, model: &Model, item: &Item) -> bool {
+        let at = |n: u32| self.subtree.get(n as usize).copied().unwrap_or(false);
+        match item.node {
+            Node::Code(n) | Node::Data(n) => at(n),
+            Node::Object(o) => {
+                let obj = &model.db.objects[o as usize];
+                self.objects[o as usize] || at(obj.node) || !obj.alloc_path.is_empty()
+            }
+            Node::AllocPath(_) => true,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+
+    fn labels(pane: &Pane) -> Vec<String> {
+        pane.visible
+            .iter()
+            .map(|&id| {
+                let i = &pane.items[id as usize];
+                format!("{}{}", "  ".repeat(i.depth as usize), i.label)
+            })
+            .collect()
+    }
+
+    fn root(pane: &Pane, label: &str) -> u32 {
+        *pane
+            .roots
+            .iter()
+            .find(|&&r| pane.items[r as usize].label == label)
+            .unwrap_or_else(|| panic!("no root {label}"))
+    }
+
+    #[test]
+    fn data_pane_is_object_first() {
+        let model = Model::new(fixtures::abc(), None);
+        let mut pane = Pane::new(&model, PaneKind::Data);
+        assert_eq!(labels(&pane)[..4], ["C", "B", "A", "<stack: thread 0>"]);
+        pane.toggle(&model);
+        let l = labels(&pane);
+        assert_eq!(l[1], "  allocated at (4 frames, root first)");
+        assert_eq!(l[2], "  _start");
+        // The allocation path expands into its frames, root first.
+        pane.move_by(1);
+        pane.toggle(&model);
+        let l = labels(&pane);
+        assert_eq!(l[2], "    _start");
+        assert_eq!(l[5], "    main  abc.c:32");
+        assert_eq!(l[6], "  _start");
+        let c = pane.visible[0];
+        assert!((pane.share(&model, c) - 0.9).abs() < 1e-9);
+        // C is accessed only by compute: its samples over compute's
+        // cpu_samples (formats::views::bottleneck).
+        let mem = pane.items[c as usize].mem.unwrap();
+        assert!((mem - 900.0 / 1050.0).abs() < 1e-9, "{mem}");
+        // Its first access-path node: compute's proxy, weighted.
+        let path = pane.visible[6];
+        let mem = pane.items[path as usize].mem.unwrap();
+        assert!((mem - 1000.0 / 1050.0).abs() < 1e-9, "{mem}");
+    }
+
+    #[test]
+    fn bottom_up_lists_callers() {
+        let model = Model::new(fixtures::abc(), None);
+        let mut pane = Pane::new(&model, PaneKind::BottomUp);
+        let compute = root(&pane, "compute");
+        assert_eq!(pane.items[compute as usize].inc, [1000, 20, 1050]);
+        pane.select_id(Some(compute));
+        pane.toggle(&model);
+        let caller = pane.items[compute as usize].children.as_ref().unwrap()[0];
+        assert_eq!(pane.items[caller as usize].label, "main");
+        assert_eq!(pane.items[caller as usize].tag, "caller");
+        assert_eq!(pane.items[caller as usize].inc, [1000, 20, 1050]);
+        // main's caller is __libc_start_call_main.
+        pane.select_id(Some(caller));
+        pane.toggle(&model);
+        let up = pane.items[caller as usize].children.as_ref().unwrap()[0];
+        assert_eq!(pane.items[up as usize].label, "__libc_start_call_main");
+    }
+
+    #[test]
+    fn flat_lists_lines() {
+        let model = Model::new(fixtures::abc(), None);
+        let mut pane = Pane::new(&model, PaneKind::Flat);
+        let compute = root(&pane, "compute");
+        pane.select_id(Some(compute));
+        pane.toggle(&model);
+        let lines: Vec<&str> = pane.items[compute as usize]
+            .children
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|&c| pane.items[c as usize].label.as_str())
+            .collect();
+        assert_eq!(lines, ["abc.c:25", "abc.c:24"]);
+    }
+
+    #[test]
+    fn top_down_sort_and_search() {
+        let model = Model::new(fixtures::abc(), None);
+        let mut pane = Pane::new(&model, PaneKind::TopDown);
+        assert_eq!(labels(&pane), ["_start"]);
+        assert!(pane.search(&model, "abc.c:25", true));
+        let sel = pane.selected_item().unwrap();
+        assert_eq!(sel.label, "compute  abc.c:25");
+        assert!(!pane.search(&model, "no such thing", true));
+        let pos = |pane: &Pane, s: &str| labels(pane).iter().position(|l| l.contains(s));
+        assert!(pos(&pane, "main  abc.c:45") < pos(&pane, "main  abc.c:41"));
+        pane.set_sort(
+            &model,
+            Sort {
+                key: SortKey::Name,
+                descending: false,
+            },
+        );
+        assert!(pos(&pane, "main  abc.c:41") < pos(&pane, "main  abc.c:45"));
+        // The selection survives the re-sort.
+        assert_eq!(pane.selected_item().unwrap().label, "compute  abc.c:25");
+    }
+
+    #[test]
+    fn recursion_is_counted_once() {
+        let model = Model::new(fixtures::recursive(), None);
+        let pane = Pane::new(&model, PaneKind::BottomUp);
+        let f = root(&pane, "f");
+        // f -> f -> g: inclusive 10, not 20.
+        assert_eq!(pane.items[f as usize].inc[0], 10);
+    }
+}

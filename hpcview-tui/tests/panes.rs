@@ -1,0 +1,167 @@
+//! Snapshot tests of every pane (ratatui `TestBackend` + insta) on a
+//! hand-built database that mirrors `examples/abc` with fixed numbers
+//! (`fixtures::abc`), written to disk with a `src/` copy of
+//! `examples/abc/abc.c` (a frozen copy, `fixtures::ABC_SOURCE`) so that the
+//! source pane reads it the way it reads a real database. The real pipeline's sample counts vary from run to run, so
+//! the real-database checks (top object C, its share >= 70%) are structural
+//! assertions in `tests/viewer.rs` of the `pipeline-tests` package.
+
+use std::path::PathBuf;
+
+use hpcview_tui::fixtures;
+use hpcview_tui::state::model::Model;
+use hpcview_tui::state::{Action, AppState, Focus};
+use hpcview_tui::view::{self, Theme};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+fn db_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hpcview-panes-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    fixtures::write(
+        &fixtures::abc(),
+        &dir,
+        &[(fixtures::ABC_FILE, fixtures::ABC_SOURCE)],
+    )
+    .expect("write db");
+    dir
+}
+
+fn app(name: &str) -> AppState {
+    AppState::new(Model::open(&db_dir(name)).expect("open fixture db"))
+}
+
+fn screen(app: &mut AppState, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| view::draw(f, app, Theme { color: false }))
+        .unwrap();
+    view::text(term.backend().buffer())
+}
+
+fn keys(app: &mut AppState, actions: &[Action]) {
+    for a in actions {
+        assert!(!app.apply(a.clone()), "{a:?} quit");
+    }
+}
+
+#[test]
+fn data_pane() {
+    let mut app = app("data");
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("data_pane", s);
+}
+
+#[test]
+fn data_pane_object_expanded() {
+    let mut app = app("data-exp");
+    // C -> allocated at -> its frames; then the access path.
+    keys(
+        &mut app,
+        &[Action::Toggle, Action::Down, Action::Toggle, Action::End],
+    );
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("data_pane_object_expanded", s);
+}
+
+#[test]
+fn data_pane_80x24() {
+    let mut app = app("data-80");
+    let s = screen(&mut app, 80, 24);
+    insta::assert_snapshot!("data_pane_80x24", s);
+}
+
+#[test]
+fn code_top_down() {
+    let mut app = app("topdown");
+    keys(&mut app, &[Action::CodeView]);
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("code_top_down", s);
+}
+
+#[test]
+fn code_bottom_up() {
+    let mut app = app("bottomup");
+    keys(&mut app, &[Action::CodeView, Action::CodeView]);
+    app.query = Some("compute".into());
+    keys(
+        &mut app,
+        &[
+            Action::NextMatch,
+            Action::Toggle,
+            Action::Down,
+            Action::Toggle,
+        ],
+    );
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("code_bottom_up", s);
+}
+
+#[test]
+fn code_flat() {
+    let mut app = app("flat");
+    keys(
+        &mut app,
+        &[Action::CodeView, Action::CodeView, Action::CodeView],
+    );
+    app.query = Some("compute".into());
+    keys(&mut app, &[Action::NextMatch, Action::Toggle, Action::Down]);
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("code_flat", s);
+}
+
+#[test]
+fn bottleneck_order() {
+    let mut app = app("bottleneck");
+    keys(&mut app, &[Action::Bottleneck]);
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("bottleneck_order", s);
+}
+
+#[test]
+fn source_pane_focused_and_scrolled() {
+    let mut app = app("source");
+    keys(
+        &mut app,
+        &[Action::CodeView, Action::NextPane, Action::Home],
+    );
+    assert_eq!(app.focus, Focus::Source);
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("source_pane", s);
+}
+
+#[test]
+fn help_popup() {
+    let mut app = app("help");
+    keys(&mut app, &[Action::Help]);
+    let s = screen(&mut app, 80, 24);
+    insta::assert_snapshot!("help_popup", s);
+}
+
+#[test]
+fn column_chooser_and_search_prompt() {
+    let mut app = app("columns");
+    keys(
+        &mut app,
+        &[
+            Action::Columns,
+            Action::Down,
+            Action::Down,
+            Action::Down,
+            Action::Down,
+            Action::Toggle,
+        ],
+    );
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("column_chooser", s);
+    keys(
+        &mut app,
+        &[
+            Action::Escape,
+            Action::SearchStart,
+            Action::SearchChar('m'),
+            Action::SearchChar('a'),
+        ],
+    );
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("search_prompt", s);
+}

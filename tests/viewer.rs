@@ -1,0 +1,302 @@
+//! hpcview-tui on a real database: examples/abc compiled with gcc, measured
+//! with `hpcrun-rs -e mem:soft`, merged by `hpcprof-rs`.
+//!
+//! * every pane rendered with ratatui's `TestBackend` and checked for
+//!   structure (sample counts vary from run to run, so the exact snapshots
+//!   are in hpcview-tui/tests/panes.rs on a hand-built copy of this
+//!   database): the top object is C with at least 70%, the code-centric
+//!   panes blame `compute` and the source pane shows its line;
+//! * the real binary driven in tmux: start, `d`, C and its percentage are
+//!   on screen, resize, `q` quits and the shell's screen is back.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use hpcview_tui::state::model::Model;
+use hpcview_tui::state::tree::PaneKind;
+use hpcview_tui::state::{Action, AppState};
+use hpcview_tui::view::{self, Theme};
+use pipeline_tests::*;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+const EVENT: &str = "mem:soft@100000";
+
+fn abc_db(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name);
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    profile(&dir, EVENT, &exe, &["2"]).db
+}
+
+fn screen(app: &mut AppState, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| view::draw(f, app, Theme { color: false }))
+        .unwrap();
+    view::text(term.backend().buffer())
+}
+
+/// "95.8%": how the viewer prints the top object's share.
+fn top_object(app: &AppState) -> (String, f64) {
+    let pane = app.pane();
+    let id = pane.visible[0];
+    (
+        pane.items[id as usize].label.clone(),
+        pane.share(&app.model, id),
+    )
+}
+
+#[test]
+fn panes_on_a_real_abc_database() {
+    let db = abc_db("viewer-panes");
+    let mut app = AppState::new(Model::open(&db).expect("open the real database"));
+
+    // Data-centric: C first, with most of the samples.
+    assert_eq!(app.view, PaneKind::Data);
+    let (name, share) = top_object(&app);
+    assert_eq!(name, "C");
+    assert!(share >= 0.70, "C holds only {:.1}%", 100.0 * share);
+    let s = screen(&mut app, 100, 30);
+    let pct = format!("{:.1}%", 100.0 * share);
+    let row = s
+        .lines()
+        .find(|l| l.contains("[heap] C"))
+        .unwrap_or_else(|| panic!("no C row:\n{s}"));
+    assert!(row.contains(&pct) && row.contains('›'), "{row}\n{s}");
+    for obj in ["[heap] B", "[heap] A"] {
+        assert!(s.contains(obj), "{obj} missing:\n{s}");
+    }
+    // The source pane shows C's allocation line; the detail pane the object.
+    let c_line = line_of("abc/abc.c", "cube *C = malloc");
+    assert!(s.contains(&format!("abc.c:{c_line}")), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains(&format!("{c_line}▶")) && l.contains("cube *C = malloc")),
+        "{s}"
+    );
+    assert!(s.contains("offset histogram: not measured"), "{s}");
+
+    // Expanded: allocation path (main at the C line), then access paths.
+    app.apply(Action::Toggle);
+    app.apply(Action::Down);
+    app.apply(Action::Toggle);
+    let s = screen(&mut app, 100, 30);
+    assert!(s.contains("allocated at ("), "{s}");
+    assert!(s.contains(&format!("main  abc.c:{c_line}")), "{s}");
+
+    // Bottleneck order: C first, memory bound with the largest share.
+    app.apply(Action::Bottleneck);
+    app.apply(Action::Home);
+    let s = screen(&mut app, 100, 30);
+    let row = s.lines().find(|l| l.contains("[heap] C")).unwrap();
+    assert!(row.contains("OPTIMISE 1st") && row.contains('›'), "{s}");
+
+    // Code-centric top-down: opens on the hottest line, in compute, and
+    // the source pane highlights it.
+    app.apply(Action::CodeView);
+    let sel = app.pane().selected_item().unwrap().label.clone();
+    assert!(sel.starts_with("compute  abc.c:"), "{sel}");
+    let line: u32 = sel.rsplit(':').next().unwrap().parse().unwrap();
+    let text = std::fs::read_to_string(root().join("examples/abc/abc.c")).unwrap();
+    let src = text.lines().nth(line as usize - 1).unwrap().trim();
+    let s = screen(&mut app, 120, 40);
+    assert!(
+        s.lines()
+            .any(|l| l.contains(&format!("{line}▶")) && l.contains(&src[..src.len().min(20)])),
+        "line {line} ({src}) not highlighted:\n{s}"
+    );
+
+    // Bottom-up: compute is called from main.
+    app.apply(Action::CodeView);
+    app.query = Some("compute".into());
+    app.apply(Action::NextMatch);
+    app.apply(Action::Toggle);
+    let s = screen(&mut app, 100, 30);
+    assert!(
+        s.contains("[fn] compute") && s.contains("[caller] main"),
+        "{s}"
+    );
+
+    // Flat: compute's lines, the hottest being the loop body.
+    app.apply(Action::CodeView);
+    app.apply(Action::NextMatch);
+    app.apply(Action::Toggle);
+    let s = screen(&mut app, 100, 30);
+    assert!(s.contains(&format!("[line] abc.c:{line}")), "{s}");
+
+    // Help lists every key.
+    app.apply(Action::Help);
+    let s = screen(&mut app, 80, 24);
+    for key in ["PgUp", "Tab", "bottleneck", "search", "filter", "quit"] {
+        assert!(s.contains(key), "help lacks {key}:\n{s}");
+    }
+}
+
+#[test]
+fn damaged_database_is_a_clear_error() {
+    let dir = scratch("viewer-damaged");
+    let out = run(Command::new(tool("hpcview-tui")).arg(dir.join("nope")));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not exist") && err.contains("nope"),
+        "{err}"
+    );
+    std::fs::write(dir.join("profile.db"), b"HPCPROFD\x09\0\0\0\0\0\0\0\x80").unwrap();
+    let out = run(Command::new(tool("hpcview-tui")).arg(&dir));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("profile.db") && err.contains("newer"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A private tmux server, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        run(Command::new("tmux").arg("-L").arg(&self.socket).args(args))
+    }
+
+    fn capture(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-t", "viewer"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The screen plus the lines that scrolled off it (the resize to 24
+    /// rows may push the first lines of the shell's screen into history).
+    fn capture_with_history(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-S", "-100", "-t", "viewer"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `ok`; panics with the screen if not.
+    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.capture();
+            if ok(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("timed out waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "viewer"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status.success());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn real_binary_in_tmux() {
+    if !have_tmux() {
+        if std::env::var_os("CI").is_some() {
+            panic!("tmux is required in CI (.ci/run installs it)");
+        }
+        eprintln!(
+            "\n!!!!!!!! SKIPPED real_binary_in_tmux: tmux is not installed \
+             (apt-get install -y tmux); CI runs it !!!!!!!!\n"
+        );
+        return;
+    }
+    let db = abc_db("viewer-tmux");
+    let model = Model::open(&db).expect("open");
+    let app = AppState::new(model);
+    let (name, share) = top_object(&app);
+    assert_eq!(name, "C");
+    let pct = format!("{:.1}%", 100.0 * share);
+
+    let tmux = Tmux {
+        socket: format!("hpcview-test-{}", std::process::id()),
+    };
+    let out = tmux.cmd(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "viewer",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "env PS1='$ ' sh",
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    tmux.keys(&["clear; echo BEFORE-VIEWER", "Enter"]);
+    tmux.wait_for("the shell", |s| s.contains("BEFORE-VIEWER"));
+    let cmd = format!(
+        "{} {}; echo VIEWER-EXIT-$?",
+        shell_quote(&tool("hpcview-tui")),
+        shell_quote(&db)
+    );
+    tmux.keys(&[&cmd, "Enter"]);
+    tmux.wait_for("the viewer", |s| s.contains("Data-centric"));
+
+    // c then d: back on the data-centric pane, C and its share on screen.
+    tmux.keys(&["c"]);
+    tmux.wait_for("the code-centric pane", |s| {
+        s.contains("Code-centric: top-down")
+    });
+    tmux.keys(&["d"]);
+    let s = tmux.wait_for("C on the data-centric pane", |s| {
+        s.contains("Data-centric")
+            && s.lines()
+                .any(|l| l.contains("[heap] C") && l.contains(&pct))
+    });
+    assert!(
+        !s.contains("BEFORE-VIEWER"),
+        "not on the alternate screen:\n{s}"
+    );
+
+    // Redraws on resize (down to 80x24).
+    assert!(tmux
+        .cmd(&["resize-window", "-t", "viewer", "-x", "80", "-y", "24"])
+        .status
+        .success());
+    tmux.wait_for("the redraw at 80x24", |s| {
+        s.lines().count() <= 24
+            && s.lines()
+                .any(|l| l.contains("[heap] C") && l.contains(&pct))
+    });
+
+    // q quits; the terminal is restored: the alternate screen is gone and
+    // the shell's screen (with the line printed before) is back.
+    tmux.keys(&["q"]);
+    let s = tmux.wait_for("the shell after q", |s| s.contains("VIEWER-EXIT-"));
+    assert!(s.contains("VIEWER-EXIT-0"), "{s}");
+    assert!(!s.contains("Data-centric"), "viewer still on screen:\n{s}");
+    let all = tmux.capture_with_history();
+    assert!(all.contains("BEFORE-VIEWER"), "screen not restored:\n{all}");
+    assert!(
+        !all.contains("Data-centric"),
+        "viewer left on the main screen:\n{all}"
+    );
+    // Raw mode is off again: typed text echoes and runs.
+    tmux.keys(&["echo AFTER-$((40+2))", "Enter"]);
+    tmux.wait_for("a working shell", |s| s.contains("AFTER-42"));
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
