@@ -82,6 +82,17 @@ fn check(dir: &Path, measurements: &Path) {
         "{threads_per_rank:?}"
     );
 
+    // The rank is in every file name too.
+    for entry in std::fs::read_dir(measurements).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".hpcrun") {
+            assert!(
+                (0..4).any(|r| name.contains(&format!(".r{r}."))),
+                "no rank in {name}"
+            );
+        }
+    }
+
     let export = merge_and_export(dir, measurements);
     assert_eq!(export["source"]["ranks"], serde_json::json!([0, 1, 2, 3]));
     assert_eq!(export["source"]["processes"], 4);

@@ -170,7 +170,16 @@ pub fn run(args: &Args) -> Result<u8> {
         ld_preload.push(" ");
     }
     ld_preload.push(preload.as_os_str());
+    // OpenMPI forwards only listed variables to ranks on other hosts: add
+    // ours to its list (MPICH's Hydra and Slurm forward the environment).
+    let forwarded =
+        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL";
+    let env_list = match std::env::var("OMPI_MCA_mca_base_env_list") {
+        Ok(existing) if !existing.is_empty() => format!("{existing};{forwarded}"),
+        _ => forwarded.to_string(),
+    };
     let status = Command::new(program)
+        .env("OMPI_MCA_mca_base_env_list", env_list)
         .args(&args.command[1..])
         .env("LD_PRELOAD", ld_preload)
         .env("HPCRUN_OUT", &out)

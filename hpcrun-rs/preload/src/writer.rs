@@ -73,8 +73,13 @@ pub fn finish(state: &ThreadState) {
         .filter(|s| !s.is_empty())
         .unwrap_or("process")
         .to_string();
+    let rank = profile
+        .process
+        .rank
+        .map(|r| format!("r{r}."))
+        .unwrap_or_default();
     let base = format!(
-        "{dir}/{exe}.{}.{}.{}",
+        "{dir}/{exe}.{}.{rank}{}.{}",
         profile.process.host, profile.process.pid, profile.thread.tid
     );
     let bytes = match profile.to_bytes() {

@@ -181,6 +181,11 @@ impl AppState {
             page: 10,
             source_cache: HashMap::new(),
         };
+        // Every pane is built at open (the bottom-up pane walks the whole
+        // code tree), so that no later keypress pays for it.
+        for kind in [PaneKind::TopDown, PaneKind::BottomUp, PaneKind::Flat] {
+            app.prepare(kind);
+        }
         app.switch(PaneKind::Data);
         app
     }
@@ -211,18 +216,26 @@ impl AppState {
             .collect()
     }
 
+    /// Builds the pane `kind` if it does not exist yet.
+    fn prepare(&mut self, kind: PaneKind) {
+        if self.panes.contains_key(&kind) {
+            return;
+        }
+        let mut pane = Pane::new(&self.model, kind);
+        pane.set_sort(&self.model, self.effective_sort());
+        // Open on the hottest path, like hpcviewer.
+        match kind {
+            PaneKind::TopDown => pane.expand_hot_path(&self.model, 32),
+            PaneKind::Data | PaneKind::BottomUp | PaneKind::Flat => {}
+        }
+        self.panes.insert(kind, pane);
+    }
+
     fn switch(&mut self, kind: PaneKind) {
         self.view = kind;
         let sort = self.effective_sort();
         if !self.panes.contains_key(&kind) {
-            let mut pane = Pane::new(&self.model, kind);
-            pane.set_sort(&self.model, sort);
-            // Open on the hottest path, like hpcviewer.
-            match kind {
-                PaneKind::TopDown => pane.expand_hot_path(&self.model, 32),
-                PaneKind::Data | PaneKind::BottomUp | PaneKind::Flat => {}
-            }
-            self.panes.insert(kind, pane);
+            self.prepare(kind);
         } else {
             let model = &self.model;
             let pane = self.panes.get_mut(&kind).expect("exists");
