@@ -56,7 +56,9 @@ fn panes_on_a_real_abc_database() {
     let (name, share) = top_object(&app);
     assert_eq!(name, "C");
     assert!(share >= 0.70, "C holds only {:.1}%", 100.0 * share);
-    let s = screen(&mut app, 100, 30);
+    // Tall enough that the detail pane shows every line even when the
+    // checkout's path (wrapped in the detail pane) is long.
+    let s = screen(&mut app, 120, 60);
     let pct = format!("{:.1}%", 100.0 * share);
     let row = s
         .lines()
