@@ -132,10 +132,8 @@ fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, S
         Access::Unrecoverable => {
             // The previous load overwrote its address register: the
             // instruction at the IP has not run yet, its inputs are intact.
-            if let Some(next) = soft::decode_at(code, seg_start, ip) {
-                if let a @ Access::Address { .. } = soft::access(&next, regs, false) {
-                    return (prev, a, Source::AtIp);
-                }
+            if let a @ Access::Address { .. } = soft::next_access(code, seg_start, ip, regs) {
+                return (prev, a, Source::AtIp);
             }
             (prev, Access::Unrecoverable, Source::Previous)
         }

@@ -10,7 +10,9 @@
 //! interrupted IP is used instead. No allocation anywhere (iced-x86's tables
 //! are warmed up before sampling starts).
 
-use iced_x86::{Code, Decoder, DecoderOptions, Instruction, Mnemonic, OpKind, Register};
+use iced_x86::{
+    Code, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register,
+};
 
 /// General-purpose registers of the interrupted context, indexed by
 /// [`gpr_index`].
@@ -293,6 +295,52 @@ pub fn access(insn: &Instruction, regs: &Regs, executed: bool) -> Access {
     }
 }
 
+/// How far `next_access` looks ahead.
+const LOOKAHEAD: usize = 6;
+
+/// The first memory access at or after `ip` (not yet executed) whose
+/// address registers nothing before it in the way changes: straight-line
+/// code, following a backward branch as taken (a loop's back edge, where
+/// pointer-chasing loops continue) and a forward one as not taken, up to
+/// `LOOKAHEAD` instructions, stopping at calls, returns and indirect jumps.
+/// For a pointer chase (`mov (%rax),%rax; test; jne top; top: add
+/// 8(%rax),...`) this is the access to the next element: the same object
+/// (allocation site) as the load that stalled.
+pub fn next_access(code: &[u8], code_start: u64, ip: u64, regs: &Regs) -> Access {
+    let mut skipped: [Option<Instruction>; LOOKAHEAD] = [None; LOOKAHEAD];
+    let mut at = ip;
+    for i in 0..LOOKAHEAD {
+        let Some(insn) = decode_at(code, code_start, at) else {
+            return Access::Unrecoverable;
+        };
+        if has_memory_operand(&insn) {
+            let clobbered = [insn.memory_base(), insn.memory_index()]
+                .into_iter()
+                .filter(|r| *r != Register::None && *r != Register::RIP)
+                .any(|r| skipped[..i].iter().flatten().any(|s| writes_register(s, r)));
+            if clobbered {
+                return Access::Unrecoverable;
+            }
+            return access(&insn, regs, false);
+        }
+        match insn.flow_control() {
+            FlowControl::Next => at = insn.next_ip(),
+            FlowControl::UnconditionalBranch => at = insn.near_branch_target(),
+            FlowControl::ConditionalBranch => {
+                let target = insn.near_branch_target();
+                at = if target < insn.ip() {
+                    target
+                } else {
+                    insn.next_ip()
+                };
+            }
+            _ => return Access::Unrecoverable,
+        }
+        skipped[i] = Some(insn);
+    }
+    Access::Unrecoverable
+}
+
 /// Decodes a few instructions so that iced-x86 builds any lazy state before
 /// the first signal arrives.
 pub fn warm_up() {
@@ -321,6 +369,38 @@ mod tests {
     const CODE: [u8; 12] = [
         0x48, 0x8b, 0x3f, 0xf2, 0x0f, 0x58, 0x01, 0x48, 0x8b, 0x44, 0xf7, 0x08,
     ];
+
+    #[test]
+    fn pointer_chase_continues_at_the_loop_top() {
+        // 0: 48 03 50 08  add rdx,[rax+8]
+        // 4: 48 8b 00     mov rax,[rax]      (the stalled load)
+        // 7: 48 85 c0     test rax,rax        <- interrupted here
+        // a: 75 f4        jne 0
+        let code = [
+            0x48, 0x03, 0x50, 0x08, 0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x75, 0xf4,
+        ];
+        let mut regs = Regs::default();
+        regs.gpr[0] = 0x7000; // rax: the next node, already loaded
+        let prev = decode_at(&code, 0x100, 0x104).unwrap();
+        assert_eq!(access(&prev, &regs, true), Access::Unrecoverable);
+        assert_eq!(
+            next_access(&code, 0x100, 0x107, &regs),
+            Access::Address {
+                addr: 0x7008,
+                size: 8,
+                kind: AccessKind::Load
+            }
+        );
+        // If the way there overwrites the register, nothing is claimed:
+        // 48 31 c0 xor rax,rax ; 75 f8 jne 0 (from 0x10 back to 0x100)
+        let mut code2 = code.to_vec();
+        code2.truncate(7);
+        code2.extend_from_slice(&[0x48, 0x31, 0xc0, 0x75, 0xf4]);
+        assert_eq!(
+            next_access(&code2, 0x100, 0x107, &regs),
+            Access::Unrecoverable
+        );
+    }
 
     #[test]
     fn forward_decode_finds_previous_instruction() {

@@ -307,6 +307,12 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 .dropped
                 .insert("allocation log full".into(), lost);
         }
+        if let Some(lost) = objs.map(|o| o.map_full.load(Relaxed)).filter(|&n| n > 0) {
+            profile
+                .stats
+                .dropped
+                .insert("untracked: object map full".into(), lost);
+        }
     }
     profile
 }

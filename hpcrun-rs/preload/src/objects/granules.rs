@@ -1,6 +1,6 @@
 //! Blocks below `BIG_BYTES`, in a lock-free open-addressing hash table keyed
-//! by 64 KiB address granule. A block is entered once per granule it
-//! touches (1 or 2 for most blocks, at most 17), so a lookup hashes the
+//! by 4 KiB address granule. A block is entered once per granule it
+//! touches (1 or 2 for most blocks, at most 65), so a lookup hashes the
 //! address's granule and checks the few blocks entered there.
 //!
 //! Each slot has a sequence number: a writer claims a free slot by moving
@@ -15,9 +15,9 @@ use std::sync::atomic::{fence, AtomicU64, Ordering::*};
 use super::{Block, Lookup};
 use crate::ffi;
 
-const GRANULE_SHIFT: u32 = 16;
+const GRANULE_SHIFT: u32 = 12;
 const BITS: u32 = 21;
-const MAX_PROBE: usize = 128;
+const MAX_PROBE: usize = 256;
 const EMPTY: u64 = 0;
 const TOMBSTONE: u64 = u64::MAX;
 

@@ -6,8 +6,8 @@
 //!
 //! **Objects** (live tracked blocks), in two structures chosen by size:
 //! * blocks under [`BIG_BYTES`] go into [`granules`]: a lock-free hash table
-//!   keyed by 64 KiB address granule (a block is entered once per granule it
-//!   touches, at most 17); insert, remove and lookup cost O(1) and take no
+//!   keyed by 4 KiB address granule (a block is entered once per granule it
+//!   touches, at most 65); insert, remove and lookup cost O(1) and take no
 //!   lock, so threads that allocate concurrently do not serialise;
 //! * bigger blocks (few, and long-lived) go into [`big`]: a sorted array
 //!   under a sequence lock, binary-searched.
@@ -35,7 +35,7 @@ use crate::ffi;
 /// Longest allocation call path kept.
 pub const MAX_ALLOC_FRAMES: usize = 48;
 /// Blocks of at least this size go to the big-block map.
-pub const BIG_BYTES: u64 = 1 << 20;
+pub const BIG_BYTES: u64 = 256 << 10;
 const SITE_CAPACITY: usize = 1 << 16;
 const RECORD_CAPACITY: usize = 1 << 20;
 
