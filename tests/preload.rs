@@ -314,3 +314,23 @@ fn the_signal_handler_never_allocates() {
         assert_eq!(p.stats.handler_allocations, 0, "the handler allocated");
     }
 }
+
+#[test]
+fn programs_with_their_own_sigprof_timers_keep_working() {
+    let dir = scratch("sigprof");
+    let exe = compile_test_program("sigprof.c", &dir, &[]);
+    let native = run(&mut Command::new(&exe));
+    assert_eq!(
+        ok_stdout(&native, "native sigprof"),
+        "SIGPROF ticks seen: yes, SIGALRM seen: yes\n"
+    );
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    assert_eq!(out.stdout, native.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    let profiles = read_profiles(&measurements);
+    assert!(
+        profiles[0].stats.memory_samples > 10,
+        "{:?}",
+        profiles[0].stats
+    );
+}
