@@ -111,6 +111,37 @@ fn check(dir: &Path, measurements: &Path) {
         grid["ranks"]["min"].as_f64().unwrap() > 0.0,
         "a rank never touched grid: {grid:#?}"
     );
+
+    // Per-rank values are stored for the viewer's rank filter, and add up.
+    let bytes = std::fs::read(dir.join("db/profile.db")).unwrap();
+    let db = formats::database::Database::from_bytes(&bytes).unwrap();
+    let obj = db.objects.iter().find(|o| o.name == "grid").unwrap();
+    let node = &db.data.nodes[obj.node as usize];
+    let ranks: Vec<u32> = node.by_rank.iter().map(|&(r, _)| r).collect();
+    assert_eq!(ranks, vec![0, 1, 2, 3]);
+    assert!(node.by_rank.iter().all(|&(_, v)| v > 0));
+    let inclusive = db.data.inclusive(db.info.metrics.len());
+    let total: u64 = node.by_rank.iter().map(|&(_, v)| v).sum();
+    assert_eq!(
+        total,
+        inclusive[obj.node as usize][db.info.primary_metric as usize]
+    );
+
+    // The viewer filtered on rank 1 shows grid's value in that rank.
+    let mut app = hpcview_tui::state::AppState::new(
+        hpcview_tui::state::model::Model::open(&dir.join("db")).expect("open db"),
+    );
+    app.filter = hpcview_tui::state::Filter::Rank(1);
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(140, 50)).unwrap();
+    term.draw(|f| hpcview_tui::view::draw(f, &mut app, hpcview_tui::view::Theme { color: false }))
+        .unwrap();
+    let screen = hpcview_tui::view::text(term.backend().buffer());
+    assert!(screen.contains("rank 1 incl"), "{screen}");
+    let rank1 = node.rank_value(1);
+    assert!(
+        screen.contains(&format!("rank 1 alone: {rank1} samples")),
+        "{screen}"
+    );
 }
 
 #[test]

@@ -85,6 +85,7 @@ impl Default for Tree {
                 exclusive: Vec::new(),
                 threads: None,
                 ranks: None,
+                by_rank: Vec::new(),
             }],
         }
     }
@@ -107,6 +108,26 @@ pub struct TreeNode {
     /// The same over MPI ranks (per-rank sums); `None` when not MPI.
     #[serde(default)]
     pub ranks: Option<Dist>,
+    /// This node's inclusive value of the primary metric in each rank that
+    /// reached it, as (rank, value) sorted by rank (sparse); kept for runs
+    /// of at most `MAX_RANK_VALUES` ranks, empty otherwise.
+    #[serde(default)]
+    pub by_rank: Vec<(u32, u64)>,
+}
+
+/// Runs with more ranks keep only the rank distributions, not per-rank
+/// values.
+pub const MAX_RANK_VALUES: usize = 1024;
+
+impl TreeNode {
+    /// Inclusive primary value of this node in `rank` (0 if it never
+    /// reached it).
+    pub fn rank_value(&self, rank: u32) -> u64 {
+        self.by_rank
+            .binary_search_by_key(&rank, |&(r, _)| r)
+            .map(|i| self.by_rank[i].1)
+            .unwrap_or(0)
+    }
 }
 
 /// A distribution summary: how a value spreads over threads or ranks.

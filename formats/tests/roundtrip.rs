@@ -88,6 +88,7 @@ fn sample_db() -> Database {
         exclusive: vec![7],
         threads: None,
         ranks: None,
+        by_rank: Vec::new(),
     });
     db
 }

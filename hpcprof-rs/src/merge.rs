@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex};
 
 use formats::database::{
     DataObject, Database, DbInfo, Dist, Frame, NodeKind, ObjectKind, Tree, TreeNode,
+    MAX_RANK_VALUES,
 };
 use formats::measurement::{MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile};
 use rayon::prelude::*;
@@ -256,6 +257,8 @@ struct TreeBuilder {
     edges: FxMap<(u32, Loc), u32>,
     threads: Vec<Acc>,
     ranks: Vec<Acc>,
+    /// (rank, inclusive value) per node, for the viewer's rank filter.
+    by_rank: Vec<Vec<(u32, u64)>>,
     /// Inclusive value of the current profile at the nodes in `touched`.
     scratch: Vec<u64>,
     touched: BinaryHeap<u32>,
@@ -271,6 +274,7 @@ impl TreeBuilder {
             edges: FxMap::default(),
             threads: vec![Acc::default()],
             ranks: Vec::new(),
+            by_rank: Vec::new(),
             scratch: vec![0],
             touched: BinaryHeap::new(),
         }
@@ -365,14 +369,18 @@ impl TreeBuilder {
         }
     }
 
-    /// Adds one rank's sums to the rank accumulators.
-    fn add_rank(&mut self, values: &RankValues) {
+    /// Adds one rank's sums to the rank accumulators and per-rank values.
+    fn add_rank(&mut self, rank: u32, values: &RankValues) {
         if self.ranks.len() < self.len() {
             self.ranks.resize(self.len(), Acc::default());
+        }
+        if self.by_rank.len() < self.len() {
+            self.by_rank.resize(self.len(), Vec::new());
         }
         for (&n, &v) in values {
             if v > 0 {
                 self.ranks[n as usize].add(v);
+                self.by_rank[n as usize].push((rank, v));
             }
         }
     }
@@ -394,6 +402,12 @@ impl TreeBuilder {
                 self.ranks.resize(self.len(), Acc::default());
             }
             self.ranks[n as usize].absorb(acc);
+        }
+        if let Some(values) = other.by_rank.get(i).filter(|v| !v.is_empty()) {
+            if self.by_rank.len() < self.len() {
+                self.by_rank.resize(self.len(), Vec::new());
+            }
+            self.by_rank[n as usize].extend_from_slice(values);
         }
         n
     }
@@ -773,13 +787,13 @@ impl Partial {
             }
         }
         for (rank, values) in &st.code_ranks {
-            self.code.add_rank(values);
+            self.code.add_rank(*rank, values);
             if !self.info.flushed_ranks.insert(*rank) {
                 self.info.rank_clash = true;
             }
         }
-        for values in st.data_ranks.values() {
-            self.data.tb.add_rank(values);
+        for (rank, values) in &st.data_ranks {
+            self.data.tb.add_rank(*rank, values);
         }
     }
 
@@ -901,6 +915,12 @@ impl TreeBuilder {
                 self.ranks.resize(self.len(), Acc::default());
             }
             self.ranks[0].absorb(acc);
+        }
+        if let Some(values) = other.by_rank.first().filter(|v| !v.is_empty()) {
+            if self.by_rank.is_empty() {
+                self.by_rank.resize(self.len(), Vec::new());
+            }
+            self.by_rank[0].extend_from_slice(values);
         }
     }
 }
@@ -1244,6 +1264,22 @@ fn canonical_tree(
             exclusive,
             threads: (threads >= 2).then(|| tb.threads[old].dist(threads)),
             ranks: ranks.map(|r| tb.ranks.get(old).copied().unwrap_or_default().dist(r)),
+            by_rank: match tb.by_rank.get_mut(old) {
+                Some(v) if ranks.is_some_and(|r| r as usize <= MAX_RANK_VALUES) => {
+                    let mut v = std::mem::take(v);
+                    v.sort_unstable();
+                    // A rank split over several partials: add its parts.
+                    v.dedup_by(|b, a| {
+                        let same = a.0 == b.0;
+                        if same {
+                            a.1 = a.1.saturating_add(b.1);
+                        }
+                        same
+                    });
+                    v
+                }
+                _ => Vec::new(),
+            },
         });
         stack.extend(kids[start[old]..start[old + 1]].iter().rev());
     }

@@ -331,6 +331,7 @@ mod tests {
             exclusive: vec![v],
             threads: None,
             ranks: None,
+            by_rank: Vec::new(),
         }
     }
 

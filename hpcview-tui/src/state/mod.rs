@@ -477,13 +477,16 @@ impl AppState {
         } else {
             (i + n - 1) % n
         }];
-        if self.filter != Filter::All {
-            self.message = Some(format!(
-                "{}: this database stores no per-{} trees; values are for all, see the distribution in the detail pane",
-                self.filter_label(),
-                if matches!(self.filter, Filter::Rank(_)) { "rank" } else { "thread" }
-            ));
-        }
+        self.message = match self.filter {
+            Filter::All => None,
+            Filter::Rank(r) => Some(format!(
+                "rank {r}: the 'rank {r} incl' column and the detail pane show each row's value in rank {r}"
+            )),
+            Filter::Thread(_) => Some(format!(
+                "{}: this database stores no per-thread values; see the thread distribution in the detail pane",
+                self.filter_label()
+            )),
+        };
     }
 
     /// "all", "rank 3", "thread 1".
@@ -602,7 +605,7 @@ mod tests {
             .message
             .as_deref()
             .unwrap()
-            .contains("no per-thread trees"));
+            .contains("no per-thread values"));
         let mut mpi = fixtures::abc();
         mpi.info.ranks = vec![0, 1];
         let mut app = AppState::new(Model::new(mpi, None));
@@ -611,11 +614,7 @@ mod tests {
         app.apply(Action::FilterNext);
         app.apply(Action::FilterNext);
         assert_eq!(app.filter, Filter::Rank(0));
-        assert!(app
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("no per-rank trees"));
+        assert!(app.message.as_deref().unwrap().contains("value in rank 0"));
         let mut single = fixtures::abc();
         single.info.ranks.clear();
         single.info.threads = 1;

@@ -139,9 +139,23 @@ pub fn lines(app: &AppState) -> Vec<String> {
         out.push(dist_text(ranks, "ranks", &rank_none));
         match app.filter {
             Filter::All => {}
-            Filter::Rank(r) => out.push(format!(
-                "rank {r} alone: unavailable (the database stores no per-rank values)"
-            )),
+            Filter::Rank(r) => match dist {
+                Some(node) if !node.by_rank.is_empty() || !info.ranks.is_empty() => {
+                    let tree = match item.dist_node {
+                        Some(Node::Code(_)) => &model.db.code,
+                        _ => &model.db.data,
+                    };
+                    let total = tree.nodes.first().map(|n| n.rank_value(r)).unwrap_or(0);
+                    let v = node.rank_value(r);
+                    out.push(format!(
+                        "rank {r} alone: {} {} ({} of rank {r})",
+                        count(v),
+                        model.metric_name(model.primary),
+                        percent(v, total)
+                    ));
+                }
+                _ => out.push(format!("rank {r} alone: not stored for this row")),
+            },
             Filter::Thread(t) => out.push(format!(
                 "thread {t} alone: unavailable (the database stores no per-thread values)"
             )),

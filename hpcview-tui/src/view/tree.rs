@@ -91,6 +91,13 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
     if bottleneck {
         head.push_str(&format!("{:>MEM$} {:<ADVICE$} ", "mem%", "advice"));
     }
+    let rank = match app.filter {
+        crate::state::Filter::Rank(r) => Some(r),
+        _ => None,
+    };
+    if let Some(r) = rank {
+        head.push_str(&format!("{:>CELL$} ", fit(&format!("rank {r} incl"), CELL)));
+    }
     let name_mark = if sort.key == SortKey::Name {
         " ▲▼"
     } else {
@@ -100,6 +107,14 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
     lines.push(Line::from(Span::styled(fit(&head, width), theme.header())));
 
     let (model, pane): (_, &mut Pane) = app.model_and_pane();
+    // The selected rank's total: its value at the root of the pane's tree.
+    let rank_total = rank.map(|r| {
+        let tree = match pane.kind {
+            crate::state::tree::PaneKind::Data => &model.db.data,
+            _ => &model.db.code,
+        };
+        tree.nodes.first().map(|n| n.rank_value(r)).unwrap_or(0)
+    });
     pane.scroll_into_view(rows);
     let end = (pane.offset + rows).min(pane.visible.len());
     let sel_style = theme.selected(focused);
@@ -136,6 +151,22 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
             spans.push(Span::raw(format!("{mem:>MEM$} ")));
             spans.push(Span::styled(format!("{advice:<ADVICE$} "), style));
             used += MEM + ADVICE + 2;
+        }
+        if let (Some(r), Some(total)) = (rank, rank_total) {
+            let node = match item.dist_node {
+                Some(crate::state::tree::Node::Code(n)) => Some(&model.db.code.nodes[n as usize]),
+                Some(crate::state::tree::Node::Data(n)) => Some(&model.db.data.nodes[n as usize]),
+                _ => None,
+            };
+            let s = match node {
+                Some(n) if item.has_metrics() => {
+                    let v = n.rank_value(r);
+                    format!("{:>8} {:>6} ", count(v), percent(v, total))
+                }
+                _ => format!("{:>CELL$} ", ""),
+            };
+            used += s.chars().count();
+            spans.push(Span::raw(s));
         }
         let indent = (2 * item.depth as usize).min(width.saturating_sub(used) / 2);
         let marker = if item.expanded {
