@@ -67,18 +67,37 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Compiles `examples/<rel>` with `gcc -O2 -g` (plus `extra` flags) into `dir`.
 pub fn compile_c(rel: &str, dir: &Path, extra: &[&str]) -> PathBuf {
-    let src = root().join("examples").join(rel);
-    let src = src.canonicalize().unwrap_or(src);
-    let out = dir.join(src.file_stem().expect("source name"));
-    let status = Command::new("gcc")
+    compile(&root().join("examples").join(rel), dir, extra)
+}
+
+/// Compiles `src` (C, or C++ for `.cpp`) with `-O2 -g` plus `extra` into
+/// `dir` (`lib<stem>.so` with `-shared`); returns the output path.
+fn compile(src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
+    let src = src.canonicalize().unwrap_or_else(|_| src.to_path_buf());
+    let stem = src
+        .file_stem()
+        .expect("source name")
+        .to_string_lossy()
+        .into_owned();
+    let out = dir.join(if extra.contains(&"-shared") {
+        format!("lib{stem}.so")
+    } else {
+        stem
+    });
+    let compiler = if src.extension().is_some_and(|e| e == "cpp") {
+        "g++"
+    } else {
+        "gcc"
+    };
+    let status = Command::new(compiler)
         .args(["-O2", "-g"])
         .args(extra)
         .arg("-o")
         .arg(&out)
         .arg(&src)
         .status()
-        .expect("run gcc");
-    assert!(status.success(), "gcc failed on {}", src.display());
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(status.success(), "{compiler} failed on {}", src.display());
     out
 }
 
@@ -187,29 +206,7 @@ pub fn hpcrun(dir: &Path, event: &str, program: &Path, args: &[&str]) -> (Output
 /// Compiles `tests/programs/<name>` (C, or C++ by extension) with `-O2 -g`
 /// plus `extra` into `dir`; returns the output path.
 pub fn compile_test_program(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
-    let src = root().join("tests/programs").join(name);
-    let stem = src
-        .file_stem()
-        .expect("source name")
-        .to_string_lossy()
-        .into_owned();
-    let shared = extra.contains(&"-shared");
-    let out = dir.join(if shared {
-        format!("lib{stem}.so")
-    } else {
-        stem
-    });
-    let compiler = if name.ends_with(".cpp") { "g++" } else { "gcc" };
-    let status = Command::new(compiler)
-        .args(["-O2", "-g"])
-        .args(extra)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
-    assert!(status.success(), "{compiler} failed on {}", src.display());
-    out
+    compile(&root().join("tests/programs").join(name), dir, extra)
 }
 
 /// Merges `measurements` into `dir/db` with hpcprof-rs and exports the data view.
