@@ -129,14 +129,8 @@ pub struct Pipeline {
 
 /// hpcrun-rs (with `event`) then hpcprof-rs, in `dir`.
 pub fn profile(dir: &Path, event: &str, program: &Path, args: &[&str]) -> Pipeline {
-    let measurements = dir.join("measurements");
     let db = dir.join("db");
-    let out = run(Command::new(tool("hpcrun-rs"))
-        .current_dir(dir)
-        .args(["-e", event, "-o"])
-        .arg(&measurements)
-        .arg(program)
-        .args(args));
+    let (out, measurements) = hpcrun(dir, event, program, args);
     let program_stdout = ok_stdout(&out, "hpcrun-rs");
     let out = run(Command::new(tool("hpcprof-rs"))
         .current_dir(dir)
