@@ -76,7 +76,17 @@ fn panes_on_a_real_abc_database() {
             .any(|l| l.contains(&format!("{c_line}▶")) && l.contains("cube *C = malloc")),
         "{s}"
     );
-    assert!(s.contains("offset histogram: not measured"), "{s}");
+    // The real histogram: C is read evenly (every bucket sampled), by the
+    // one thread; no page-fault or NUMA data in this run.
+    assert!(s.contains("offset histogram"), "{s}");
+    let detail = hpcview_tui::view::detail::lines(&app).join("\n");
+    let bars = detail
+        .lines()
+        .find_map(|l| l.strip_prefix("offset histogram |"))
+        .unwrap_or_else(|| panic!("no histogram:\n{detail}"));
+    assert_eq!(bars.chars().filter(|c| *c != ' ').count(), 33, "{detail}");
+    assert!(detail.contains("by thread: thread 0 100.0%"), "{detail}");
+    assert!(detail.contains("first touch: not measured"), "{detail}");
 
     // Expanded: allocation path (main at the C line), then access paths.
     app.apply(Action::Toggle);

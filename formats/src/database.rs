@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::envelope::{self, FormatError, Kind};
-use crate::measurement::{MetricInfo, SampleStats};
+use crate::measurement::{HistogramLayout, MetricInfo, SampleStats};
 
 /// File kind of `profile.db`.
 pub const KIND: Kind = Kind {
@@ -54,7 +54,37 @@ pub struct DbInfo {
     pub stats: SampleStats,
     /// Command lines of the measured processes (distinct).
     pub commands: Vec<Vec<String>>,
+    /// Every measured thread, sorted (rank, host, pid, index);
+    /// `DataObject::by_thread` refers to it by index.
+    #[serde(default)]
+    pub thread_list: Vec<ThreadRef>,
 }
+
+/// One measured thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ThreadRef {
+    pub rank: Option<u32>,
+    pub host: String,
+    pub pid: u32,
+    /// 0 for the main thread, then in creation order within the process.
+    pub index: u32,
+    pub tid: u32,
+}
+
+impl ThreadRef {
+    /// "rank 3 thread 1", "thread 1" or "pid 1234 thread 1" (several
+    /// processes, no ranks).
+    pub fn label(&self, several_processes: bool) -> String {
+        match self.rank {
+            Some(r) => format!("rank {r} thread {}", self.index),
+            None if several_processes => format!("pid {} thread {}", self.pid, self.index),
+            None => format!("thread {}", self.index),
+        }
+    }
+}
+
+/// Objects of runs with more threads keep no per-thread values.
+pub const MAX_THREAD_VALUES: usize = 4096;
 
 /// A source location (one inlining level).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -188,6 +218,50 @@ pub struct DataObject {
     pub allocations: u64,
     /// Node of this object in `Database::data`.
     pub node: u32,
+    /// Where in the object the sampled accesses fell (heap and static
+    /// objects with recovered addresses).
+    #[serde(default)]
+    pub histogram: Option<ObjectHistogram>,
+    /// This object's inclusive metrics (columns as `DbInfo::metrics`) in
+    /// each thread that reached it, as (index into `DbInfo::thread_list`,
+    /// values), sorted by thread; empty for runs of more than
+    /// `MAX_THREAD_VALUES` threads.
+    #[serde(default)]
+    pub by_thread: Vec<(u32, Vec<u64>)>,
+}
+
+impl DataObject {
+    /// This object's inclusive value of column `col` in thread `t` (index
+    /// into `DbInfo::thread_list`; 0 if it never reached the object).
+    pub fn thread_value(&self, t: u32, col: usize) -> u64 {
+        self.by_thread
+            .binary_search_by_key(&t, |(i, _)| *i)
+            .ok()
+            .and_then(|i| self.by_thread[i].1.get(col).copied())
+            .unwrap_or(0)
+    }
+
+    /// The thread with the largest value of column `col` (for
+    /// `first_touch`: the thread that first touched most of the object's
+    /// sampled pages) and its share of the total; `None` if all are 0.
+    pub fn top_thread(&self, col: usize) -> Option<(u32, f64)> {
+        let value = |v: &Vec<u64>| v.get(col).copied().unwrap_or(0);
+        let total: u64 = self.by_thread.iter().map(|(_, v)| value(v)).sum();
+        let (t, v) = self
+            .by_thread
+            .iter()
+            .map(|(t, v)| (*t, value(v)))
+            .max_by_key(|&(t, v)| (v, std::cmp::Reverse(t)))?;
+        (v > 0).then(|| (t, v as f64 / total as f64))
+    }
+}
+
+/// An object's access histogram, summed over threads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectHistogram {
+    pub layout: HistogramLayout,
+    /// (bucket, sampled accesses), sorted by bucket, sparse.
+    pub counts: Vec<(u32, u64)>,
 }
 
 impl Database {
@@ -237,6 +311,16 @@ impl Database {
             }
         }
         for obj in &self.objects {
+            if obj
+                .by_thread
+                .iter()
+                .any(|(t, _)| *t as usize >= self.info.thread_list.len())
+            {
+                return Err(bad(format!(
+                    "object {} refers to a missing thread",
+                    obj.name
+                )));
+            }
             if obj.node as usize >= self.data.nodes.len()
                 || obj
                     .alloc_path
@@ -254,6 +338,20 @@ impl Database {
             return Err(bad("primary metric out of range".into()));
         }
         Ok(())
+    }
+
+    /// Column of the metric called `name`.
+    pub fn metric_column(&self, name: &str) -> Option<usize> {
+        self.info.metrics.iter().position(|m| m.name == name)
+    }
+
+    /// Label of thread `i` of `DbInfo::thread_list` ("thread 1", "rank 3
+    /// thread 0", ...).
+    pub fn thread_label(&self, i: u32) -> String {
+        match self.info.thread_list.get(i as usize) {
+            Some(t) => t.label(self.info.processes > 1),
+            None => format!("thread {i}"),
+        }
     }
 
     /// The primary metric's name ("samples" when none is recorded).

@@ -164,6 +164,88 @@ pub struct ObjectOut<'a> {
     pub allocations: u64,
     pub metrics: serde_json::Map<String, serde_json::Value>,
     pub share: f64,
+    /// Sampled loads (the `samples` metric).
+    pub reads: u64,
+    /// Sampled store-only accesses (the `store_samples` metric).
+    pub writes: u64,
+    /// Where in the object the sampled accesses fell; absent when no
+    /// access had a recovered address inside a known object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<HistogramOut>,
+    /// The object's metrics in each thread that reached it.
+    pub threads: Vec<ThreadOut>,
+    /// The thread that first touched most of the object's sampled pages
+    /// (needs the `page-faults` event).
+    pub first_touch_thread: Option<String>,
+    /// That thread's share of the object's first-touched pages.
+    pub first_touch_share: Option<f64>,
+}
+
+/// An object's access histogram.
+#[derive(Debug, Serialize)]
+pub struct HistogramOut {
+    /// "fraction": bucket bounds are fractions of the object's size;
+    /// "bytes": byte offsets from its start.
+    pub unit: &'static str,
+    /// Number of buckets the layout has (most may be empty).
+    pub buckets: u32,
+    /// Non-empty buckets, by offset.
+    pub counts: Vec<BucketOut>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BucketOut {
+    pub bucket: u32,
+    pub start: f64,
+    pub end: f64,
+    pub count: u64,
+}
+
+/// One thread's values of an object.
+#[derive(Debug, Serialize)]
+pub struct ThreadOut {
+    pub thread: String,
+    pub rank: Option<u32>,
+    pub pid: u32,
+    /// 0 = main thread, then in creation order.
+    pub index: u32,
+    pub tid: u32,
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The export form of a histogram (object size `bytes` for byte layouts).
+pub fn histogram_out(h: &crate::database::ObjectHistogram, bytes: u64) -> HistogramOut {
+    use crate::measurement::HistogramLayout;
+    match h.layout {
+        HistogramLayout::Fraction(n) => HistogramOut {
+            unit: "fraction",
+            buckets: n,
+            counts: h
+                .counts
+                .iter()
+                .map(|&(b, count)| BucketOut {
+                    bucket: b,
+                    start: f64::from(b) / f64::from(n.max(1)),
+                    end: f64::from(b + 1) / f64::from(n.max(1)),
+                    count,
+                })
+                .collect(),
+        },
+        HistogramLayout::Bytes { size, max_buckets } => HistogramOut {
+            unit: "bytes",
+            buckets: h.layout.buckets(bytes).min(max_buckets),
+            counts: h
+                .counts
+                .iter()
+                .map(|&(b, count)| BucketOut {
+                    bucket: b,
+                    start: (u64::from(b) * size) as f64,
+                    end: (u64::from(b + 1) * size) as f64,
+                    count,
+                })
+                .collect(),
+        },
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -251,14 +333,38 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                 views::objects(db)
                     .into_iter()
                     .take(top)
-                    .map(|o| ObjectOut {
-                        kind: o.kind.as_str(),
-                        name: o.name,
-                        alloc_path: o.alloc_path.iter().map(|f| frame_out(f)).collect(),
-                        bytes: o.bytes,
-                        allocations: o.allocations,
-                        metrics: metric_map(db, &o.metrics),
-                        share: o.share,
+                    .map(|o| {
+                        let col = |name| db.metric_column(name).and_then(|c| o.metrics.get(c));
+                        let first_touch = o.first_touch(db);
+                        ObjectOut {
+                            kind: o.kind.as_str(),
+                            name: o.name,
+                            alloc_path: o.alloc_path.iter().map(|f| frame_out(f)).collect(),
+                            bytes: o.bytes,
+                            allocations: o.allocations,
+                            metrics: metric_map(db, &o.metrics),
+                            share: o.share,
+                            reads: col("samples").copied().unwrap_or(0),
+                            writes: col("store_samples").copied().unwrap_or(0),
+                            histogram: o.histogram.map(|h| histogram_out(h, o.bytes)),
+                            threads: o
+                                .by_thread
+                                .iter()
+                                .map(|(t, values)| {
+                                    let info = db.info.thread_list.get(*t as usize);
+                                    ThreadOut {
+                                        thread: db.thread_label(*t),
+                                        rank: info.and_then(|i| i.rank),
+                                        pid: info.map_or(0, |i| i.pid),
+                                        index: info.map_or(0, |i| i.index),
+                                        tid: info.map_or(0, |i| i.tid),
+                                        metrics: metric_map(db, values),
+                                    }
+                                })
+                                .collect(),
+                            first_touch_thread: first_touch.map(|(t, _)| db.thread_label(t)),
+                            first_touch_share: first_touch.map(|(_, s)| s),
+                        }
                     })
                     .collect(),
             )

@@ -50,6 +50,100 @@ pub struct ThreadProfile {
     /// free time if freed before this file was written.
     #[serde(default)]
     pub allocations: Vec<Allocation>,
+    /// How `object_stats` histograms bucket offsets.
+    #[serde(default)]
+    pub histogram_layout: HistogramLayout,
+    /// Per-object details beyond the tree metrics: where in the object the
+    /// sampled accesses fell.
+    #[serde(default)]
+    pub object_stats: Vec<ObjectStats>,
+}
+
+/// How an object's access histogram buckets the offsets of sampled
+/// accesses from the object's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistogramLayout {
+    /// `n` equal buckets over the object's size: bucket = offset * n / size
+    /// (objects of different sizes from one allocation path line up).
+    Fraction(u32),
+    /// Buckets of this many bytes from the object's start (64: cache lines,
+    /// 4096: pages); offsets beyond the last bucket go into the last one.
+    Bytes { size: u64, max_buckets: u32 },
+}
+
+/// Buckets of the default layout.
+pub const DEFAULT_HISTOGRAM_BUCKETS: u32 = 32;
+
+impl Default for HistogramLayout {
+    fn default() -> Self {
+        HistogramLayout::Fraction(DEFAULT_HISTOGRAM_BUCKETS)
+    }
+}
+
+impl HistogramLayout {
+    /// Bucket of `offset` in an object of `size` bytes, `None` outside it.
+    pub fn bucket(self, offset: u64, size: u64) -> Option<u32> {
+        if offset >= size {
+            return None;
+        }
+        match self {
+            HistogramLayout::Fraction(n) => {
+                let n = u128::from(n.max(1));
+                Some((u128::from(offset) * n / u128::from(size)) as u32)
+            }
+            HistogramLayout::Bytes {
+                size: b,
+                max_buckets,
+            } => {
+                let last = u64::from(max_buckets.max(1) - 1);
+                Some((offset / b.max(1)).min(last) as u32)
+            }
+        }
+    }
+
+    /// Number of buckets an object of `size` bytes has.
+    pub fn buckets(self, size: u64) -> u32 {
+        match self {
+            HistogramLayout::Fraction(n) => n.max(1),
+            HistogramLayout::Bytes {
+                size: b,
+                max_buckets,
+            } => size
+                .div_ceil(b.max(1))
+                .clamp(1, u64::from(max_buckets.max(1))) as u32,
+        }
+    }
+
+    /// Offset range `[start, end)` that bucket `i` covers in an object of
+    /// `size` bytes (the last `Bytes` bucket reaches the object's end).
+    pub fn range(self, i: u32, size: u64) -> (u64, u64) {
+        match self {
+            HistogramLayout::Fraction(n) => {
+                let n = u128::from(n.max(1));
+                let at = |k: u32| (u128::from(k) * u128::from(size) / n) as u64;
+                (at(i), at(i + 1))
+            }
+            HistogramLayout::Bytes { size: b, .. } => {
+                let start = u64::from(i).saturating_mul(b).min(size);
+                let end = if i + 1 >= self.buckets(size) {
+                    size
+                } else {
+                    start.saturating_add(b).min(size)
+                };
+                (start, end)
+            }
+        }
+    }
+}
+
+/// Per-object details of one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectStats {
+    pub object: ObjectRef,
+    /// Sampled accesses (loads and stores with a recovered address) per
+    /// offset bucket, as (bucket, count) sorted by bucket; see
+    /// `ThreadProfile::histogram_layout`.
+    pub histogram: Vec<(u32, u64)>,
 }
 
 /// One tracked heap block (at least `--min-bytes`).
@@ -147,6 +241,13 @@ pub struct StaticVar {
     pub size: u64,
 }
 
+/// The lookup address that stands for "unwinding stopped here": the
+/// root-most frame of a call path that could not be unwound to its root.
+/// `hpcprof-rs` shows it as [`PARTIAL_UNWIND_FRAME`].
+pub const PARTIAL_UNWIND_ADDRESS: u64 = u64::MAX;
+/// The name of that frame.
+pub const PARTIAL_UNWIND_FRAME: &str = "<partial unwind>";
+
 /// A calling-context tree: node 0 is the root; parents precede children.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cct {
@@ -187,7 +288,7 @@ pub enum NodeKey {
 }
 
 /// Which data object a sample touched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ObjectRef {
     /// Index into `ThreadProfile::alloc_sites`.
     HeapSite(u32),
@@ -198,6 +299,7 @@ pub enum ObjectRef {
     /// A heap block below the tracking threshold.
     SmallHeap,
     /// A data address that belongs to no known object.
+    #[default]
     Unknown,
     /// A memory-accessing instruction whose address could not be recovered.
     NotRecovered,
@@ -225,6 +327,13 @@ pub struct SampleStats {
     /// the handler may not allocate).
     #[serde(default)]
     pub handler_allocations: u64,
+    /// Samples whose call path stopped before its root (kept below a
+    /// `<partial unwind>` frame).
+    #[serde(default)]
+    pub partial_unwinds: u64,
+    /// Page-fault samples (the `page-faults` source).
+    #[serde(default)]
+    pub page_faults: u64,
     /// Samples lost, by cause (e.g. "tree full", "unwind failed").
     pub dropped: BTreeMap<String, u64>,
 }
@@ -239,6 +348,8 @@ impl SampleStats {
         self.address_recovered += other.address_recovered;
         self.recovered_previous += other.recovered_previous;
         self.recovered_at_ip += other.recovered_at_ip;
+        self.partial_unwinds += other.partial_unwinds;
+        self.page_faults += other.page_faults;
         for (cause, n) in &other.dropped {
             *self.dropped.entry(cause.clone()).or_default() += n;
         }
@@ -298,6 +409,16 @@ impl ThreadProfile {
             .any(|a| a.site as usize >= self.alloc_sites.len())
         {
             return Err(bad("an allocation names a missing site".into()));
+        }
+        for st in &self.object_stats {
+            let ok = match st.object {
+                ObjectRef::HeapSite(s) => (s as usize) < self.alloc_sites.len(),
+                ObjectRef::Static(s) => (s as usize) < self.statics.len(),
+                _ => true,
+            };
+            if !ok {
+                return Err(bad("object statistics name a missing object".into()));
+            }
         }
         for var in &self.statics {
             if let Some(m) = var.module {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::database::{Database, Dist, Frame, NodeKind, ObjectKind};
+use crate::database::{Database, Dist, Frame, NodeKind, ObjectHistogram, ObjectKind};
 
 /// One data object with its inclusive metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,21 @@ pub struct ObjectRow<'a> {
     pub metrics: Vec<u64>,
     /// Primary metric over the data-centric total (0 when the total is 0).
     pub share: f64,
+    /// Where in the object the sampled accesses fell.
+    pub histogram: Option<&'a ObjectHistogram>,
+    /// Inclusive values per thread: (index into `DbInfo::thread_list`,
+    /// values).
+    pub by_thread: &'a [(u32, Vec<u64>)],
+}
+
+impl ObjectRow<'_> {
+    /// The thread that first touched most of this object's sampled pages
+    /// (`page-faults` event), with its share of them; `None` without
+    /// first-touch data.
+    pub fn first_touch(&self, db: &Database) -> Option<(u32, f64)> {
+        let col = db.metric_column("first_touch")?;
+        db.objects.get(self.index as usize)?.top_thread(col)
+    }
 }
 
 /// One function of the code-centric view (exclusive values of its
@@ -82,6 +97,8 @@ pub fn objects(db: &Database) -> Vec<ObjectRow<'_>> {
                 allocations: o.allocations,
                 share: share(metrics[primary], total),
                 metrics,
+                histogram: o.histogram.as_ref(),
+                by_thread: &o.by_thread,
             }
         })
         .collect();

@@ -81,6 +81,18 @@ fn sample_db() -> Database {
         bytes: 100,
         allocations: 1,
         node: 1,
+        histogram: Some(formats::database::ObjectHistogram {
+            layout: formats::measurement::HistogramLayout::default(),
+            counts: vec![(0, 3), (31, 4)],
+        }),
+        by_thread: vec![(0, vec![7])],
+    });
+    db.info.thread_list.push(formats::database::ThreadRef {
+        rank: None,
+        host: "h".into(),
+        pid: 1,
+        index: 0,
+        tid: 1,
     });
     db.data.nodes.push(TreeNode {
         parent: 0,

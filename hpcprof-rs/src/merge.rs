@@ -40,10 +40,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use formats::database::{
-    DataObject, Database, DbInfo, Dist, Frame, NodeKind, ObjectKind, Tree, TreeNode,
-    MAX_RANK_VALUES,
+    DataObject, Database, DbInfo, Dist, Frame, NodeKind, ObjectHistogram, ObjectKind, ThreadRef,
+    Tree, TreeNode, MAX_RANK_VALUES, MAX_THREAD_VALUES,
 };
-use formats::measurement::{MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile};
+use formats::measurement::{
+    HistogramLayout, MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile,
+};
 use rayon::prelude::*;
 
 use crate::name::{heap_name, SourceCache};
@@ -413,6 +415,36 @@ impl TreeBuilder {
     }
 }
 
+/// Per-object facts beyond the tree: access histogram and per-thread
+/// values.
+#[derive(Debug, Default)]
+struct ObjExtra {
+    /// bucket -> sampled accesses.
+    histogram: BTreeMap<u32, u64>,
+    /// Inclusive metrics (database columns) of the object in each thread.
+    by_thread: Vec<(ThreadRef, Vec<u64>)>,
+}
+
+impl ObjExtra {
+    fn absorb(&mut self, other: ObjExtra) {
+        for (b, n) in other.histogram {
+            let e = self.histogram.entry(b).or_default();
+            *e = e.saturating_add(n);
+        }
+        self.by_thread.extend(other.by_thread);
+    }
+}
+
+/// Adds `values` into `into`, growing it as needed.
+fn add_values(into: &mut Vec<u64>, values: &[u64]) {
+    if into.len() < values.len() {
+        into.resize(values.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(values) {
+        *a = a.saturating_add(*b);
+    }
+}
+
 /// The data tree and its objects under construction.
 struct DataBuilder {
     tb: TreeBuilder,
@@ -420,6 +452,8 @@ struct DataBuilder {
     static_root: u32,
     unknown_root: u32,
     objects: Vec<DataObject>,
+    /// Parallel to `objects`.
+    extras: Vec<ObjExtra>,
     keys: Vec<ObjKey>,
     object_ids: HashMap<ObjKey, u32>,
 }
@@ -436,6 +470,7 @@ impl DataBuilder {
             static_root,
             unknown_root,
             objects: Vec::new(),
+            extras: Vec::new(),
             keys: Vec::new(),
             object_ids: HashMap::new(),
         }
@@ -461,7 +496,10 @@ impl DataBuilder {
             bytes: 0,
             allocations: 0,
             node,
+            histogram: None,
+            by_thread: Vec::new(),
         });
+        self.extras.push(ObjExtra::default());
         self.keys.push(key.clone());
         self.object_ids.insert(key.clone(), id);
         id
@@ -586,6 +624,13 @@ struct InfoAcc {
     /// Ranks whose sums were accumulated (twice: split processes).
     flushed_ranks: HashSet<u32>,
     rank_clash: bool,
+    /// Every merged thread.
+    threads: Vec<ThreadRef>,
+    /// The histogram layout of the first profile that had histograms.
+    layout: Option<HistogramLayout>,
+    /// Profiles (or partial results) whose histograms used another
+    /// layout: histograms are then left out altogether.
+    layout_mismatches: u32,
 }
 
 /// One worker's merged result.
@@ -658,6 +703,14 @@ impl Partial {
             info.processes.insert(proc.clone());
         }
         info.stats.add(&p.stats);
+        let thread = ThreadRef {
+            rank: p.process.rank,
+            host: p.process.host.clone(),
+            pid: p.process.pid,
+            index: p.thread.index,
+            tid: p.thread.tid,
+        };
+        info.threads.push(thread.clone());
 
         let cols = shared.columns.map(p);
         let mut ranges = Vec::new();
@@ -696,6 +749,12 @@ impl Partial {
 
         // Data trees.
         let data = &mut self.data;
+        // Profile object -> object id.
+        let mut obj_ids: HashMap<ObjectRef, u32> = HashMap::new();
+        // Object id -> its inclusive values (database columns) in this thread.
+        let mut obj_values: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        // Profile node -> the object it is below (u32::MAX: none).
+        let mut below: Vec<u32> = Vec::new();
         for (cct, root) in [
             (&p.heap, data.heap_root),
             (&p.statics_tree, data.static_root),
@@ -704,7 +763,12 @@ impl Partial {
             // Profile site index -> object id, for this tree.
             let mut heap_objs: HashMap<u32, u32> = HashMap::new();
             map.clear();
+            below.clear();
             for (i, node) in cct.nodes.iter().enumerate() {
+                let mut owner = match node.parent {
+                    u32::MAX => u32::MAX,
+                    p => below.get(p as usize).copied().unwrap_or(u32::MAX),
+                };
                 let here = if i == 0 {
                     root
                 } else {
@@ -743,13 +807,49 @@ impl Partial {
                                 ObjectRef::Unknown => data.object(&ObjKey::Unknown),
                                 ObjectRef::NotRecovered => data.object(&ObjKey::NotRecovered),
                             };
+                            obj_ids.insert(obj, id);
+                            owner = id;
                             data.objects[id as usize].node
                         }
                         NodeKey::Root => parent,
                     }
                 };
                 map.push(here);
+                below.push(owner);
                 data.tb.add(here, &node.metrics, &cols);
+                if owner != u32::MAX && node.metrics.iter().any(|&v| v > 0) {
+                    let values = obj_values.entry(owner).or_default();
+                    for (j, &v) in node.metrics.iter().enumerate() {
+                        if let Some(&c) = cols.get(j) {
+                            if c >= values.len() {
+                                values.resize(c + 1, 0);
+                            }
+                            values[c] = values[c].saturating_add(v);
+                        }
+                    }
+                }
+            }
+        }
+        for (id, values) in obj_values {
+            data.extras[id as usize]
+                .by_thread
+                .push((thread.clone(), values));
+        }
+        if !p.object_stats.is_empty() {
+            let layout = *info.layout.get_or_insert(p.histogram_layout);
+            if layout != p.histogram_layout {
+                info.layout_mismatches += 1;
+            } else {
+                for st in &p.object_stats {
+                    let Some(&id) = obj_ids.get(&st.object) else {
+                        continue;
+                    };
+                    let h = &mut data.extras[id as usize].histogram;
+                    for &(b, n) in &st.histogram {
+                        let e = h.entry(b).or_default();
+                        *e = e.saturating_add(n);
+                    }
+                }
             }
         }
         data.tb
@@ -849,10 +949,12 @@ impl Partial {
             std::mem::swap(&mut self, &mut other);
         }
         let mut objs = Vec::with_capacity(other.data.objects.len());
-        for (key, o) in other.data.keys.iter().zip(&other.data.objects) {
+        let extras = std::mem::take(&mut other.data.extras);
+        for ((key, o), extra) in other.data.keys.iter().zip(&other.data.objects).zip(extras) {
             let id = self.data.object(key);
             let mine = &mut self.data.objects[id as usize];
             mine.bytes = mine.bytes.max(o.bytes);
+            self.data.extras[id as usize].absorb(extra);
             objs.push(id);
         }
         let code_map = absorb_tree(&mut self.code, &other.code, &[]);
@@ -878,6 +980,13 @@ impl Partial {
             }
         }
         a.rank_clash |= b.rank_clash;
+        a.threads.extend(b.threads);
+        a.layout_mismatches += b.layout_mismatches;
+        match (a.layout, b.layout) {
+            (None, l) => a.layout = l,
+            (Some(x), Some(y)) if x != y => a.layout_mismatches += 1,
+            _ => {}
+        }
         self
     }
 }
@@ -1120,7 +1229,11 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
         .collect();
 
     // Objects: sorted by kind, then what identifies them.
-    let data = part.data;
+    let mut data = part.data;
+    let mut extras: Vec<Option<ObjExtra>> = std::mem::take(&mut data.extras)
+        .into_iter()
+        .map(Some)
+        .collect();
     let sort_key = |k: &ObjKey| -> (u8, Vec<u32>, String, u32) {
         match k {
             ObjKey::Heap(path) => (
@@ -1150,10 +1263,45 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
     );
     let (data_tree, node_map) =
         canonical_tree(data.tb, &frame_map, &obj_map, columns, threads, rank_count);
+    // Threads, in canonical order, for the per-thread values.
+    let mut thread_list = std::mem::take(&mut part.info.threads);
+    thread_list.sort();
+    thread_list.dedup();
+    let keep_threads = thread_list.len() <= MAX_THREAD_VALUES;
+    let layout = part
+        .info
+        .layout
+        .filter(|_| part.info.layout_mismatches == 0);
+    if part.info.layout_mismatches > 0 {
+        warnings.push(
+            "profiles were measured with different histogram layouts (--histogram); object histograms are left out"
+                .to_string(),
+        );
+    }
     let mut old_objects: Vec<Option<DataObject>> = data.objects.into_iter().map(Some).collect();
     let mut objects: Vec<DataObject> = obj_order
         .iter()
-        .filter_map(|&o| old_objects[o].take())
+        .filter_map(|&o| {
+            let mut obj = old_objects[o].take()?;
+            let extra = extras[o].take().unwrap_or_default();
+            if let Some(layout) = layout.filter(|_| !extra.histogram.is_empty()) {
+                obj.histogram = Some(ObjectHistogram {
+                    layout,
+                    counts: extra.histogram.into_iter().collect(),
+                });
+            }
+            if keep_threads {
+                let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+                for (t, mut values) in extra.by_thread {
+                    if let Ok(i) = thread_list.binary_search(&t) {
+                        values.resize(columns, 0);
+                        add_values(by.entry(i as u32).or_default(), &values);
+                    }
+                }
+                obj.by_thread = by.into_iter().collect();
+            }
+            Some(obj)
+        })
         .map(|mut o| {
             o.alloc_path = o
                 .alloc_path
@@ -1193,6 +1341,7 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
             primary_metric: 0,
             stats: info.stats,
             commands: info.commands.into_iter().collect(),
+            thread_list,
         },
         frames,
         code,
@@ -1289,7 +1438,7 @@ fn canonical_tree(
 mod tests {
     use super::*;
     use formats::measurement::{
-        AllocSite, Cct, CctNode, EventInfo, ProcessInfo, StaticVar, ThreadInfo,
+        AllocSite, Cct, CctNode, EventInfo, ObjectStats, ProcessInfo, StaticVar, ThreadInfo,
     };
     use formats::views;
 
@@ -1386,6 +1535,62 @@ mod tests {
 
     fn object(db: &Database, kind: ObjectKind) -> Vec<&DataObject> {
         db.objects.iter().filter(|o| o.kind == kind).collect()
+    }
+
+    #[test]
+    fn histograms_and_per_thread_values_of_one_object_merge() {
+        let mut a = thread(10, 10, 0, 5);
+        let mut b = thread(10, 11, 1, 7);
+        let mut c = thread(12, 12, 0, 4);
+        for (p, hist) in [
+            (&mut a, vec![(0, 4), (3, 1)]),
+            (&mut b, vec![(0, 2), (31, 5)]),
+            (&mut c, vec![(3, 4)]),
+        ] {
+            p.object_stats = vec![ObjectStats {
+                object: ObjectRef::HeapSite(1),
+                histogram: hist,
+            }];
+        }
+        // Same result with any number of workers and any order.
+        for profiles in [vec![a.clone(), b.clone(), c.clone()], vec![c, b, a]] {
+            let db = merge(&profiles, Vec::new()).db;
+            db.validate().unwrap();
+            let heap = object(&db, ObjectKind::Heap);
+            let obj = heap[0];
+            let h = obj.histogram.as_ref().expect("histogram");
+            assert_eq!(h.layout, HistogramLayout::default());
+            assert_eq!(h.counts, vec![(0, 6), (3, 5), (31, 5)]);
+            // Threads sorted by (rank, host, pid, index); values per thread.
+            let threads: Vec<(u32, u32, u64)> = obj
+                .by_thread
+                .iter()
+                .map(|(t, v)| {
+                    let t = &db.info.thread_list[*t as usize];
+                    (t.pid, t.index, v[0])
+                })
+                .collect();
+            assert_eq!(threads, vec![(10, 0, 5), (10, 1, 7), (12, 0, 4)]);
+            assert_eq!(db.info.thread_list.len(), 3);
+        }
+    }
+
+    #[test]
+    fn different_histogram_layouts_drop_the_histograms() {
+        let mut a = thread(10, 10, 0, 5);
+        let mut b = thread(10, 11, 1, 7);
+        a.object_stats = vec![ObjectStats {
+            object: ObjectRef::HeapSite(1),
+            histogram: vec![(0, 1)],
+        }];
+        b.object_stats = a.object_stats.clone();
+        b.histogram_layout = HistogramLayout::Fraction(8);
+        let merged = merge(&[a, b], Vec::new());
+        assert!(merged.db.objects.iter().all(|o| o.histogram.is_none()));
+        assert!(merged
+            .warnings
+            .iter()
+            .any(|w| w.contains("histogram layouts")));
     }
 
     #[test]

@@ -214,6 +214,10 @@ impl Symbolizer {
             return c.clone();
         }
         let frames = match loc {
+            Loc::Unknown(formats::measurement::PARTIAL_UNWIND_ADDRESS) => vec![Frame {
+                function: formats::measurement::PARTIAL_UNWIND_FRAME.to_string(),
+                ..Frame::default()
+            }],
             Loc::Unknown(addr) => vec![Frame {
                 function: format!("[unknown]+0x{addr:x}"),
                 module: "[unknown]".to_string(),

@@ -33,63 +33,99 @@ pub fn hardware_unavailable_reason() -> String {
     }
 }
 
-/// Parses the `-e` options; returns the event to run and notes for stderr.
-pub fn choose(specs: &[String], strict: bool) -> Result<(Chosen, Vec<String>)> {
+/// Default period of `page-faults`: every fault (first touch needs them all).
+pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
+
+/// Parses the `-e` options; returns the events to run (at most one timer
+/// source, plus `page-faults`) and notes for stderr.
+pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String>)> {
     let mut notes = Vec::new();
-    let spec = match specs {
-        [] => "mem:soft".to_string(),
-        [one] => one.clone(),
-        [first, ..] => {
-            notes.push(format!(
-                "only one event per run is supported in this version; using {first}"
-            ));
-            first.clone()
-        }
+    let mut chosen: Vec<Chosen> = Vec::new();
+    let default = ["mem:soft".to_string()];
+    let specs = if specs.is_empty() {
+        &default[..]
+    } else {
+        specs
     };
-    let (name, period) = match spec.split_once('@') {
-        Some((n, p)) => {
-            let period: u64 = p.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
-                anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer")
-            })?;
-            (n.to_string(), Some(period))
-        }
-        None => (spec.clone(), None),
-    };
-    match name.as_str() {
-        "mem:soft" => Ok((
-            Chosen {
-                name: "mem:soft",
-                period: period.unwrap_or(DEFAULT_SOFT_PERIOD_NS),
-            },
-            notes,
-        )),
-        "cpu-time" => Ok((
-            Chosen {
-                name: "cpu-time",
-                period: period.unwrap_or(DEFAULT_SOFT_PERIOD_NS),
-            },
-            notes,
-        )),
-        "mem:latency" => {
-            let reason = hardware_unavailable_reason();
-            if strict {
-                bail!("mem:latency is not available: {reason} (drop --strict to fall back to mem:soft)");
+    for spec in specs
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        let (name, period) = match spec.split_once('@') {
+            Some((n, p)) => {
+                let period: u64 = p.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
+                    anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer")
+                })?;
+                (n, Some(period))
             }
-            notes.push(format!(
-                "mem:latency is not available ({reason}); running mem:soft instead"
-            ));
-            Ok((
+            None => (spec, None),
+        };
+        let event = match name {
+            "mem:soft" | "cpu-time" => Chosen {
+                name: if name == "mem:soft" { "mem:soft" } else { "cpu-time" },
+                period: period.unwrap_or(DEFAULT_SOFT_PERIOD_NS),
+            },
+            "page-faults" => Chosen {
+                name: "page-faults",
+                period: period.unwrap_or(DEFAULT_PAGE_FAULT_PERIOD),
+            },
+            "mem:latency" | "mem:stores" => {
+                let reason = hardware_unavailable_reason();
+                if strict {
+                    bail!("{name} is not available: {reason} (drop --strict to fall back to mem:soft)");
+                }
+                notes.push(format!(
+                    "{name} is not available ({reason}); running mem:soft instead"
+                ));
                 Chosen {
                     name: "mem:soft",
                     period: DEFAULT_SOFT_PERIOD_NS,
-                },
-                notes,
-            ))
+                }
+            }
+            other => bail!(
+                "unknown event '{other}' (known: mem:soft, cpu-time, page-faults, mem:latency, mem:stores); see hpcrun-rs --list-events"
+            ),
+        };
+        let is_timer = |c: &Chosen| c.name != "page-faults";
+        if let Some(prev) = chosen
+            .iter()
+            .find(|c| c.name == event.name || (is_timer(c) && is_timer(&event)))
+        {
+            notes.push(format!(
+                "only one timer source per run: keeping {}, ignoring {spec}",
+                prev.name
+            ));
+            continue;
         }
-        other => {
-            bail!("unknown event '{other}' (known: mem:soft, mem:latency); see hpcrun-rs --help")
-        }
+        chosen.push(event);
     }
+    Ok((chosen, notes))
+}
+
+/// The `HPCRUN_EVENTS` value for the preload library.
+pub fn env_value(chosen: &[Chosen]) -> String {
+    chosen
+        .iter()
+        .map(|c| format!("{}@{}", c.name, c.period))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// "mem:soft every 500000 ns, page-faults every 1 faults".
+pub fn describe(chosen: &[Chosen]) -> String {
+    chosen
+        .iter()
+        .map(|c| {
+            let unit = if c.name == "page-faults" {
+                "faults"
+            } else {
+                "ns"
+            };
+            format!("{} every {} {unit}", c.name, c.period)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// One line of `--list-events`.
@@ -307,10 +343,10 @@ mod tests {
         let (c, notes) = choose(&[], false).unwrap();
         assert_eq!(
             c,
-            Chosen {
+            vec![Chosen {
                 name: "mem:soft",
                 period: DEFAULT_SOFT_PERIOD_NS
-            }
+            }]
         );
         assert!(notes.is_empty());
     }
@@ -318,7 +354,7 @@ mod tests {
     #[test]
     fn period_is_parsed() {
         let (c, _) = choose(&["mem:soft@1000".into()], false).unwrap();
-        assert_eq!(c.period, 1000);
+        assert_eq!(c[0].period, 1000);
         assert!(choose(&["mem:soft@x".into()], false).is_err());
         assert!(choose(&["mem:soft@0".into()], false).is_err());
     }
@@ -332,8 +368,20 @@ mod tests {
     #[test]
     fn latency_falls_back_unless_strict() {
         let (c, notes) = choose(&["mem:latency".into()], false).unwrap();
-        assert_eq!(c.name, "mem:soft");
+        assert_eq!(c[0].name, "mem:soft");
         assert!(notes[0].contains("mem:latency") && notes[0].contains("mem:soft"));
         assert!(choose(&["mem:latency".into()], true).is_err());
+    }
+
+    #[test]
+    fn page_faults_go_with_a_timer_source() {
+        let (c, notes) = choose(&["mem:soft@2000".into(), "page-faults".into()], false).unwrap();
+        assert_eq!(env_value(&c), "mem:soft@2000,page-faults@1");
+        assert!(notes.is_empty());
+        let (c, _) = choose(&["page-faults@8".into()], false).unwrap();
+        assert_eq!(env_value(&c), "page-faults@8");
+        let (c, notes) = choose(&["mem:soft,cpu-time".into()], false).unwrap();
+        assert_eq!(env_value(&c), format!("mem:soft@{DEFAULT_SOFT_PERIOD_NS}"));
+        assert!(notes[0].contains("only one timer source"), "{notes:?}");
     }
 }

@@ -173,7 +173,7 @@ pub fn run(args: &Args) -> Result<u8> {
     // OpenMPI forwards only listed variables to ranks on other hosts: add
     // ours to its list (MPICH's Hydra and Slurm forward the environment).
     let forwarded =
-        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL";
+        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL;HPCRUN_HISTOGRAM;HPCRUN_NUMA";
     let env_list = match std::env::var("OMPI_MCA_mca_base_env_list") {
         Ok(existing) if !existing.is_empty() => format!("{existing};{forwarded}"),
         _ => forwarded.to_string(),
@@ -183,10 +183,9 @@ pub fn run(args: &Args) -> Result<u8> {
         .args(&args.command[1..])
         .env("LD_PRELOAD", ld_preload)
         .env("HPCRUN_OUT", &out)
-        .env(
-            "HPCRUN_EVENTS",
-            format!("{}@{}", chosen.name, chosen.period),
-        )
+        .env("HPCRUN_EVENTS", events::env_value(&chosen))
+        .env("HPCRUN_HISTOGRAM", &args.histogram)
+        .env("HPCRUN_NUMA", if args.numa { "1" } else { "0" })
         .env("HPCRUN_MIN_BYTES", args.min_bytes.to_string())
         .env("HPCRUN_RUN_ID", run_id)
         .env("HPCRUN_SIGNAL", args.signal.to_string())
@@ -205,10 +204,9 @@ pub fn run(args: &Args) -> Result<u8> {
         })
         .unwrap_or(0);
     eprintln!(
-        "hpcrun-rs: {} ({} every {} ns): {files} profile(s) in {}",
+        "hpcrun-rs: {} ({}): {files} profile(s) in {}",
         program,
-        chosen.name,
-        chosen.period,
+        events::describe(&chosen),
         out.display()
     );
     Ok(match (status.code(), status.signal()) {

@@ -24,12 +24,23 @@ use clap::Parser;
 #[command(
     name = "hpcrun-rs",
     version,
-    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain task-clock sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (PEBS, IBS, SPE); not available in this version:\n                    falls back to mem:soft with a note on stderr (--strict: an error).\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
+    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain task-clock sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (PEBS, IBS, SPE); where the hardware cannot do it,\n                    falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling; falls back the same way.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
 )]
 struct Args {
-    /// Sample source, optionally with a period: mem:soft, mem:soft@250000, mem:latency.
+    /// Sample source, optionally with a period; repeatable (one timer source
+    /// plus page-faults): mem:soft, mem:soft@250000, -e mem:soft -e page-faults.
     #[arg(short = 'e', long = "event", value_name = "EVENT[@PERIOD]")]
     events: Vec<String>,
+
+    /// Offset histogram of each data object: N equal buckets over the
+    /// object, `cacheline` (64-byte buckets), `page` (4 KiB) or `bytes:N`.
+    #[arg(long, value_name = "LAYOUT", default_value = "32", value_parser = parse_histogram)]
+    histogram: String,
+
+    /// Record NUMA locality (numa_local / numa_remote) even on a machine
+    /// with one node (it is recorded by default with several nodes).
+    #[arg(long)]
+    numa: bool,
 
     /// Output directory (created if missing; must not hold another run's files).
     #[arg(
@@ -65,6 +76,19 @@ struct Args {
         value_name = "COMMAND"
     )]
     command: Vec<String>,
+}
+
+fn parse_histogram(s: &str) -> Result<String, String> {
+    let ok = matches!(s, "cacheline" | "page")
+        || s.strip_prefix("bytes:")
+            .unwrap_or(s)
+            .parse::<u32>()
+            .is_ok_and(|n| n > 0 && (s.starts_with("bytes:") || n <= 65536));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err("expected a bucket count (1-65536), cacheline, page or bytes:N".into())
+    }
 }
 
 fn main() -> ExitCode {

@@ -391,6 +391,8 @@ mod tests {
                     bytes: 800,
                     allocations: 1,
                     node: 3,
+                    histogram: None,
+                    by_thread: Vec::new(),
                 },
                 DataObject {
                     kind: ObjectKind::Heap,
@@ -399,6 +401,8 @@ mod tests {
                     bytes: 800,
                     allocations: 1,
                     node: 7,
+                    histogram: None,
+                    by_thread: Vec::new(),
                 },
             ],
         }

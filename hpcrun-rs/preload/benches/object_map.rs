@@ -3,7 +3,7 @@
 //! blocks. `cargo bench -p hpcrun-preload --bench object_map`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use hpcrun_preload::objects::{self, Lookup};
+use hpcrun_preload::objects;
 use std::hint::black_box;
 
 fn object_map(c: &mut Criterion) {
@@ -23,7 +23,7 @@ fn object_map(c: &mut Criterion) {
             b.iter(|| {
                 i = (i + 7919) % n;
                 let r = map.lookup(black_box(0x1000_0000 + i * 8192 + 100));
-                assert_eq!(r, Lookup::Site(site));
+                assert_eq!(r.site(), Some(site));
             })
         });
         group.bench_with_input(BenchmarkId::new("lookup_miss", n), &n, |b, &n| {

@@ -28,11 +28,29 @@ pub const TAG_SMALL_HEAP: u32 = 5;
 pub const TAG_UNKNOWN: u32 = 6;
 pub const TAG_NOT_RECOVERED: u32 = 7;
 
-/// Metric columns.
+/// Metric columns (see `sampling::metric_columns` for their meaning; a
+/// profile lists only the columns its events fill).
 pub const M_SAMPLES: usize = 0;
 pub const M_STORE_SAMPLES: usize = 1;
 pub const M_CPU_SAMPLES: usize = 2;
-pub const METRICS: usize = 3;
+pub const M_PAGE_FAULTS: usize = 3;
+pub const M_FIRST_TOUCH: usize = 4;
+pub const M_NUMA_LOCAL: usize = 5;
+pub const M_NUMA_REMOTE: usize = 6;
+/// Hardware sources: summed load latency (cycles) and the data source of
+/// each sample.
+pub const M_LATENCY: usize = 7;
+pub const M_SRC_L1: usize = 8;
+pub const M_SRC_LFB: usize = 9;
+pub const M_SRC_L2: usize = 10;
+pub const M_SRC_L3: usize = 11;
+pub const M_SRC_LOCAL_DRAM: usize = 12;
+pub const M_SRC_REMOTE_DRAM: usize = 13;
+pub const M_SRC_REMOTE_CACHE: usize = 14;
+pub const M_SRC_HITM: usize = 15;
+pub const M_SRC_OTHER: usize = 16;
+pub const M_TLB_MISS: usize = 17;
+pub const METRICS: usize = 18;
 
 /// How many hash slots are probed before giving up.
 const MAX_PROBE: usize = 64;
@@ -146,5 +164,88 @@ impl Tree {
             n.key.load(Relaxed),
             m,
         )
+    }
+}
+
+/// A fixed-size table of counters keyed by (object node, bucket), in
+/// preallocated memory: the per-thread offset histograms of data objects.
+/// Insert-only, written by the owning thread's handler; a full table drops
+/// the increment (counted by the caller).
+pub struct Counts {
+    /// 0 = empty, otherwise the packed key + 1.
+    keys: &'static [AtomicU64],
+    values: &'static [AtomicU64],
+}
+
+impl Counts {
+    /// A table of `capacity` slots (rounded up to a power of two).
+    pub fn new(capacity: usize) -> Option<Counts> {
+        let capacity = capacity.next_power_of_two().max(64);
+        Some(Counts {
+            keys: ffi::map_zeroed::<AtomicU64>(capacity)?,
+            values: ffi::map_zeroed::<AtomicU64>(capacity)?,
+        })
+    }
+
+    fn pack(node: u32, bucket: u32) -> u64 {
+        ((node as u64) << 32 | bucket as u64).wrapping_add(1)
+    }
+
+    /// Adds one to (node, bucket); false when the table is full.
+    pub fn add(&self, node: u32, bucket: u32) -> bool {
+        let key = Self::pack(node, bucket);
+        let mask = self.keys.len() - 1;
+        let mut slot = (hash(node, 0, bucket as u64) as usize) & mask;
+        for _ in 0..MAX_PROBE {
+            let k = self.keys[slot].load(Relaxed);
+            if k == key {
+                self.values[slot].fetch_add(1, Relaxed);
+                return true;
+            }
+            if k == 0 {
+                self.values[slot].fetch_add(1, Relaxed);
+                self.keys[slot].store(key, Relaxed);
+                return true;
+            }
+            slot = (slot + 1) & mask;
+        }
+        false
+    }
+
+    /// Every (node, bucket, count), in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
+        self.keys.iter().zip(self.values).filter_map(|(k, v)| {
+            let k = k.load(Relaxed);
+            (k != 0).then(|| {
+                let k = k - 1;
+                ((k >> 32) as u32, k as u32, v.load(Relaxed))
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod counts_tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_and_list() {
+        let c = Counts::new(64).unwrap();
+        for _ in 0..3 {
+            assert!(c.add(7, 2));
+        }
+        assert!(c.add(7, 0));
+        assert!(c.add(0, 0));
+        let mut e: Vec<_> = c.entries().collect();
+        e.sort();
+        assert_eq!(e, vec![(0, 0, 1), (7, 0, 1), (7, 2, 3)]);
+    }
+
+    #[test]
+    fn a_full_table_refuses() {
+        let c = Counts::new(64).unwrap();
+        let added = (0..1000).filter(|&b| c.add(1, b)).count();
+        assert_eq!(added, 64);
+        assert_eq!(c.entries().map(|e| e.2).sum::<u64>(), 64);
     }
 }

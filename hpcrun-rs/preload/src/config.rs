@@ -8,9 +8,13 @@ pub const ENV_EVENTS: &str = "HPCRUN_EVENTS";
 pub const ENV_MIN_BYTES: &str = "HPCRUN_MIN_BYTES";
 pub const ENV_RUN_ID: &str = "HPCRUN_RUN_ID";
 pub const ENV_SIGNAL: &str = "HPCRUN_SIGNAL";
+pub const ENV_HISTOGRAM: &str = "HPCRUN_HISTOGRAM";
+pub const ENV_NUMA: &str = "HPCRUN_NUMA";
 
 /// Default sampling period of `mem:soft`, in nanoseconds of thread CPU time.
 pub const DEFAULT_SOFT_PERIOD_NS: u64 = 500_000;
+/// Default period of `page-faults`: every fault (first touch needs them all).
+pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
 
 /// What the profiled process was asked to measure.
 #[derive(Debug, Clone)]
@@ -18,10 +22,17 @@ pub struct Config {
     /// Absolute output directory; `None` disables writing (library loaded
     /// without hpcrun-rs).
     pub out_dir: Option<String>,
-    /// Sampling period in ns; 0 = no sampling (allocation tracking only).
+    /// Period of the timer source in ns; 0 = no timer sampling.
     pub period_ns: u64,
-    /// Name of the sample source that runs.
+    /// Name of the timer source that runs (`mem:soft` or `cpu-time`), or
+    /// `none`.
     pub event: String,
+    /// Period of the `page-faults` source, when it runs.
+    pub page_faults: Option<u64>,
+    /// Offset histogram layout of data objects.
+    pub histogram: formats::measurement::HistogramLayout,
+    /// Record NUMA locality even on a one-node machine.
+    pub numa: bool,
     pub min_bytes: usize,
     pub run_id: String,
     /// Real-time signal offset from SIGRTMIN used for samples.
@@ -30,28 +41,68 @@ pub struct Config {
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
-/// Parses `HPCRUN_EVENTS` ("mem:soft@500000,...").
-pub fn parse_events(spec: &str) -> (String, u64) {
-    let mut event = String::from("mem:soft");
-    let mut period = DEFAULT_SOFT_PERIOD_NS;
-    if let Some(first) = spec.split(',').find(|s| !s.is_empty()) {
-        let (name, p) = match first.split_once('@') {
-            Some((n, p)) => (n, p.parse().ok()),
-            None => (first, None),
+/// The sources named in `HPCRUN_EVENTS` ("mem:soft@500000,page-faults@1"):
+/// (timer source, its period, page-fault period). No list means
+/// `mem:soft` at its default period; a list without a timer source means
+/// no timer (`none`).
+pub fn parse_events(spec: &str) -> (String, u64, Option<u64>) {
+    let mut timer: Option<(String, u64)> = None;
+    let mut page_faults = None;
+    let mut any = false;
+    for item in spec.split(',').filter(|s| !s.is_empty()) {
+        any = true;
+        let (name, p) = match item.split_once('@') {
+            Some((n, p)) => (n, p.parse().ok().filter(|&p: &u64| p > 0)),
+            None => (item, None),
         };
-        event = name.to_string();
-        if let Some(p) = p {
-            period = p;
+        match name {
+            "page-faults" => page_faults = Some(p.unwrap_or(DEFAULT_PAGE_FAULT_PERIOD)),
+            _ if timer.is_none() => {
+                timer = Some((name.to_string(), p.unwrap_or(DEFAULT_SOFT_PERIOD_NS)))
+            }
+            _ => {}
         }
     }
-    (event, period)
+    match timer {
+        Some((name, period)) => (name, period, page_faults),
+        None if any => ("none".to_string(), 0, page_faults),
+        None => ("mem:soft".to_string(), DEFAULT_SOFT_PERIOD_NS, page_faults),
+    }
+}
+
+/// Parses `HPCRUN_HISTOGRAM`: `N` equal buckets (default 32), `cacheline`
+/// (64-byte buckets) or `page` (4 KiB buckets), or `bytes:N`.
+pub fn parse_histogram(spec: &str) -> Option<formats::measurement::HistogramLayout> {
+    use formats::measurement::HistogramLayout;
+    const MAX_BUCKETS: u32 = 1 << 16;
+    let bytes = |size| HistogramLayout::Bytes {
+        size,
+        max_buckets: MAX_BUCKETS,
+    };
+    match spec.trim() {
+        "" => Some(HistogramLayout::default()),
+        "cacheline" => Some(bytes(64)),
+        "page" => Some(bytes(4096)),
+        s => match s.strip_prefix("bytes:") {
+            Some(n) => n.parse().ok().filter(|&n| n > 0).map(bytes),
+            None => s
+                .parse()
+                .ok()
+                .filter(|&n| n > 0 && n <= MAX_BUCKETS)
+                .map(HistogramLayout::Fraction),
+        },
+    }
 }
 
 /// Reads the configuration once (outside any signal handler).
 pub fn get() -> &'static Config {
     CONFIG.get_or_init(|| {
         let out_dir = std::env::var(ENV_OUT).ok().filter(|s| !s.is_empty());
-        let (event, period_ns) = parse_events(&std::env::var(ENV_EVENTS).unwrap_or_default());
+        let (event, period_ns, page_faults) =
+            parse_events(&std::env::var(ENV_EVENTS).unwrap_or_default());
+        let histogram =
+            parse_histogram(&std::env::var(ENV_HISTOGRAM).unwrap_or_default()).unwrap_or_default();
+        let numa = std::env::var(ENV_NUMA).is_ok_and(|v| v == "1");
         let min_bytes = std::env::var(ENV_MIN_BYTES)
             .ok()
             .and_then(|s| s.parse().ok())
@@ -65,6 +116,9 @@ pub fn get() -> &'static Config {
             out_dir,
             period_ns,
             event,
+            page_faults,
+            histogram,
+            numa,
             min_bytes,
             run_id,
             signal_offset,
@@ -75,4 +129,43 @@ pub fn get() -> &'static Config {
 /// The configuration if it has been read.
 pub fn try_get() -> Option<&'static Config> {
     CONFIG.get()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formats::measurement::HistogramLayout;
+
+    #[test]
+    fn event_lists() {
+        assert_eq!(
+            parse_events(""),
+            ("mem:soft".into(), DEFAULT_SOFT_PERIOD_NS, None)
+        );
+        assert_eq!(
+            parse_events("cpu-time@1000"),
+            ("cpu-time".into(), 1000, None)
+        );
+        assert_eq!(
+            parse_events("mem:soft@2000,page-faults"),
+            ("mem:soft".into(), 2000, Some(1))
+        );
+        assert_eq!(parse_events("page-faults@16"), ("none".into(), 0, Some(16)));
+    }
+
+    #[test]
+    fn histogram_layouts() {
+        assert_eq!(parse_histogram(""), Some(HistogramLayout::Fraction(32)));
+        assert_eq!(parse_histogram("10"), Some(HistogramLayout::Fraction(10)));
+        assert!(matches!(
+            parse_histogram("cacheline"),
+            Some(HistogramLayout::Bytes { size: 64, .. })
+        ));
+        assert!(matches!(
+            parse_histogram("bytes:256"),
+            Some(HistogramLayout::Bytes { size: 256, .. })
+        ));
+        assert_eq!(parse_histogram("0"), None);
+        assert_eq!(parse_histogram("lines"), None);
+    }
 }

@@ -704,3 +704,41 @@ pub fn exit_group(status: c_int) -> ! {
         std::hint::spin_loop();
     }
 }
+
+/// The CPU the calling thread runs on (getcpu; safe in a signal handler).
+pub fn current_cpu() -> Option<u32> {
+    let mut cpu: u32 = 0;
+    // SAFETY: getcpu writes one u32 through a valid pointer; the node and
+    // cache arguments may be null.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getcpu,
+            &mut cpu as *mut u32,
+            std::ptr::null_mut::<u32>(),
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    (r == 0).then_some(cpu)
+}
+
+/// The NUMA node of the page holding `addr` (move_pages in query mode;
+/// safe in a signal handler); `None` if the page is not present.
+pub fn page_node(addr: u64) -> Option<u32> {
+    let page = (addr & !4095) as *mut libc::c_void;
+    let pages = [page];
+    let mut status: [c_int; 1] = [-1];
+    // SAFETY: query mode (nodes = null) only writes `count` statuses into
+    // the valid `status` array; the pages are not touched.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            1usize,
+            pages.as_ptr(),
+            std::ptr::null::<c_int>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    (r == 0 && status[0] >= 0).then_some(status[0] as u32)
+}

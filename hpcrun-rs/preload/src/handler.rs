@@ -14,7 +14,7 @@ use crate::modules::Snapshot;
 use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
 use crate::threads::{self, ThreadState};
-use crate::{ffi, modules, objects, sampling, unwind};
+use crate::{ffi, modules, numa, objects, sampling, unwind};
 
 /// Allocations requested while a sample handler ran on the same thread
 /// (through the library's allocator or the malloc hooks). Must stay 0: it
@@ -141,59 +141,81 @@ fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, S
     }
 }
 
-/// (root, tag, key) of the data object at `addr`; `None` if the object map
-/// stayed busy.
-fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<(u32, u32, u64)> {
+/// The data object a sample touched: its tree root, node tag and key, and
+/// the address range it occupies (heap blocks and static variables).
+#[derive(Clone, Copy)]
+pub struct Target {
+    pub root: u32,
+    pub tag: u32,
+    pub key: u64,
+    pub range: Option<(u64, u64)>,
+}
+
+impl Target {
+    const fn of(root: u32, tag: u32, key: u64) -> Target {
+        Target {
+            root,
+            tag,
+            key,
+            range: None,
+        }
+    }
+}
+
+/// The data object at `addr`; `None` if the object map stayed busy.
+pub fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<Target> {
     if let Some(objs) = objects::get() {
         match objs.lookup(addr) {
-            Lookup::Site(site) => return Some((cct::HEAP, cct::TAG_HEAP_SITE, site as u64)),
+            Lookup::Block { site, start, end } => {
+                return Some(Target {
+                    range: Some((start, end)),
+                    ..Target::of(cct::HEAP, cct::TAG_HEAP_SITE, site as u64)
+                })
+            }
             Lookup::Busy => return None,
             Lookup::NotFound => {}
         }
     }
-    if let Some((module, index)) = snap.static_at(addr) {
-        return Some((
-            cct::STATIC,
-            cct::TAG_STATIC,
-            (module as u64) << 32 | index as u64,
-        ));
+    if let Some((module, index, start, end)) = snap.static_at(addr) {
+        return Some(Target {
+            range: Some((start, end)),
+            ..Target::of(
+                cct::STATIC,
+                cct::TAG_STATIC,
+                (module as u64) << 32 | index as u64,
+            )
+        });
     }
     if state.stack.contains(addr) {
-        return Some((cct::UNKNOWN, cct::TAG_STACK, state.index as u64));
+        return Some(Target::of(cct::UNKNOWN, cct::TAG_STACK, state.index as u64));
     }
     if let Some(owner) = threads::stack_owner(addr) {
-        return Some((cct::UNKNOWN, cct::TAG_STACK, owner as u64));
+        return Some(Target::of(cct::UNKNOWN, cct::TAG_STACK, owner as u64));
     }
     if objects::in_small_heap(addr) {
-        return Some((cct::HEAP, cct::TAG_SMALL_HEAP, 0));
+        return Some(Target::of(cct::HEAP, cct::TAG_SMALL_HEAP, 0));
     }
-    Some((cct::UNKNOWN, cct::TAG_UNKNOWN, 0))
+    Some(Target::of(cct::UNKNOWN, cct::TAG_UNKNOWN, 0))
 }
 
-fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
-    let stats = &state.stats;
-    stats.samples.fetch_add(1, Relaxed);
-    let (Some(snap), Some(unwinder)) = (modules::get(), unwind::get()) else {
-        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
-        return;
+/// The interrupted call path, innermost first, with `leaf` as its first
+/// frame and the library's own frames left out; `None` (counted) when the
+/// module snapshot or unwinder is missing.
+fn call_path<'a>(
+    state: &ThreadState,
+    snap: &Snapshot,
+    (regs, sp, bp): &(Regs, u64, u64),
+    leaf: u64,
+    frames: &'a mut [u64; MAX_FRAMES],
+) -> Option<&'a [u64]> {
+    let Some(unwinder) = unwind::get() else {
+        state.stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+        return None;
     };
-    // Time inside the profiler itself (allocation hooks unwinding) is
-    // overhead, not the program's: counted, not attributed.
-    if snap.is_own_code(regs.rip) {
-        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
-        return;
-    }
-    let (leaf, access, source) = if sampling::code_only() {
-        (regs.rip, Access::NotMemory, Source::Previous)
-    } else {
-        analyse(state, snap, &regs)
-    };
-
-    let mut frames = [0u64; MAX_FRAMES];
     // SAFETY: the handler cache is used only by this thread's handler, and
     // `in_handler` excludes re-entry.
     let cache = unsafe { &mut *state.handler_cache.get() };
-    let got = unwind::unwind(unwinder, cache, &state.stack, regs.rip, sp, bp, &mut frames);
+    let got = unwind::unwind(unwinder, cache, &state.stack, regs.rip, *sp, *bp, frames);
     frames[0] = leaf;
     // Callers inside this library (the thread trampoline) are left out.
     let mut depth = 1;
@@ -203,13 +225,110 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
             depth += 1;
         }
     }
-    let path = &frames[..depth];
+    if !got.complete {
+        state.stats.partial_unwinds.fetch_add(1, Relaxed);
+        // The path is kept below a `<partial unwind>` marker frame, so
+        // that truncated paths do not pose as complete ones.
+        if depth < MAX_FRAMES {
+            frames[depth] = PARTIAL_UNWIND;
+            depth += 1;
+        }
+    }
+    Some(&frames[..depth])
+}
 
-    let object = match access {
-        Access::NotMemory => None,
-        Access::Unrecoverable => Some((cct::UNKNOWN, cct::TAG_NOT_RECOVERED, 0)),
+/// Marker "frame" at the root end of a call path whose unwinding stopped
+/// early (hpcprof-rs shows it as `<partial unwind>`).
+pub const PARTIAL_UNWIND: u64 = formats::measurement::PARTIAL_UNWIND_ADDRESS;
+
+/// Records one sample: `path` (innermost first) in the code tree with
+/// `code_metrics`, and, when `target` is known, below that object in its
+/// data tree with `data_metrics` (and into its offset histogram at
+/// `addr`). Returns false (counted) if the trees are full.
+pub fn record(
+    state: &ThreadState,
+    path: &[u64],
+    code_metrics: &[(usize, u64)],
+    target: Option<Target>,
+    addr: Option<u64>,
+    data_metrics: &[(usize, u64)],
+) -> bool {
+    let stats = &state.stats;
+    let tree: &Tree = &state.tree;
+    // Room for both paths and the object node, so that a sample is either
+    // in every tree or in none.
+    if tree.len() + 2 * path.len() + 2 > sampling::TREE_CAPACITY {
+        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+        return false;
+    }
+    let Some(code_leaf) = tree.path(cct::CODE, path.iter().rev().copied()) else {
+        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+        return false;
+    };
+    let Some(target) = target else {
+        for &(m, v) in code_metrics {
+            tree.add(code_leaf, m, v);
+        }
+        return true;
+    };
+    let Some(object) = tree.child(target.root, target.tag, target.key) else {
+        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+        return false;
+    };
+    let Some(data_leaf) = tree.path(object, path.iter().rev().copied()) else {
+        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+        return false;
+    };
+    for &(m, v) in code_metrics {
+        tree.add(code_leaf, m, v);
+    }
+    for &(m, v) in data_metrics {
+        tree.add(data_leaf, m, v);
+    }
+    if let (Some((start, end)), Some(addr)) = (target.range, addr) {
+        if let Some(bucket) =
+            sampling::histogram_layout().bucket(addr.wrapping_sub(start), end - start)
+        {
+            if !state.histogram.add(object, bucket) {
+                stats.histogram_full.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    true
+}
+
+fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
+    let stats = &state.stats;
+    stats.samples.fetch_add(1, Relaxed);
+    let Some(snap) = modules::get() else {
+        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+        return;
+    };
+    let regs = &ctx.0;
+    // Time inside the profiler itself (allocation hooks unwinding) is
+    // overhead, not the program's: counted, not attributed.
+    if snap.is_own_code(regs.rip) {
+        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return;
+    }
+    let (leaf, access, source) = if sampling::code_only() {
+        (regs.rip, Access::NotMemory, Source::Previous)
+    } else {
+        analyse(state, snap, regs)
+    };
+    let mut frames = [0u64; MAX_FRAMES];
+    let Some(path) = call_path(state, snap, &ctx, leaf, &mut frames) else {
+        return;
+    };
+
+    let (target, addr) = match access {
+        Access::NotMemory => (None, None),
+        Access::Unrecoverable => (
+            Some(Target::of(cct::UNKNOWN, cct::TAG_NOT_RECOVERED, 0)),
+            None,
+        ),
         Access::Address { addr, .. } => match classify(state, snap, addr) {
-            Some(o) => Some(o),
+            Some(o) => (Some(o), Some(addr)),
             None => {
                 stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
                 return;
@@ -222,37 +341,42 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         Access::Address { kind, .. } if !kind.loads() => cct::M_STORE_SAMPLES,
         _ => cct::M_SAMPLES,
     };
-
-    let tree: &Tree = &state.tree;
-    // Room for both paths and the object node, so that a sample is either
-    // in every tree or in none.
-    if tree.len() + 2 * depth + 2 > sampling::TREE_CAPACITY {
-        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+    let mut data = [(metric, 1), (0, 0)];
+    if let Some(addr) = addr {
+        if let Some(local) = numa::is_local(addr) {
+            data[1] = (
+                if local {
+                    cct::M_NUMA_LOCAL
+                } else {
+                    cct::M_NUMA_REMOTE
+                },
+                1,
+            );
+        }
+    }
+    let data = if data[1].1 == 0 {
+        &data[..1]
+    } else {
+        &data[..]
+    };
+    let code: &[(usize, u64)] = if target.is_some() {
+        &[(cct::M_CPU_SAMPLES, 1), (metric, 1)]
+    } else {
+        &[(cct::M_CPU_SAMPLES, 1)]
+    };
+    let code_metrics: &[(usize, u64)] = match data.get(1) {
+        Some(&numa) if target.is_some() => &[(cct::M_CPU_SAMPLES, 1), (metric, 1), numa],
+        _ => code,
+    };
+    if !record(state, path, code_metrics, target, addr, data) || target.is_none() {
         return;
     }
-    let Some(code_leaf) = tree.path(cct::CODE, path.iter().rev().copied()) else {
-        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
-        return;
-    };
-    tree.add(code_leaf, cct::M_CPU_SAMPLES, 1);
-    let Some((root, tag, key)) = object else {
-        return;
-    };
-    let data_leaf = tree
-        .child(root, tag, key)
-        .and_then(|obj| tree.path(obj, path.iter().rev().copied()));
-    let Some(data_leaf) = data_leaf else {
-        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
-        return;
-    };
-    tree.add(code_leaf, metric, 1);
-    tree.add(data_leaf, metric, 1);
     if metric == cct::M_STORE_SAMPLES {
         stats.stores.fetch_add(1, Relaxed);
         return;
     }
     stats.memory.fetch_add(1, Relaxed);
-    if matches!(access, Access::Address { .. }) {
+    if addr.is_some() {
         stats.recovered.fetch_add(1, Relaxed);
         match source {
             Source::Previous => stats.recovered_previous.fetch_add(1, Relaxed),

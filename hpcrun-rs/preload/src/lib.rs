@@ -16,6 +16,7 @@
 //! * [`handler`]: the signal handler: unwind, decode the skid-corrected
 //!   instruction ([`soft`]), find the data object, insert into the trees
 //!   ([`cct`]).
+//! * [`numa`]: CPU -> node topology and the node of sampled pages.
 //! * [`writer`]: one MessagePack file per thread at thread and process exit.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
@@ -30,6 +31,7 @@ pub mod ffi;
 pub mod handler;
 pub mod hooks;
 pub mod modules;
+pub mod numa;
 pub mod objects;
 pub mod sampling;
 pub mod soft;

@@ -232,9 +232,9 @@ impl Snapshot {
             .any(|(_, m)| m.info.is_self && m.contains(addr))
     }
 
-    /// The static variable containing `addr`, as (module id, index), looked
-    /// up in the module that owns the *data* address.
-    pub fn static_at(&self, addr: u64) -> Option<(u32, u32)> {
+    /// The static variable containing `addr`, as (module id, index, start,
+    /// end), looked up in the module that owns the *data* address.
+    pub fn static_at(&self, addr: u64) -> Option<(u32, u32, u64, u64)> {
         let (id, m) = self.module_containing(addr)?;
         let pos = m.statics.partition_point(|s| s.start <= addr);
         // Symbols may nest (aliases); look back a little for a container.
@@ -242,7 +242,7 @@ impl Snapshot {
         (lo..pos)
             .rev()
             .find(|&i| addr < m.statics[i].end)
-            .map(|i| (*id, i as u32))
+            .map(|i| (*id, i as u32, m.statics[i].start, m.statics[i].end))
     }
 
     /// Start of the function containing `addr`.

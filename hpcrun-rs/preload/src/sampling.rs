@@ -7,7 +7,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
-use crate::{cct, config, ffi, handler, hooks, modules, objects, soft, threads, writer};
+use formats::measurement::HistogramLayout;
+
+use crate::{cct, config, ffi, handler, hooks, modules, numa, objects, soft, threads, writer};
 
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;
@@ -20,6 +22,13 @@ static CODE_ONLY: AtomicBool = AtomicBool::new(false);
 /// True for `cpu-time`: no instruction decoding, no data attribution.
 pub fn code_only() -> bool {
     CODE_ONLY.load(Relaxed)
+}
+
+static LAYOUT: std::sync::OnceLock<HistogramLayout> = std::sync::OnceLock::new();
+
+/// The offset histogram layout (set at start, read by the handler).
+pub fn histogram_layout() -> HistogramLayout {
+    LAYOUT.get().copied().unwrap_or_default()
 }
 
 /// True while samples should be recorded.
@@ -48,6 +57,8 @@ fn init() {
         }
         modules::refresh(None);
         soft::warm_up();
+        numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
+        let _ = LAYOUT.set(cfg.histogram);
         CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
         let signal = ffi::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
@@ -175,7 +186,7 @@ unsafe extern "C" fn after_fork_in_child() {
     });
 }
 
-/// Metric columns, in `cct::M_*` order.
+/// Metric columns, in `cct::M_*` order: (name, unit, description).
 pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
     [
         (
@@ -193,5 +204,64 @@ pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::MET
             "samples",
             "all task-clock samples (code-centric tree only)",
         ),
+        (
+            "page_faults",
+            "faults",
+            "sampled page faults (page-faults event) at the faulting data address",
+        ),
+        (
+            "first_touch",
+            "pages",
+            "pages first touched here: the first sampled fault on each page (page-faults event)",
+        ),
+        (
+            "numa_local",
+            "samples",
+            "memory samples whose page is on the NUMA node of the CPU that sampled it",
+        ),
+        (
+            "numa_remote",
+            "samples",
+            "memory samples whose page is on another NUMA node than the CPU that sampled it",
+        ),
+        ("latency", "cycles", "summed load latency of hardware samples"),
+        ("src_l1", "samples", "hardware samples served by the L1 cache"),
+        ("src_lfb", "samples", "hardware samples served by a fill buffer"),
+        ("src_l2", "samples", "hardware samples served by the L2 cache"),
+        ("src_l3", "samples", "hardware samples served by the L3 cache"),
+        ("src_local_dram", "samples", "hardware samples served by local DRAM"),
+        ("src_remote_dram", "samples", "hardware samples served by remote DRAM"),
+        ("src_remote_cache", "samples", "hardware samples served by a remote cache"),
+        ("src_hitm", "samples", "hardware samples that hit a modified line in another core's cache"),
+        ("src_other", "samples", "hardware samples served by I/O, uncached memory or an unknown source"),
+        ("tlb_miss", "samples", "hardware samples that missed the data TLB"),
     ]
+}
+
+/// The metric columns this run fills, in order: a profile lists only
+/// these (the others are always zero).
+pub fn active_columns() -> Vec<usize> {
+    let cfg = config::get();
+    let mut cols = Vec::new();
+    if cfg.period_ns > 0 {
+        cols.extend([cct::M_SAMPLES, cct::M_STORE_SAMPLES, cct::M_CPU_SAMPLES]);
+    } else {
+        // `samples` is always the first column (the primary metric).
+        cols.push(cct::M_SAMPLES);
+    }
+    if cfg.page_faults.is_some() {
+        cols.extend([cct::M_PAGE_FAULTS, cct::M_FIRST_TOUCH]);
+    }
+    if numa::enabled() {
+        cols.extend([cct::M_NUMA_LOCAL, cct::M_NUMA_REMOTE]);
+    }
+    if hardware_active() {
+        cols.extend(cct::M_LATENCY..=cct::M_TLB_MISS);
+    }
+    cols
+}
+
+/// True when a hardware memory source runs (its columns are filled).
+pub fn hardware_active() -> bool {
+    false
 }

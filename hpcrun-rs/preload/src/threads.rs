@@ -39,7 +39,17 @@ pub struct Stats {
     pub recovered_previous: AtomicU64,
     pub recovered_at_ip: AtomicU64,
     pub dropped: [AtomicU64; DROP_CAUSES.len()],
+    /// Samples whose call path could not be unwound to its root.
+    pub partial_unwinds: AtomicU64,
+    /// Page-fault samples handled.
+    pub page_faults: AtomicU64,
+    /// Histogram increments lost because the table was full (the sample
+    /// itself is kept).
+    pub histogram_full: AtomicU64,
 }
+
+/// Slots of a thread's histogram table ((object, bucket) pairs).
+pub const HISTOGRAM_SLOTS: usize = 1 << 16;
 
 /// Size of the per-thread cache of "instruction before this IP".
 pub const DECODE_CACHE: usize = 4096;
@@ -51,6 +61,8 @@ pub struct ThreadState {
     pub stack: StackBounds,
     pub start_ns: u64,
     pub tree: cct::Tree,
+    /// Offset histograms of the data objects: (object node, bucket) -> count.
+    pub histogram: cct::Counts,
     pub stats: Stats,
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
@@ -120,6 +132,7 @@ pub fn next_index() -> u32 {
 pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
     let stack = StackBounds::current().unwrap_or_default();
     let tree = cct::Tree::new(tree_capacity)?;
+    let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
     let decode_cache = ffi::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let state = ThreadState {
         pid: ffi::getpid(),
@@ -128,6 +141,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         stack,
         start_ns: ffi::now_unix_ns(),
         tree,
+        histogram,
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),

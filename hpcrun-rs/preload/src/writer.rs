@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
-    ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
+    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
 };
 
 use crate::threads::{self, ThreadState};
@@ -157,6 +157,8 @@ fn process_info() -> ProcessInfo {
 pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let cfg = config::get();
     let objs = objects::get();
+    let columns = sampling::active_columns();
+    let all_columns = sampling::metric_columns();
     let mut profile = ThreadProfile {
         process: process_info(),
         thread: ThreadInfo {
@@ -166,20 +168,28 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             start_unix_ns: state.start_ns,
             end_unix_ns: ffi::now_unix_ns(),
         },
-        events: vec![EventInfo {
-            name: cfg.event.clone(),
-            period: cfg.period_ns,
-            unit: "ns".into(),
-        }],
-        metrics: sampling::metric_columns()
+        events: events(cfg),
+        metrics: columns
             .iter()
-            .map(|(name, unit, description)| MetricInfo {
-                name: name.to_string(),
-                unit: unit.to_string(),
-                description: description.to_string(),
+            .map(|&c| {
+                let (name, unit, description) = all_columns[c];
+                MetricInfo {
+                    name: name.to_string(),
+                    unit: unit.to_string(),
+                    description: description.to_string(),
+                }
             })
             .collect(),
+        histogram_layout: cfg.histogram,
         ..Default::default()
+    };
+    // Node metrics in the order of `columns`, trailing zeros left out.
+    let pick = |m: &[u64; cct::METRICS]| -> Vec<u64> {
+        let mut v: Vec<u64> = columns.iter().map(|&c| m[c]).collect();
+        while v.last() == Some(&0) {
+            v.pop();
+        }
+        v
     };
     // Every module ever loaded (ids are stable), so that addresses in a
     // library that was dlclose'd since can still be mapped.
@@ -205,11 +215,13 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let mut placed: Vec<(usize, u32)> = Vec::with_capacity(n);
     let mut sites = SiteTable::default();
     let mut static_ids: HashMap<u64, u32> = HashMap::new();
+    // Node -> the object it stands for (object nodes only).
+    let mut object_of: HashMap<u32, ObjectRef> = HashMap::new();
     for i in 0..n {
         let (parent, tag, key, metrics) = state.tree.node(i);
         if i < 4 {
             placed.push((i, 0));
-            trees[i].nodes[0].metrics = metrics.to_vec();
+            trees[i].nodes[0].metrics = pick(&metrics);
             continue;
         }
         let Some(&(tree, parent_index)) = placed.get(parent as usize) else {
@@ -247,11 +259,14 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             cct::TAG_NOT_RECOVERED => NodeKey::Object(ObjectRef::NotRecovered),
             _ => NodeKey::Object(ObjectRef::Unknown),
         };
+        if let NodeKey::Object(o) = node_key {
+            object_of.insert(i as u32, o);
+        }
         let index = trees[tree].nodes.len() as u32;
         trees[tree].nodes.push(CctNode {
             parent: parent_index,
             key: node_key,
-            metrics: metrics.to_vec(),
+            metrics: pick(&metrics),
         });
         placed.push((tree, index));
     }
@@ -273,6 +288,22 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         log.reverse();
         profile.allocations = log;
     }
+    // Offset histograms, per object.
+    let mut histograms: HashMap<ObjectRef, Vec<(u32, u64)>> = HashMap::new();
+    for (node, bucket, count) in state.histogram.entries() {
+        if let Some(&o) = object_of.get(&node) {
+            histograms.entry(o).or_default().push((bucket, count));
+        }
+    }
+    let mut object_stats: Vec<ObjectStats> = histograms
+        .into_iter()
+        .map(|(object, mut histogram)| {
+            histogram.sort_unstable();
+            ObjectStats { object, histogram }
+        })
+        .collect();
+    object_stats.sort_by_key(|s| format!("{:?}", s.object));
+    profile.object_stats = object_stats;
     profile.alloc_sites = sites.into_sites(objs);
     let [code, heap, statics, unknown] = trees;
     profile.code = code;
@@ -289,6 +320,8 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         address_recovered: s.recovered.load(Relaxed),
         recovered_previous: s.recovered_previous.load(Relaxed),
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
+        partial_unwinds: s.partial_unwinds.load(Relaxed),
+        page_faults: s.page_faults.load(Relaxed),
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)
@@ -296,6 +329,13 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
             .collect(),
     };
+    let full = s.histogram_full.load(Relaxed);
+    if full > 0 {
+        profile
+            .stats
+            .dropped
+            .insert("histogram table full (samples kept)".into(), full);
+    }
     // Process-wide: reported once, in the main thread's file.
     if state.index == 0 {
         if let Some(lost) = objs
@@ -315,6 +355,26 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         }
     }
     profile
+}
+
+/// The sources that ran, with their periods.
+fn events(cfg: &config::Config) -> Vec<EventInfo> {
+    let mut events = Vec::new();
+    if cfg.period_ns > 0 {
+        events.push(EventInfo {
+            name: cfg.event.clone(),
+            period: cfg.period_ns,
+            unit: "ns".into(),
+        });
+    }
+    if let Some(period) = cfg.page_faults {
+        events.push(EventInfo {
+            name: "page-faults".into(),
+            period,
+            unit: "faults".into(),
+        });
+    }
+    events
 }
 
 /// Maps process-wide site ids to the file's `alloc_sites` indices.

@@ -483,7 +483,7 @@ impl AppState {
                 "rank {r}: the 'rank {r} incl' column and the detail pane show each row's value in rank {r}"
             )),
             Filter::Thread(_) => Some(format!(
-                "{}: this database stores no per-thread values; see the thread distribution in the detail pane",
+                "{}: data objects show their value in this thread (column and detail pane); other rows show the thread distribution",
                 self.filter_label()
             )),
         };
@@ -494,7 +494,7 @@ impl AppState {
         match self.filter {
             Filter::All => "all".into(),
             Filter::Rank(r) => format!("rank {r}"),
-            Filter::Thread(t) => format!("thread {t}"),
+            Filter::Thread(t) => self.model.db.thread_label(t),
         }
     }
 
@@ -605,7 +605,22 @@ mod tests {
             .message
             .as_deref()
             .unwrap()
-            .contains("no per-thread values"));
+            .contains("data objects show their value in this thread"));
+        // The data-centric pane: the top object's value in thread 0 is in
+        // the detail pane (C: 360 of 900 samples in thread 0).
+        app.apply(Action::DataView);
+        let mut detail = String::new();
+        for _ in 0..20 {
+            detail = crate::view::detail::lines(&app).join("\n");
+            if detail.starts_with("C ·") {
+                break;
+            }
+            app.apply(Action::Down);
+        }
+        assert!(
+            detail.contains("thread 0 alone: 360 samples (40.0% of this object)"),
+            "{detail}"
+        );
         let mut mpi = fixtures::abc();
         mpi.info.ranks = vec![0, 1];
         let mut app = AppState::new(Model::new(mpi, None));

@@ -156,17 +156,158 @@ pub fn lines(app: &AppState) -> Vec<String> {
                 }
                 _ => out.push(format!("rank {r} alone: not stored for this row")),
             },
-            Filter::Thread(t) => out.push(format!(
-                "thread {t} alone: unavailable (the database stores no per-thread values)"
-            )),
+            Filter::Thread(t) => match item.object.filter(|_| matches!(item.node, Node::Object(_)))
+            {
+                Some(o) => {
+                    let obj = &model.db.objects[o as usize];
+                    let v = obj.thread_value(t, model.primary);
+                    let i = item.inc[model.primary];
+                    out.push(format!(
+                        "{} alone: {} {} ({} of this object)",
+                        model.db.thread_label(t),
+                        count(v),
+                        model.metric_name(model.primary),
+                        percent(v, i)
+                    ));
+                }
+                None => out.push(format!(
+                    "{} alone: stored for data objects only; see the thread distribution above",
+                    model.db.thread_label(t)
+                )),
+            },
         }
     }
-    if matches!(item.node, Node::Object(_)) {
-        out.push("offset histogram: not measured".into());
-        out.push("first touch: not measured".into());
-        out.push("NUMA local/remote: not measured".into());
+    if let Some(o) = item.object.filter(|_| matches!(item.node, Node::Object(_))) {
+        object_lines(app, o, &item.inc, &mut out);
     }
     out
+}
+
+/// Eight levels of a bar, lowest first.
+const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+/// Width of the histogram line, in buckets.
+const HISTOGRAM_WIDTH: usize = 32;
+
+/// The histogram as one line of bar characters (`HISTOGRAM_WIDTH` wide at
+/// most; finer layouts are summed into that many columns), and the share
+/// of the hottest tenth of the object.
+pub fn histogram_text(h: &formats::database::ObjectHistogram, bytes: u64) -> (String, String) {
+    let n = h.layout.buckets(bytes.max(1)).max(1) as usize;
+    let width = n.min(HISTOGRAM_WIDTH);
+    let mut cols = vec![0u64; width];
+    for &(b, c) in &h.counts {
+        let col = ((b as usize).min(n - 1) * width) / n;
+        cols[col] += c;
+    }
+    let max = cols.iter().copied().max().unwrap_or(0).max(1);
+    let bar: String = cols
+        .iter()
+        .map(|&c| {
+            if c == 0 {
+                ' '
+            } else {
+                BARS[((c * 8 - 1) / max).min(7) as usize]
+            }
+        })
+        .collect();
+    let total: u64 = cols.iter().sum();
+    // Share of the accesses in the first and in the hottest tenth.
+    let tenth = (width / 10).max(1);
+    let first: u64 = cols[..tenth].iter().sum();
+    let hottest = cols
+        .windows(tenth)
+        .enumerate()
+        .map(|(i, w)| (w.iter().sum::<u64>(), i))
+        .max()
+        .unwrap_or((0, 0));
+    let pct = |v: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * v as f64 / total as f64
+        }
+    };
+    let summary = format!(
+        "first {:.0}% of the object: {:.0}% of accesses · hottest {:.0}% (from {:.0}%): {:.0}%",
+        100.0 * tenth as f64 / width as f64,
+        pct(first),
+        100.0 * tenth as f64 / width as f64,
+        100.0 * hottest.1 as f64 / width as f64,
+        pct(hottest.0)
+    );
+    (bar, summary)
+}
+
+/// Per-object measurements: histogram, threads, first touch, NUMA.
+fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
+    let model = &app.model;
+    let db = &model.db;
+    let obj = &db.objects[o as usize];
+    match &obj.histogram {
+        Some(h) => {
+            let (bar, summary) = histogram_text(h, obj.bytes);
+            out.push(format!("offset histogram |{bar}|"));
+            out.push(format!("  {summary}"));
+        }
+        None => out.push("offset histogram: not measured (no recovered address in it)".into()),
+    }
+    if !obj.by_thread.is_empty() {
+        let p = model.primary;
+        let total: u64 = obj
+            .by_thread
+            .iter()
+            .map(|(_, v)| v.get(p).copied().unwrap_or(0))
+            .sum();
+        let mut rows: Vec<(u64, u32)> = obj
+            .by_thread
+            .iter()
+            .map(|(t, v)| (v.get(p).copied().unwrap_or(0), *t))
+            .collect();
+        rows.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let shown: Vec<String> = rows
+            .iter()
+            .take(6)
+            .map(|&(v, t)| format!("{} {}", db.thread_label(t), percent(v, total)))
+            .collect();
+        let more = if rows.len() > 6 {
+            format!(" (+{} more)", rows.len() - 6)
+        } else {
+            String::new()
+        };
+        out.push(format!("by thread: {}{more}", shown.join(", ")));
+    }
+    let first_touch = db
+        .metric_column("first_touch")
+        .and_then(|c| obj.top_thread(c));
+    match first_touch {
+        Some((t, share)) => out.push(format!(
+            "first touch: {} ({:.0}% of the sampled pages)",
+            db.thread_label(t),
+            100.0 * share
+        )),
+        None if db.metric_column("first_touch").is_some() => {
+            out.push("first touch: no sampled page fault in it".into())
+        }
+        None => out.push("first touch: not measured (hpcrun-rs -e page-faults)".into()),
+    }
+    match (
+        db.metric_column("numa_local"),
+        db.metric_column("numa_remote"),
+    ) {
+        (Some(l), Some(r)) => {
+            let v = |c: usize| inc.get(c).copied().unwrap_or(0);
+            let (l, r) = (v(l), v(r));
+            out.push(format!(
+                "NUMA: {} local, {} remote ({} remote)",
+                count(l),
+                count(r),
+                percent(r, l + r)
+            ));
+        }
+        _ => out.push(
+            "NUMA local/remote: not measured (hpcrun-rs --numa, or a multi-node machine)".into(),
+        ),
+    }
 }
 
 pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: Theme, focused: bool) {

@@ -12,7 +12,7 @@
 //! assert!(screen.contains("Data-centric"));
 //! ```
 
-mod detail;
+pub mod detail;
 mod popup;
 mod source;
 mod theme;

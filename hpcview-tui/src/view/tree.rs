@@ -98,6 +98,15 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
     if let Some(r) = rank {
         head.push_str(&format!("{:>CELL$} ", fit(&format!("rank {r} incl"), CELL)));
     }
+    // Thread filter: objects carry per-thread values.
+    let thread = match app.filter {
+        crate::state::Filter::Thread(t) => Some(t),
+        _ => None,
+    };
+    if let Some(t) = thread {
+        let label = format!("{} incl", app.model.db.thread_label(t));
+        head.push_str(&format!("{:>CELL$} ", fit(&label, CELL)));
+    }
     let name_mark = if sort.key == SortKey::Name {
         " ▲▼"
     } else {
@@ -114,6 +123,15 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
             _ => &model.db.code,
         };
         tree.nodes.first().map(|n| n.rank_value(r)).unwrap_or(0)
+    });
+    let primary = model.primary;
+    let thread_total = thread.map(|t| {
+        model
+            .db
+            .objects
+            .iter()
+            .map(|o| o.thread_value(t, primary))
+            .sum::<u64>()
     });
     pane.scroll_into_view(rows);
     let end = (pane.offset + rows).min(pane.visible.len());
@@ -161,6 +179,17 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
             let s = match node {
                 Some(n) if item.has_metrics() => {
                     let v = n.rank_value(r);
+                    format!("{:>8} {:>6} ", count(v), percent(v, total))
+                }
+                _ => format!("{:>CELL$} ", ""),
+            };
+            used += s.chars().count();
+            spans.push(Span::raw(s));
+        }
+        if let (Some(t), Some(total)) = (thread, thread_total) {
+            let s = match item.object {
+                Some(o) if matches!(item.node, crate::state::tree::Node::Object(_)) => {
+                    let v = model.db.objects[o as usize].thread_value(t, primary);
                     format!("{:>8} {:>6} ", count(v), percent(v, total))
                 }
                 _ => format!("{:>CELL$} ", ""),

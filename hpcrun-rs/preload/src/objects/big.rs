@@ -106,8 +106,13 @@ impl BigBlocks {
             let mut found = Lookup::NotFound;
             if pos > 0 {
                 let e = &self.entries[pos - 1];
-                if addr < e.end.load(Relaxed) {
-                    found = Lookup::Site(e.site.load(Relaxed) as u32);
+                let end = e.end.load(Relaxed);
+                if addr < end {
+                    found = Lookup::Block {
+                        site: e.site.load(Relaxed) as u32,
+                        start: e.start.load(Relaxed),
+                        end,
+                    };
                 }
             }
             fence(Acquire);

@@ -177,7 +177,11 @@ impl Granules {
             }
             if let Some((block, _)) = Self::read(slot, granule) {
                 if addr >= block.start && addr < block.end {
-                    return Lookup::Site(block.site);
+                    return Lookup::Block {
+                        site: block.site,
+                        start: block.start,
+                        end: block.end,
+                    };
                 }
             }
         }

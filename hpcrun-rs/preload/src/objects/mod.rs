@@ -146,10 +146,25 @@ fn path_hash(frames: &[u64]) -> u64 {
 /// What a lookup found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
-    Site(u32),
+    /// The block `[start, end)` allocated through `site`.
+    Block {
+        site: u32,
+        start: u64,
+        end: u64,
+    },
     NotFound,
     /// A writer was active on every try.
     Busy,
+}
+
+impl Lookup {
+    /// The site, when a block was found.
+    pub fn site(self) -> Option<u32> {
+        match self {
+            Lookup::Block { site, .. } => Some(site),
+            _ => None,
+        }
+    }
 }
 
 impl Objects {
@@ -314,17 +329,17 @@ mod tests {
         let small = 0x7000_0000_fc00;
         objs.insert(small, 3000, a, 0, 0);
         objs.insert(0x7100_0000_0000, 64 << 20, b, 0, 0);
-        assert_eq!(objs.lookup(small), Lookup::Site(a));
-        assert_eq!(objs.lookup(small + 2999), Lookup::Site(a));
+        assert_eq!(objs.lookup(small).site(), Some(a));
+        assert_eq!(objs.lookup(small + 2999).site(), Some(a));
         assert_eq!(objs.lookup(small + 3000), Lookup::NotFound);
-        assert_eq!(objs.lookup(0x7100_0000_0000 + (40 << 20)), Lookup::Site(b));
+        assert_eq!(objs.lookup(0x7100_0000_0000 + (40 << 20)).site(), Some(b));
         assert!(objs.is_tracked_start(small));
         objs.remove(small);
         assert_eq!(objs.lookup(small + 100), Lookup::NotFound);
         assert!(!objs.is_tracked_start(small));
         // Reuse of the same address by another site.
         objs.insert(small, 2000, b, 0, 0);
-        assert_eq!(objs.lookup(small + 100), Lookup::Site(b));
+        assert_eq!(objs.lookup(small + 100).site(), Some(b));
         objs.remove(small);
         objs.remove(0x7100_0000_0000);
         assert_eq!(objs.lookup(0x7100_0000_0000 + 5), Lookup::NotFound);
@@ -341,7 +356,7 @@ mod tests {
                 objs.insert(base + i * 4096, 1500 + round, s, 0, 0);
             }
             for i in (0..20_000u64).step_by(97) {
-                assert_eq!(objs.lookup(base + i * 4096 + 1000), Lookup::Site(s));
+                assert_eq!(objs.lookup(base + i * 4096 + 1000).site(), Some(s));
                 assert_eq!(objs.lookup(base + i * 4096 + 3000), Lookup::NotFound);
             }
             for i in 0..20_000u64 {
