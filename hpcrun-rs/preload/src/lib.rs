@@ -17,6 +17,8 @@
 //!   instruction ([`soft`]), find the data object, insert into the trees
 //!   ([`cct`]).
 //! * [`writer`]: one MessagePack file per thread at thread and process exit.
+//! * [`pmu`]: hardware sample sources (PEBS, IBS, SPE): ring buffer, record
+//!   and data-source decoding, PMU discovery in sysfs.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
 //! memory never comes from the hooked functions (it has its own global
@@ -31,6 +33,7 @@ pub mod handler;
 pub mod hooks;
 pub mod modules;
 pub mod objects;
+pub mod pmu;
 pub mod sampling;
 pub mod soft;
 pub mod threads;
