@@ -742,3 +742,121 @@ pub fn page_node(addr: u64) -> Option<u32> {
     };
     (r == 0 && status[0] >= 0).then_some(status[0] as u32)
 }
+
+/// The mapping of one perf event's ring buffer: the `perf_event_mmap_page`
+/// control page followed by a power-of-two data area. Mapped for the rest
+/// of the process's life (never unmapped, so a late signal handler cannot
+/// read freed memory).
+pub struct RingMemory {
+    control: *mut u8,
+    data: *const u8,
+    data_size: usize,
+}
+
+// SAFETY: the control page is only accessed through atomics; the data area
+// is only read, and only the bytes the kernel has finished writing (see
+// `RingMemory::data`). The mapping is never unmapped.
+unsafe impl Send for RingMemory {}
+// SAFETY: as above.
+unsafe impl Sync for RingMemory {}
+
+impl RingMemory {
+    fn word(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: `offset` is the offset of a u64 field inside the control
+        // page (page-aligned mapping, 8-aligned field), which stays mapped;
+        // the kernel and this thread access it concurrently, so only through
+        // an atomic.
+        unsafe { &*(self.control.add(offset) as *const std::sync::atomic::AtomicU64) }
+    }
+
+    /// `data_head`, read with acquire ordering: the records before it are
+    /// completely written.
+    pub fn head(&self) -> u64 {
+        use perf_event_open_sys::bindings::perf_event_mmap_page as Page;
+        self.word(std::mem::offset_of!(Page, data_head))
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// `data_tail` (written only by this reader).
+    pub fn tail(&self) -> u64 {
+        use perf_event_open_sys::bindings::perf_event_mmap_page as Page;
+        self.word(std::mem::offset_of!(Page, data_tail))
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Publishes `data_tail` with release ordering: the kernel may overwrite
+    /// everything before it.
+    pub fn set_tail(&self, tail: u64) {
+        use perf_event_open_sys::bindings::perf_event_mmap_page as Page;
+        self.word(std::mem::offset_of!(Page, data_tail))
+            .store(tail, std::sync::atomic::Ordering::Release)
+    }
+
+    /// The data area. The kernel writes only between `data_head` and
+    /// `data_tail + size`; callers read only `[data_tail, data_head)` after
+    /// an acquire load of `data_head`, which the kernel does not touch until
+    /// `data_tail` moves past it.
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: `data_size` bytes at `data` are mapped readable for the
+        // process's life; see above for the bytes the kernel writes.
+        unsafe { std::slice::from_raw_parts(self.data, self.data_size) }
+    }
+}
+
+/// Maps the ring buffer of perf event `fd`: one control page and
+/// `data_pages` data pages (a power of two). `None` if `data_pages` is not a
+/// power of two or the kernel refuses (e.g. `EPERM` beyond
+/// `perf_event_mlock_kb`).
+pub fn map_perf_ring(fd: c_int, data_pages: usize) -> Option<crate::pmu::ring::Ring> {
+    if !data_pages.is_power_of_two() {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = usize::try_from(page).ok().filter(|&p| p > 0)?;
+    let data_size = data_pages.checked_mul(page)?;
+    let len = data_size.checked_add(page)?;
+    // A shared read-write mapping: writing data_tail tells the kernel what
+    // has been consumed (a read-only mapping would make it overwrite).
+    let p = raw_mmap(
+        0,
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED,
+        fd,
+        0,
+    )?;
+    Some(crate::pmu::ring::Ring::new(RingMemory {
+        control: p,
+        // SAFETY: `page` < `len`: inside the mapping.
+        data: unsafe { p.add(page) },
+        data_size,
+    }))
+}
+
+/// `perf_event_open(attr, 0, -1, group_fd, FD_CLOEXEC)`: an event on the
+/// calling thread, any CPU. Returns the fd or the errno.
+pub fn open_perf_event(
+    attr: &mut perf_event_open_sys::bindings::perf_event_attr,
+    group_fd: c_int,
+) -> Result<c_int, c_int> {
+    use perf_event_open_sys::bindings as pe;
+    attr.size = std::mem::size_of::<pe::perf_event_attr>() as u32;
+    // SAFETY: `attr` is a valid, fully initialised perf_event_attr whose
+    // size field matches the struct.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(attr, 0, -1, group_fd, pe::PERF_FLAG_FD_CLOEXEC as _)
+    };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// `ioctl(fd, PERF_EVENT_IOC_ENABLE)`.
+pub fn enable_event(fd: c_int) -> bool {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: ioctl on an fd; an invalid fd only returns an error.
+    unsafe { libc::ioctl(fd, pe::ENABLE as _, 0) == 0 }
+}

@@ -18,6 +18,8 @@
 //!   ([`cct`]).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
 //! * [`writer`]: one MessagePack file per thread at thread and process exit.
+//! * [`pmu`]: hardware sample sources (PEBS, IBS, SPE): ring buffer, record
+//!   and data-source decoding, PMU discovery in sysfs.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
 //! memory never comes from the hooked functions (it has its own global
@@ -33,6 +35,7 @@ pub mod hooks;
 pub mod modules;
 pub mod numa;
 pub mod objects;
+pub mod pmu;
 pub mod sampling;
 pub mod soft;
 pub mod threads;
