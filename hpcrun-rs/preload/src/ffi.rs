@@ -470,6 +470,60 @@ pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
     if fd < 0 {
         return Err(errno());
     }
+    signal_and_enable(fd, signal)?;
+    Ok(fd)
+}
+
+/// Sample layout of the page-fault event.
+pub const PAGE_FAULT_SAMPLE_TYPE: u64 = (perf_event_open_sys::bindings::PERF_SAMPLE_IP
+    | perf_event_open_sys::bindings::PERF_SAMPLE_TID
+    | perf_event_open_sys::bindings::PERF_SAMPLE_ADDR)
+    as u64;
+
+/// Opens a page-fault sampling event for the calling thread: every
+/// `period`-th fault of its user code writes a sample (IP, TID, data
+/// address) into a ring of `data_pages` pages and sends `signal` to this
+/// thread. Returns the fd and the ring.
+pub fn open_page_faults(
+    period: u64,
+    signal: c_int,
+    data_pages: usize,
+) -> Result<(c_int, crate::pmu::ring::Ring), c_int> {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = pe::perf_event_attr {
+        type_: pe::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
+        config: pe::PERF_COUNT_SW_PAGE_FAULTS as u64,
+        sample_type: PAGE_FAULT_SAMPLE_TYPE,
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = period.max(1);
+    // A wakeup (and so a signal) for every sample.
+    attr.__bindgen_anon_2.wakeup_events = 1;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    // SAFETY: valid attr; pid 0 / cpu -1 = this thread on any CPU.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(&mut attr, 0, -1, -1, pe::PERF_FLAG_FD_CLOEXEC as _)
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let Some(ring) = map_perf_ring(fd, data_pages) else {
+        let e = errno();
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    };
+    signal_and_enable(fd, signal)?;
+    Ok((fd, ring))
+}
+
+/// Routes `fd`'s overflow signal to the calling thread and enables it;
+/// closes `fd` on failure.
+fn signal_and_enable(fd: c_int, signal: c_int) -> Result<(), c_int> {
+    use perf_event_open_sys::bindings as pe;
     #[repr(C)]
     struct FOwnerEx {
         kind: c_int,
@@ -493,7 +547,7 @@ pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
         unsafe { libc::close(fd) };
         return Err(e);
     }
-    Ok(fd)
+    Ok(())
 }
 
 /// Stops and closes a sampling event.
@@ -551,13 +605,18 @@ pub fn reraise(signal: c_int) {
 pub fn install_handler(
     signal: c_int,
     handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+    block: &[c_int],
 ) -> bool {
-    // SAFETY: a zeroed sigaction with our handler and an empty mask.
+    // SAFETY: a zeroed sigaction with our handler; its mask blocks `block`
+    // (the library's other sample signals) while it runs.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = handler as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
+        for &b in block {
+            libc::sigaddset(&mut sa.sa_mask, b);
+        }
         libc::sigaction(signal, &sa, std::ptr::null_mut()) == 0
     }
 }

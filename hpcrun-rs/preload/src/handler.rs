@@ -55,6 +55,119 @@ pub extern "C" fn on_sample(_signal: c_int, _info: *mut libc::siginfo_t, context
     ffi::set_errno(saved_errno);
 }
 
+/// The handler of the page-fault event's signal: drains the thread's
+/// ring and records each fault at its data address.
+pub extern "C" fn on_page_fault(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+    let saved_errno = ffi::errno();
+    if let Some(state) = threads::current() {
+        if state.finished.load(Relaxed) || !sampling::active() {
+            // Late signal after the profile was written: ignore.
+        } else if state.in_handler.swap(true, Acquire) {
+            state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
+        } else {
+            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
+            // handlers; it lives for the duration of the handler.
+            let uc = unsafe { &*(context as *const libc::ucontext_t) };
+            page_faults(state, registers(uc));
+            state.in_handler.store(false, Release);
+        }
+    }
+    ffi::set_errno(saved_errno);
+}
+
+fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
+    use crate::pmu::record::{self, Record, SampleLayout};
+    let Some(ring) = state.fault_ring.get() else {
+        return;
+    };
+    let layout = SampleLayout::new(ffi::PAGE_FAULT_SAMPLE_TYPE);
+    let dropped = &state.stats.dropped;
+    let drained = ring.for_each_record(|header, body| match record::parse(header, body, &layout) {
+        Ok(Record::Sample(s)) => fault(state, &ctx, s.ip, s.addr),
+        Ok(Record::Lost { lost, .. }) => {
+            dropped[threads::DROP_RING_LOST].fetch_add(lost, Relaxed);
+        }
+        Ok(_) => {}
+        Err(_) => {
+            dropped[threads::DROP_BAD_RECORD].fetch_add(1, Relaxed);
+        }
+    });
+    let bad = drained.too_large + drained.corrupt;
+    if bad > 0 {
+        dropped[threads::DROP_BAD_RECORD].fetch_add(bad, Relaxed);
+    }
+    // A feedback loop (signals without new samples, or only faults of the
+    // profiler itself) must not keep the program from running: after
+    // `MAX_IDLE_FAULT_SIGNALS` such signals in a row, this thread's
+    // page-fault sampling stops.
+    if state.fault_progress.swap(false, Relaxed) {
+        state.fault_idle.store(0, Relaxed);
+    } else if state.fault_idle.fetch_add(1, Relaxed) + 1 >= MAX_IDLE_FAULT_SIGNALS {
+        let fd = state.fault_fd.swap(-1, AcqRel);
+        if fd >= 0 {
+            ffi::disable_event(fd);
+            state.stats.fault_sampling_stopped.store(1, Relaxed);
+        }
+    }
+}
+
+/// See `page_faults`.
+const MAX_IDLE_FAULT_SIGNALS: u32 = 1_000;
+
+/// One sampled page fault of user code at `ip` on data address `addr`.
+fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
+    let stats = &state.stats;
+    stats.page_faults.fetch_add(1, Relaxed);
+    let Some(snap) = modules::get() else {
+        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+        return;
+    };
+    if snap.is_own_code(ip) {
+        // The profiler's own memory (trees, tables) being touched.
+        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return;
+    }
+    // A page that faults again and again (a program writing the control
+    // page of its own perf ring: each of our signals makes it write again)
+    // is a feedback loop, not first touches.
+    let page = addr >> 12;
+    if state.fault_last_page.swap(page, Relaxed) == page {
+        if state.fault_same_page.fetch_add(1, Relaxed) + 1 >= MAX_IDLE_FAULT_SIGNALS {
+            state.fault_idle.store(MAX_IDLE_FAULT_SIGNALS, Relaxed);
+            return;
+        }
+    } else {
+        state.fault_same_page.store(0, Relaxed);
+    }
+    state.fault_progress.store(true, Relaxed);
+    let mut frames = [0u64; MAX_FRAMES];
+    // The signal arrives as the faulting instruction is about to run again:
+    // the interrupted context is the fault's, unless older records were
+    // waiting in the ring (then only their IP is known).
+    let path: &[u64] = if ip == ctx.0.rip {
+        match call_path(state, snap, ctx, ip, &mut frames) {
+            Some(p) => p,
+            None => return,
+        }
+    } else {
+        stats.partial_unwinds.fetch_add(1, Relaxed);
+        frames[0] = ip;
+        frames[1] = PARTIAL_UNWIND;
+        &frames[..2]
+    };
+    let Some(target) = classify(state, snap, addr) else {
+        stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
+        return;
+    };
+    let first = crate::pages::first_touch(addr);
+    let metrics = [
+        (cct::M_PAGE_FAULTS, 1),
+        (cct::M_FIRST_TOUCH, u64::from(first)),
+    ];
+    let metrics = if first { &metrics[..] } else { &metrics[..1] };
+    record(state, path, metrics, Some(target), None, metrics);
+}
+
 /// Handler of fatal signals (SIGSEGV, SIGABRT, SIGTERM, ...): writes what
 /// has been measured, then lets the signal take its default action (the
 /// handler was installed with SA_RESETHAND), so the exit status is the one

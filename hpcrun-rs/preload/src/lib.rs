@@ -16,6 +16,7 @@
 //! * [`handler`]: the signal handler: unwind, decode the skid-corrected
 //!   instruction ([`soft`]), find the data object, insert into the trees
 //!   ([`cct`]).
+//! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
 //! * [`writer`]: one MessagePack file per thread at thread and process exit.
 //! * [`pmu`]: hardware sample sources (PEBS, IBS, SPE): ring buffer, record
@@ -35,6 +36,7 @@ pub mod hooks;
 pub mod modules;
 pub mod numa;
 pub mod objects;
+pub mod pages;
 pub mod pmu;
 pub mod sampling;
 pub mod soft;

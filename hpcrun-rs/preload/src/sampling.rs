@@ -9,7 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
 use formats::measurement::HistogramLayout;
 
-use crate::{cct, config, ffi, handler, hooks, modules, numa, objects, soft, threads, writer};
+use crate::{
+    cct, config, ffi, handler, hooks, modules, numa, objects, pages, soft, threads, writer,
+};
+
+/// Pages of each thread's page-fault ring (a power of two).
+const FAULT_RING_PAGES: usize = 8;
 
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;
@@ -62,8 +67,19 @@ fn init() {
         CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
         let signal = ffi::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
-        if cfg.period_ns > 0 && !ffi::install_handler(signal, handler::on_sample) {
+        // Page faults: the next signal, each handler blocking the other.
+        let fault_signal = signal + 1;
+        if cfg.period_ns > 0 && !ffi::install_handler(signal, handler::on_sample, &[fault_signal]) {
             writer::warn("could not install the sample signal handler; sampling disabled");
+        }
+        if cfg.page_faults.is_some() {
+            pages::init();
+            if let Some(objs) = objects::get() {
+                std::hint::black_box(objs.prefault());
+            }
+            if !ffi::install_handler(fault_signal, handler::on_page_fault, &[signal]) {
+                writer::warn("could not install the page-fault signal handler");
+            }
         }
         writer::init();
         ffi::at_exit(at_exit);
@@ -121,16 +137,30 @@ pub fn start_thread(index: u32) {
             )),
         }
     }
+    if let Some(period) = cfg.page_faults {
+        match ffi::open_page_faults(period, SIGNAL.load(Relaxed) + 1, FAULT_RING_PAGES) {
+            Ok((fd, ring)) => {
+                let _ = state.fault_ring.set(ring);
+                state.fault_fd.store(fd, Release);
+            }
+            Err(errno) => writer::warn_once(&format!(
+                "perf_event_open(page-faults) failed (errno {errno}): no page-fault samples; check /proc/sys/kernel/perf_event_paranoid"
+            )),
+        }
+    }
 }
 
 /// Stops a thread's sampling (from any thread).
 pub fn stop(state: &threads::ThreadState, close: bool) {
-    let fd = state.perf_fd.swap(-1, AcqRel);
-    if fd >= 0 {
-        if close {
-            ffi::close_event(fd);
-        } else {
-            ffi::disable_event(fd);
+    for slot in [&state.perf_fd, &state.fault_fd] {
+        let fd = slot.swap(-1, AcqRel);
+        if fd >= 0 {
+            if close {
+                // The ring stays mapped (a late handler may still read it).
+                ffi::close_event(fd);
+            } else {
+                ffi::disable_event(fd);
+            }
         }
     }
 }

@@ -14,18 +14,22 @@ use crate::ffi::{self, StackBounds};
 use crate::unwind;
 
 /// Causes of dropped samples (index into `Stats::dropped`).
-pub const DROP_CAUSES: [&str; 5] = [
+pub const DROP_CAUSES: [&str; 7] = [
     "tree full",
     "handler re-entered",
     "object map busy",
     "in profiler code",
     "unwind failed",
+    "lost in the perf ring",
+    "unreadable perf record",
 ];
 pub const DROP_TREE_FULL: usize = 0;
 pub const DROP_REENTERED: usize = 1;
 pub const DROP_MAP_BUSY: usize = 2;
 pub const DROP_IN_PROFILER: usize = 3;
 pub const DROP_UNWIND: usize = 4;
+pub const DROP_RING_LOST: usize = 5;
+pub const DROP_BAD_RECORD: usize = 6;
 
 /// Sample counters of one thread.
 #[derive(Default)]
@@ -43,6 +47,8 @@ pub struct Stats {
     pub partial_unwinds: AtomicU64,
     /// Page-fault samples handled.
     pub page_faults: AtomicU64,
+    /// 1 if page-fault sampling was stopped (feedback loop).
+    pub fault_sampling_stopped: AtomicU64,
     /// Histogram increments lost because the table was full (the sample
     /// itself is kept).
     pub histogram_full: AtomicU64,
@@ -67,6 +73,16 @@ pub struct ThreadState {
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
     pub perf_fd: AtomicI32,
+    /// The page-fault event (`page-faults`), and its ring.
+    pub fault_fd: AtomicI32,
+    pub fault_ring: std::sync::OnceLock<crate::pmu::ring::Ring>,
+    /// Set by the handler when a fault of the program was recorded.
+    pub fault_progress: AtomicBool,
+    /// Page-fault signals in a row that recorded none.
+    pub fault_idle: AtomicU32,
+    /// The page of the last fault, and how many faults in a row hit it.
+    pub fault_last_page: AtomicU64,
+    pub fault_same_page: AtomicU32,
     /// Last allocation record of this thread (index + 1, 0: none); records
     /// chain backwards through `Record::previous`.
     pub last_record: AtomicU64,
@@ -145,6 +161,12 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),
+        fault_fd: AtomicI32::new(-1),
+        fault_ring: std::sync::OnceLock::new(),
+        fault_progress: AtomicBool::new(false),
+        fault_idle: AtomicU32::new(0),
+        fault_last_page: AtomicU64::new(0),
+        fault_same_page: AtomicU32::new(0),
         last_record: AtomicU64::new(0),
         in_handler: AtomicBool::new(false),
         finished: AtomicBool::new(false),

@@ -329,6 +329,12 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
             .collect(),
     };
+    if s.fault_sampling_stopped.load(Relaxed) > 0 {
+        profile.stats.dropped.insert(
+            "page-fault sampling stopped (fault feedback loop)".into(),
+            1,
+        );
+    }
     let full = s.histogram_full.load(Relaxed);
     if full > 0 {
         profile
@@ -346,6 +352,13 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 .stats
                 .dropped
                 .insert("allocation log full".into(), lost);
+        }
+        let full = crate::pages::FULL.load(Relaxed);
+        if full > 0 {
+            profile
+                .stats
+                .dropped
+                .insert("first touch: page set full".into(), full);
         }
         if let Some(lost) = objs.map(|o| o.map_full.load(Relaxed)).filter(|&n| n > 0) {
             profile

@@ -188,6 +188,19 @@ impl Granules {
         Lookup::NotFound
     }
 
+    /// Reads one word of every page of the table, so that later lookups
+    /// (which land on random pages) never fault: with page-fault sampling,
+    /// a fault inside the handler's lookup would be sampled in turn.
+    /// Untouched pages map the shared zero page: no memory is used.
+    pub fn prefault(&self) -> u64 {
+        let per_page = (4096 / std::mem::size_of::<Slot>()).max(1);
+        self.slots
+            .iter()
+            .step_by(per_page)
+            .map(|s| s.seq.load(Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+
     /// After fork: a slot left odd by a thread of the parent is released
     /// (as a tombstone: its write may be incomplete).
     pub fn reset_after_fork(&self) {

@@ -295,6 +295,11 @@ impl Objects {
         }
     }
 
+    /// Maps every page of the lookup tables (see `Granules::prefault`).
+    pub fn prefault(&self) -> u64 {
+        self.granules.prefault()
+    }
+
     /// After fork: the child is single-threaded, so locks held by other
     /// threads of the parent are released.
     pub fn reset_locks_after_fork(&self) {

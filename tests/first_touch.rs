@@ -1,0 +1,138 @@
+//! The page-fault source and per-object attribution through the real
+//! pipeline: first-touch threads, per-thread values, equal totals in the
+//! code and data trees, NUMA locality on this one-node machine, and a
+//! program whose own page faults would feed back into the sampler.
+
+use std::process::Command;
+
+use pipeline_tests::*;
+
+fn object<'a>(export: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap_or_else(|| panic!("no object {name} in {export:#}"))
+}
+
+fn metric(v: &serde_json::Value, name: &str) -> u64 {
+    v["metrics"][name].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn first_touch_threads_match_the_program() {
+    let dir = scratch("first-touch-threads");
+    let exe = compile_test_program("first_touch_threads.c", &dir, &["-pthread"]);
+    let native = ok_stdout(&run(&mut Command::new(&exe)), "native first_touch_threads");
+    let p = profile(&dir, "mem:soft,page-faults", &exe, &[]);
+    assert_eq!(
+        p.program_stdout, native,
+        "output changed under the profiler"
+    );
+    let data = export_json(&p.db, "data");
+
+    // 32 MiB each: 8,192 pages, every one first touched by the thread the
+    // program says.
+    for (name, thread) in [("by_worker", "thread 1"), ("by_main", "thread 0")] {
+        let o = object(&data, name);
+        let pages = metric(o, "first_touch");
+        assert!(
+            (8150..=8200).contains(&pages),
+            "{name}: {pages} pages\n{o:#}"
+        );
+        assert_eq!(o["first_touch_thread"], thread, "{o:#}");
+        assert!(o["first_touch_share"].as_f64().unwrap() > 0.99, "{o:#}");
+        // Per-thread values: the toucher has all the object's faults.
+        let toucher = o["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["thread"] == thread)
+            .unwrap();
+        assert_eq!(metric(toucher, "page_faults"), metric(o, "page_faults"));
+    }
+
+    // The code tree's totals equal the data trees' (every fault of the
+    // program is attributed to an object, possibly <unknown address>).
+    let code = export_json(&p.db, "code");
+    for m in ["page_faults", "first_touch", "samples"] {
+        let in_code: u64 = code["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| metric(f, m))
+            .sum();
+        let in_data: u64 = data["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| metric(o, m))
+            .sum();
+        assert_eq!(in_code, in_data, "{m}: code {in_code} vs data {in_data}");
+    }
+    assert!(data["stats"]["dropped"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .all(|k| k == "in profiler code"));
+}
+
+#[test]
+fn numa_locality_on_a_one_node_machine_is_all_local() {
+    let dir = scratch("numa-one-node");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .args(["-e", "mem:soft@200000", "--numa", "-o"])
+        .arg(&measurements)
+        .arg(&exe));
+    ok_stdout(&out, "hpcrun-rs --numa");
+    let data = merge_and_export(&dir, &measurements);
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                .count()
+        })
+        .unwrap_or(1);
+    let c = object(&data, "C");
+    let accesses = metric(c, "samples") + metric(c, "store_samples");
+    assert!(accesses > 100, "{c:#}");
+    if nodes == 1 {
+        assert_eq!(metric(c, "numa_local"), accesses, "{c:#}");
+        assert_eq!(metric(c, "numa_remote"), 0, "{c:#}");
+    } else {
+        assert!(metric(c, "numa_local") + metric(c, "numa_remote") <= accesses);
+    }
+}
+
+#[test]
+fn a_program_that_reads_its_own_perf_ring_is_not_livelocked() {
+    // perf record writes the control page of its own ring after every
+    // wakeup; each write faults, each fault signals us, each signal wakes
+    // perf again. The sampler must notice and stop, not spin forever.
+    if !std::path::Path::new("/usr/bin/perf").exists() {
+        eprintln!("skipped: /usr/bin/perf is not installed (Debian package linux-perf)");
+        return;
+    }
+    let dir = scratch("perf-feedback");
+    let measurements = dir.join("measurements");
+    let start = std::time::Instant::now();
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .current_dir(&dir)
+        .args(["-e", "page-faults", "-o"])
+        .arg(&measurements)
+        .args(["perf", "record", "-q", "-o"])
+        .arg(dir.join("perf.data"))
+        .arg("true"));
+    assert!(out.status.success(), "{out:?}");
+    // Generous: it takes about a second; a livelock never ends.
+    assert!(start.elapsed().as_secs() < 120);
+    let stopped = read_profiles(&measurements).iter().any(|p| {
+        p.stats
+            .dropped
+            .contains_key("page-fault sampling stopped (fault feedback loop)")
+    });
+    assert!(stopped, "the feedback loop was not detected");
+}
