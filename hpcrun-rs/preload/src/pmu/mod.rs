@@ -4,10 +4,16 @@
 //! * [`ring`]: reading the perf mmap ring buffer from a signal handler.
 //! * [`record`]: decoding `PERF_RECORD_SAMPLE` bodies for a `sample_type`,
 //!   and the loss and throttling records.
+//! * [`datasrc`]: `perf_mem_data_src` -> memory level, TLB miss, load/store.
+//! * [`ibs`]: AMD IBS op registers (the raw block of `ibs_op` samples).
+//! * [`spe`]: Arm SPE packets (the AUX area of `arm_spe` events).
 //!
 //! Everything here except the mapping (in [`crate::ffi`]) is safe code that
 //! works on bytes, tested with constructed buffers: the development
 //! machines have no PMU.
 
+pub mod datasrc;
+pub mod ibs;
 pub mod record;
 pub mod ring;
+pub mod spe;
