@@ -13,13 +13,16 @@
 //! * [`probe`]: whether `mem:latency` and `mem:stores` can run, why not and
 //!   the fix; the `precise_ip` level the kernel accepts; multiplexing scale.
 //!
+//! * [`attr`]: the `perf_event_attr` of a memory event.
+//!
 //! `sysfs.rs` and `probe.rs` use only `std`: the launcher compiles them too
-//! (with `#[path]`), so that `--list-events` and the library agree.
+//! (with `#[path]`, and `attr.rs` too), so that `--list-events` and the library agree.
 //!
 //! Everything here except the mapping (in [`crate::ffi`]) is safe code that
 //! works on bytes, tested with constructed buffers: the development
 //! machines have no PMU.
 
+pub mod attr;
 pub mod datasrc;
 pub mod ibs;
 pub mod probe;

@@ -417,6 +417,25 @@ impl HwAttr {
         }
     }
 
+    /// The sampling period used without `@N`: qualifying loads or stores
+    /// for PEBS, ops for IBS (counting dispatched ops) and SPE.
+    pub fn default_period(&self) -> u64 {
+        match self.vendor {
+            Vendor::IntelPebs => 10_007,
+            Vendor::AmdIbs => 262_144,
+            Vendor::ArmSpe => 65_536,
+        }
+    }
+
+    /// `period` adjusted to what the hardware takes: IBS ignores the low 4
+    /// bits of its max count (and needs at least 16).
+    pub fn valid_period(&self, period: u64) -> u64 {
+        match self.vendor {
+            Vendor::AmdIbs => (period & !0xf).max(0x10),
+            _ => period.max(1),
+        }
+    }
+
     /// The samples come through the AUX area (SPE), not the ring itself.
     pub fn uses_aux_area(&self) -> bool {
         self.vendor == Vendor::ArmSpe
