@@ -2,6 +2,8 @@
 
 use anyhow::{bail, Result};
 
+use crate::pmu;
+
 /// The sample source that will actually run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chosen {
@@ -11,26 +13,39 @@ pub struct Chosen {
 
 pub const DEFAULT_SOFT_PERIOD_NS: u64 = 500_000;
 
-/// Why hardware memory sampling is unavailable on this machine.
-pub fn hardware_unavailable_reason() -> String {
-    let devices: Vec<String> = std::fs::read_dir("/sys/bus/event_source/devices")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
+/// The attributes of hardware memory event `name` (`mem:latency`,
+/// `mem:stores`) on this machine (sysfs, procfs, then `perf_event_open`),
+/// or why it cannot run.
+pub fn hardware_event(name: &str) -> Result<pmu::sysfs::HwAttr, String> {
+    let event = pmu::sysfs::MemEvent::from_name(name)
+        .ok_or_else(|| format!("{name} is not a hardware memory event"))?;
+    pmu::probe_machine(std::path::Path::new("/"), pmu::try_open)
+        .into_iter()
+        .find(|p| p.event == event)
+        .map(|p| match (p.missing, p.attr) {
+            (None, Some(attr)) => Ok(attr),
+            (Some(m), _) => Err(m.why()),
+            (None, None) => Err("no attributes".to_string()),
         })
-        .unwrap_or_default();
-    let has_pmu = devices
-        .iter()
-        .any(|d| d == "cpu" || d == "ibs_op" || d.starts_with("arm_spe") || d.starts_with("cpu_"));
-    if has_pmu {
-        "hardware memory sampling is not implemented in this version of hpcrun-rs".into()
-    } else {
-        format!(
-            "no hardware PMU on this machine (a virtual machine or container?): /sys/bus/event_source/devices has only {}",
-            devices.join(" ")
-        )
+        .unwrap_or_else(|| Err(format!("{name} was not probed")))
+}
+
+/// Why hardware memory sampling (`mem:latency`) is unavailable on this
+/// machine; empty when it is available. (`choose` uses [`hardware_event`],
+/// which also returns the attributes.)
+#[allow(dead_code)]
+pub fn hardware_unavailable_reason() -> String {
+    hardware_event("mem:latency").err().unwrap_or_default()
+}
+
+/// The `HPCRUN_HW_ATTR` value for the chosen event, if it is a hardware one.
+pub fn hardware_env(chosen: &Chosen) -> Result<Option<String>> {
+    if pmu::sysfs::MemEvent::from_name(chosen.name).is_none() {
+        return Ok(None);
     }
+    hardware_event(chosen.name)
+        .map(|a| Some(a.to_env()))
+        .map_err(|why| anyhow::anyhow!("{} is not available: {why}", chosen.name))
 }
 
 /// Default period of `page-faults`: every fault (first touch needs them all).
@@ -71,16 +86,25 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
                 period: period.unwrap_or(DEFAULT_PAGE_FAULT_PERIOD),
             },
             "mem:latency" | "mem:stores" => {
-                let reason = hardware_unavailable_reason();
-                if strict {
-                    bail!("{name} is not available: {reason} (drop --strict to fall back to mem:soft)");
-                }
-                notes.push(format!(
-                    "{name} is not available ({reason}); running mem:soft instead"
-                ));
-                Chosen {
-                    name: "mem:soft",
-                    period: DEFAULT_SOFT_PERIOD_NS,
+                let event =
+                    pmu::sysfs::MemEvent::from_name(name).map_or("mem:latency", |e| e.name());
+                match hardware_event(event) {
+                    Ok(attr) => Chosen {
+                        name: event,
+                        period: period.unwrap_or(attr.default_period()),
+                    },
+                    Err(reason) => {
+                        if strict {
+                            bail!("{event} is not available: {reason} (drop --strict to fall back to mem:soft)");
+                        }
+                        notes.push(format!(
+                            "{event} is not available ({reason}); running mem:soft instead"
+                        ));
+                        Chosen {
+                            name: "mem:soft",
+                            period: DEFAULT_SOFT_PERIOD_NS,
+                        }
+                    }
                 }
             }
             other => bail!(
@@ -135,13 +159,23 @@ pub struct Availability {
     pub what: &'static str,
     /// `None` when available; else why not and what to do.
     pub missing: Option<(String, String)>,
+    /// For an available hardware event: the PMU and settings it runs with.
+    pub via: Option<String>,
 }
 
-/// What this machine offers, read from sysfs and procfs (no event is
-/// opened). `root` is a sysfs tree (normally "/") so tests can use fixtures.
+/// What this machine offers, read from sysfs and procfs under `root`
+/// (normally "/"); a hardware event that sysfs allows is then opened once
+/// (and closed) to ask the kernel.
 pub fn probe(root: &std::path::Path) -> Vec<Availability> {
-    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
-    let exists = |p: &str| root.join(p).exists();
+    probe_with(root, pmu::try_open)
+}
+
+/// [`probe`] with `open` trying a hardware event (tests use fixture trees
+/// and a fake).
+pub fn probe_with(
+    root: &std::path::Path,
+    open: impl FnMut(&pmu::sysfs::HwAttr) -> Result<(), i32>,
+) -> Vec<Availability> {
     let devices: Vec<String> = std::fs::read_dir(root.join("sys/bus/event_source/devices"))
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -149,20 +183,11 @@ pub fn probe(root: &std::path::Path) -> Vec<Availability> {
                 .collect()
         })
         .unwrap_or_default();
-    let paranoid: i32 = read("proc/sys/kernel/perf_event_paranoid")
-        .trim()
-        .parse()
-        .unwrap_or(2);
-    // CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the effective set.
-    let cap_eff = read("proc/self/status")
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap_or(0);
-    let privileged = cap_eff & (1 << 38 | 1 << 21) != 0;
-    let vm = read("proc/cpuinfo")
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let pmu::probe::Host {
+        paranoid,
+        privileged,
+        ..
+    } = pmu::probe::Host::read(root);
     let software = if !devices.iter().any(|d| d == "software") {
         Some((
             "the kernel has no software perf events (no /sys/bus/event_source/devices/software)"
@@ -177,79 +202,86 @@ pub fn probe(root: &std::path::Path) -> Vec<Availability> {
     } else {
         None
     };
-    let intel = exists("sys/bus/event_source/devices/cpu/events/mem-loads");
-    let amd = devices.iter().any(|d| d == "ibs_op");
-    let arm = devices.iter().any(|d| d.starts_with("arm_spe"));
-    let hardware = |stores: bool| -> Option<(String, String)> {
+    let hw = pmu::probe_machine(root, open);
+    let hardware = |event: pmu::sysfs::MemEvent| -> (Option<(String, String)>, Option<String>) {
         if let Some(sw) = &software {
-            return Some(sw.clone());
+            return (Some(sw.clone()), None);
         }
-        let has = if stores {
-            intel && exists("sys/bus/event_source/devices/cpu/events/mem-stores") || amd || arm
-        } else {
-            intel || amd || arm
-        };
-        if !has {
-            let reason = if vm {
-                "no memory-sampling PMU (Intel PEBS mem-loads, AMD ibs_op, Arm arm_spe): this is a virtual machine without PMU passthrough".to_string()
-            } else {
-                "no memory-sampling PMU (Intel PEBS mem-loads, AMD ibs_op, Arm arm_spe) in /sys/bus/event_source/devices".to_string()
-            };
-            return Some((
-                reason,
-                "run on bare metal or a VM with a virtual PMU; mem:soft works everywhere"
-                    .to_string(),
-            ));
+        match hw.iter().find(|p| p.event == event) {
+            Some(p) => match (&p.missing, &p.attr) {
+                (Some(m), _) => (Some((m.why(), m.fix())), None),
+                (None, Some(a)) => (
+                    None,
+                    Some(format!(
+                        "{} PMU {} (type {}, config {:#x}, config1 {:#x}, config2 {:#x}{}), precise_ip {}",
+                        a.vendor.name(),
+                        a.pmu,
+                        a.type_,
+                        a.config,
+                        a.config1,
+                        a.config2,
+                        a.aux_leader
+                            .map(|c| format!(", group leader config {c:#x}"))
+                            .unwrap_or_default(),
+                        a.precise_ip
+                    )),
+                ),
+                (None, None) => (None, None),
+            },
+            None => (None, None),
         }
-        if paranoid > 1 && !privileged {
-            return Some((
-                format!("perf_event_paranoid is {paranoid}: hardware sampling needs 1 or less, or CAP_PERFMON"),
-                "sysctl kernel.perf_event_paranoid=1 (or grant CAP_PERFMON)".to_string(),
-            ));
-        }
-        Some((
-            "the PMU is there, but hardware memory sampling is not implemented in this version of hpcrun-rs".to_string(),
-            "use mem:soft".to_string(),
-        ))
     };
+    let (latency_missing, latency_via) = hardware(pmu::sysfs::MemEvent::Latency);
+    let (stores_missing, stores_via) = hardware(pmu::sysfs::MemEvent::Stores);
     vec![
         Availability {
             name: "mem:soft",
             what: "software memory-access sampling (task-clock timer, decoded instruction, data address from registers)",
             missing: software.clone(),
+            via: None,
         },
         Availability {
             name: "cpu-time",
             what: "plain task-clock sampling, code-centric only",
             missing: software.clone(),
+            via: None,
         },
         Availability {
             name: "mem:latency",
             what: "hardware load-latency sampling (Intel PEBS, AMD IBS, Arm SPE)",
-            missing: hardware(false),
+            missing: latency_missing,
+            via: latency_via,
         },
         Availability {
             name: "mem:stores",
-            what: "hardware store sampling",
-            missing: hardware(true),
+            what: "hardware store sampling (Intel PEBS, AMD IBS, Arm SPE)",
+            missing: stores_missing,
+            via: stores_via,
         },
         Availability {
             name: "page-faults",
-            what: "page-fault sampling with data addresses (first touch)",
-            missing: Some((
-                "not implemented in this version of hpcrun-rs".to_string(),
-                "use mem:soft".to_string(),
-            )),
+            what: "page-fault sampling with data addresses: first-touch thread per object (software event)",
+            missing: software.clone(),
+            via: None,
         },
     ]
 }
 
 /// The `--list-events` table.
 pub fn list(root: &std::path::Path) -> String {
+    render(&probe(root))
+}
+
+fn render(list: &[Availability]) -> String {
     let mut out = String::new();
-    for a in probe(root) {
+    for a in list {
         match &a.missing {
-            None => out.push_str(&format!("{:<12} available      {}\n", a.name, a.what)),
+            None => {
+                out.push_str(&format!("{:<12} available      {}\n", a.name, a.what));
+                if let Some(via) = &a.via {
+                    out.push_str(&format!("{:<27}via: {via}\n", ""));
+                }
+            }
             Some((why, fix)) => out.push_str(&format!(
                 "{:<12} not available  {}\n{:<27}why: {why}\n{:<27}fix: {fix}\n",
                 a.name, a.what, "", ""
@@ -265,8 +297,10 @@ mod tests {
 
     fn fixture(devices: &[&str], paranoid: &str, cpuinfo: &str) -> tempdir::Dir {
         let dir = tempdir::Dir::new();
-        for d in devices {
-            std::fs::create_dir_all(dir.0.join("sys/bus/event_source/devices").join(d)).unwrap();
+        for (i, d) in devices.iter().enumerate() {
+            let dev = dir.0.join("sys/bus/event_source/devices").join(d);
+            std::fs::create_dir_all(&dev).unwrap();
+            std::fs::write(dev.join("type"), format!("{}\n", 20 + i)).unwrap();
         }
         std::fs::create_dir_all(dir.0.join("proc/sys/kernel")).unwrap();
         std::fs::create_dir_all(dir.0.join("proc/self")).unwrap();
@@ -309,7 +343,7 @@ mod tests {
             "2",
             "flags\t: fpu hypervisor\n",
         );
-        let list = probe(&dir.0);
+        let list = probe_with(&dir.0, |_| panic!("nothing to open"));
         assert_eq!(list[0].name, "mem:soft");
         assert_eq!(list[0].missing, None);
         let latency = list.iter().find(|a| a.name == "mem:latency").unwrap();
@@ -321,7 +355,7 @@ mod tests {
     #[test]
     fn probe_paranoid_3_blocks_software_events() {
         let dir = fixture(&["software"], "3", "flags\t: fpu\n");
-        let list = probe(&dir.0);
+        let list = probe_with(&dir.0, |_| panic!("nothing to open"));
         let (why, fix) = list[0].missing.clone().unwrap();
         assert!(why.contains("perf_event_paranoid is 3"), "{why}");
         assert!(fix.contains("sysctl"));
@@ -330,12 +364,78 @@ mod tests {
     #[test]
     fn probe_amd_ibs_is_recognised() {
         let dir = fixture(&["software", "ibs_op", "cpu"], "1", "flags\t: fpu\n");
-        let latency = probe(&dir.0)
+        let latency = probe_with(&dir.0, |_| Ok(()))
             .into_iter()
             .find(|a| a.name == "mem:latency")
             .unwrap();
-        let (why, _) = latency.missing.unwrap();
-        assert!(why.contains("not implemented"), "{why}");
+        assert_eq!(latency.missing, None);
+        let via = latency.via.unwrap();
+        assert!(via.contains("amd-ibs PMU ibs_op (type 21"), "{via}");
+        // The kernel refuses it: the errno is the reason.
+        let latency = probe_with(&dir.0, |_| Err(16))
+            .into_iter()
+            .find(|a| a.name == "mem:latency")
+            .unwrap();
+        let (why, fix) = latency.missing.unwrap();
+        assert!(why.contains("errno 16"), "{why}");
+        assert!(fix.contains("another tool"), "{fix}");
+        // paranoid 2 for a user: IBS without swfilt would include kernel
+        // samples, which needs 1.
+        let dir = fixture(&["software", "ibs_op"], "2", "flags\t: fpu\n");
+        let (why, _) = probe_with(&dir.0, |_| Ok(()))[2].missing.clone().unwrap();
+        assert!(why.contains("perf_event_paranoid is 2"), "{why}");
+    }
+
+    /// A root whose sysfs devices are one of the library's fixture trees.
+    fn root_with_devices(tree: &str, paranoid: &str) -> tempdir::Dir {
+        let dir = fixture(&[], paranoid, "flags\t: fpu\n");
+        let devices = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("preload/tests/fixtures/sysfs")
+            .join(tree);
+        std::fs::create_dir_all(dir.0.join("sys/bus/event_source")).unwrap();
+        std::os::unix::fs::symlink(devices, dir.0.join("sys/bus/event_source/devices")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn list_intel_pebs_with_the_attrs_from_sysfs() {
+        let dir = root_with_devices("intel", "2");
+        let mut tried = Vec::new();
+        let list = probe_with(&dir.0, |a| {
+            tried.push(a.precise_ip);
+            if a.precise_ip == 3 {
+                Err(95)
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(tried, [3, 2, 3, 2]);
+        let latency = list.iter().find(|a| a.name == "mem:latency").unwrap();
+        assert_eq!(latency.missing, None);
+        assert_eq!(
+            latency.via.as_deref(),
+            Some("intel-pebs PMU cpu (type 4, config 0x1cd, config1 0x1e, config2 0x0), precise_ip 2")
+        );
+        let stores = list.iter().find(|a| a.name == "mem:stores").unwrap();
+        assert!(stores.via.as_deref().unwrap().contains("config 0x82d0"));
+    }
+
+    #[test]
+    fn list_on_a_vm_says_why_and_the_fix() {
+        let dir = fixture(
+            &["breakpoint", "msr", "software", "tracepoint", "uprobe"],
+            "2",
+            "flags\t: fpu hypervisor\n",
+        );
+        let text = render(&probe_with(&dir.0, |_| panic!("nothing to open")));
+        for name in ["mem:latency", "mem:stores"] {
+            let line = text.lines().position(|l| l.starts_with(name)).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(lines[line].contains("not available"), "{text}");
+            assert!(lines[line + 1].contains("why: no hardware PMU"), "{text}");
+            assert!(lines[line + 1].contains("virtual machine"), "{text}");
+            assert!(lines[line + 2].contains("fix: run on bare metal"), "{text}");
+        }
     }
 
     #[test]

@@ -145,6 +145,13 @@ pub fn run(args: &Args) -> Result<u8> {
     for note in notes {
         eprintln!("hpcrun-rs: {note}");
     }
+    let hw_attr = match chosen
+        .iter()
+        .find(|c| c.name.starts_with("mem:") && c.name != "mem:soft")
+    {
+        Some(c) => events::hardware_env(c)?,
+        None => None,
+    };
     let preload = find_preload()?;
     let program = &args.command[0];
     let resolved = resolve(program);
@@ -173,12 +180,17 @@ pub fn run(args: &Args) -> Result<u8> {
     // OpenMPI forwards only listed variables to ranks on other hosts: add
     // ours to its list (MPICH's Hydra and Slurm forward the environment).
     let forwarded =
-        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL;HPCRUN_HISTOGRAM;HPCRUN_NUMA";
+        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL;HPCRUN_HISTOGRAM;HPCRUN_NUMA;HPCRUN_HW_ATTR";
     let env_list = match std::env::var("OMPI_MCA_mca_base_env_list") {
         Ok(existing) if !existing.is_empty() => format!("{existing};{forwarded}"),
         _ => forwarded.to_string(),
     };
-    let status = Command::new(program)
+    let mut command = Command::new(program);
+    match &hw_attr {
+        Some(attr) => command.env(crate::pmu::ENV_HW_ATTR, attr),
+        None => command.env_remove(crate::pmu::ENV_HW_ATTR),
+    };
+    let status = command
         .env("OMPI_MCA_mca_base_env_list", env_list)
         .args(&args.command[1..])
         .env("LD_PRELOAD", ld_preload)

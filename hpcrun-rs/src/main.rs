@@ -13,6 +13,7 @@
 
 mod events;
 mod launch;
+mod pmu;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +25,7 @@ use clap::Parser;
 #[command(
     name = "hpcrun-rs",
     version,
-    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain task-clock sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (PEBS, IBS, SPE); where the hardware cannot do it,\n                    falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling; falls back the same way.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
+    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 500000 ns of\n                    thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain task-clock sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (Intel PEBS mem-loads with a 30-cycle threshold,\n                    AMD IBS op); every N qualifying loads (PEBS) or ops (IBS). Where the machine\n                    has no such PMU it falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling (Intel PEBS mem-stores, AMD IBS op); same fallback.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
 )]
 struct Args {
     /// Sample source, optionally with a period; repeatable (one timer source
