@@ -40,3 +40,87 @@ fn pointer_chase_blames_the_list_nodes() {
         "{path:?}"
     );
 }
+
+/// Period of the examples' runs: 100 us gives a few thousand samples.
+const EVENT: &str = "mem:soft@100000";
+
+/// The exported object called `name`.
+fn object<'a>(objects: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    objects
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap_or_else(|| panic!("no object {name} in {objects:#?}"))
+}
+
+/// Store samples of an exported object.
+fn store_samples(obj: &serde_json::Value) -> u64 {
+    obj["metrics"]["store_samples"].as_u64().unwrap_or(0)
+}
+
+/// One-line summary of the objects, for the test log.
+fn summary(objects: &[serde_json::Value]) -> String {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}/{} ({:.1}%)",
+                o["name"].as_str().unwrap_or("?"),
+                samples(o),
+                store_samples(o),
+                100.0 * o["share"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn stream_triad_splits_loads_between_b_and_c_and_stores_into_a() {
+    let dir = scratch("stream-triad");
+    let exe = compile_c("stream_triad/stream_triad.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("20")), "native stream_triad");
+    let p = profile(&dir, EVENT, &exe, &["20"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("stream_triad (loads/stores): {}", summary(objects));
+    let total: u64 = objects.iter().map(samples).sum();
+    assert!(total > 500, "too few load samples: {total}");
+    let (a, b, c) = (
+        object(objects, "a"),
+        object(objects, "b"),
+        object(objects, "c"),
+    );
+    for o in [a, b, c] {
+        assert_eq!(o["kind"], "heap");
+        assert_eq!(o["bytes"], 8u64 << 22);
+    }
+    // The loads are b's and c's, about half each: each iteration waits for
+    // one of each, and mem:soft blames whichever load the timer interrupt
+    // landed right after.
+    let (sb, sc) = (samples(b), samples(c));
+    assert!(
+        (sb + sc) as f64 >= 0.9 * total as f64,
+        "b and c hold only {} of {total} load samples",
+        sb + sc
+    );
+    let b_share = sb as f64 / (sb + sc) as f64;
+    assert!(
+        (0.3..=0.7).contains(&b_share),
+        "b holds {:.1}% of b+c (b {sb}, c {sc})",
+        100.0 * b_share
+    );
+    // a is only written: store samples, (almost) no load samples.
+    assert!(
+        samples(a) as f64 <= 0.05 * total as f64,
+        "a has {} load samples of {total}",
+        samples(a)
+    );
+    let stores: u64 = objects.iter().map(store_samples).sum();
+    assert!(
+        store_samples(a) >= 20 && store_samples(a) * 2 > stores,
+        "a has {} of {stores} store samples",
+        store_samples(a)
+    );
+}
