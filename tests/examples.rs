@@ -209,3 +209,53 @@ fn false_sharing_counters_dominate_in_both_threads() {
         );
     }
 }
+
+#[test]
+fn cpp_vectors_names_the_hot_member() {
+    if !have_tool("g++", "g++") {
+        return;
+    }
+    let dir = scratch("cpp-vectors");
+    let exe = compile_c("cpp_vectors/cpp_vectors.cpp", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("3")), "native cpp_vectors");
+    let p = profile(&dir, EVENT, &exe, &["3"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("cpp_vectors: {}", summary(objects));
+    // The members are named from the constructor's initialisers and body
+    // (`: pressure(n, 1.0),`, `velocity(n) {`, `density.resize(n);`) and
+    // the declaration `Grid grid(N);`, past std::vector's inlined frames.
+    let top = &objects[0];
+    assert_eq!(top["name"], "grid.pressure", "{top:#?}");
+    assert!(top["share"].as_f64().unwrap() > 0.6, "{top:#?}");
+    assert_eq!(top["bytes"], 8u64 << 22);
+    for name in ["grid.velocity", "grid.density"] {
+        assert_eq!(object(objects, name)["kind"], "heap");
+    }
+    let path = top["alloc_path"].as_array().unwrap();
+    let file_of = |f: &serde_json::Value| f["file"].as_str().unwrap_or("").to_string();
+    assert!(
+        path.iter().any(|f| file_of(f).contains("/c++/")
+            && f["function"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("std::"))),
+        "no inlined std::vector frame in {path:#?}"
+    );
+    let ctor = path
+        .iter()
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Grid::Grid("))
+        })
+        .unwrap_or_else(|| panic!("no Grid constructor frame in {path:#?}"));
+    assert_eq!(
+        ctor["line"].as_u64(),
+        Some(line_of(
+            "cpp_vectors/cpp_vectors.cpp",
+            ": pressure(n, 1.0),"
+        ))
+    );
+}

@@ -101,6 +101,24 @@ fn compile(src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
     out
 }
 
+/// True when `program --version` runs; otherwise prints why the calling
+/// test is skipped (`install` says what provides it). Under CI (`CI` set)
+/// a missing tool fails instead: CI installs them all.
+pub fn have_tool(program: &str, install: &str) -> bool {
+    let found = Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide {program} ({install})"
+        );
+        eprintln!("SKIPPED: {program} not found; install {install} to run this test");
+    }
+    found
+}
+
 /// Runs a command, returning its output; panics if it cannot start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output()
