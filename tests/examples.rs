@@ -259,3 +259,46 @@ fn cpp_vectors_names_the_hot_member() {
         ))
     );
 }
+
+#[test]
+fn rust_vec_names_the_vec_by_its_variable() {
+    if !have_tool(&rustc(), "a Rust toolchain") {
+        return;
+    }
+    let dir = scratch("rust-vec");
+    let exe = compile_rust("rust_vec/rust_vec.rs", &dir);
+    let native = ok_stdout(&run(Command::new(&exe).arg("4")), "native rust_vec");
+    let p = profile(&dir, EVENT, &exe, &["4"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("rust_vec: {}", summary(objects));
+    let top = &objects[0];
+    assert_eq!(top["name"], "table", "{top:#?}");
+    assert!(top["share"].as_f64().unwrap() > 0.6, "{top:#?}");
+    assert_eq!(top["bytes"], 8u64 << 23);
+    // Named through the Rust standard library's inlined allocation frames.
+    let path = top["alloc_path"].as_array().unwrap();
+    assert!(
+        path.iter().any(|f| {
+            f["file"]
+                .as_str()
+                .is_some_and(|s| s.contains("library/alloc/"))
+                && f["function"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("raw_vec"))
+        }),
+        "no alloc::raw_vec frame in {path:#?}"
+    );
+    let main = path
+        .iter()
+        .find(|f| f["function"] == "rust_vec::main")
+        .unwrap_or_else(|| panic!("no rust_vec::main frame in {path:#?}"));
+    assert_eq!(
+        main["line"].as_u64(),
+        Some(line_of("rust_vec/rust_vec.rs", "let mut table: Vec<u64>"))
+    );
+    // `Vec::with_capacity` then `push`: named too.
+    assert_eq!(object(objects, "hist")["kind"], "heap");
+}

@@ -119,6 +119,27 @@ pub fn have_tool(program: &str, install: &str) -> bool {
     found
 }
 
+/// The Rust compiler: `$RUSTC` if set, else `rustc` from `PATH`.
+pub fn rustc() -> String {
+    std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string())
+}
+
+/// Compiles the single-file Rust program `examples/<rel>` with `rustc -O -g`
+/// (no Cargo project) into `dir`; returns the executable's path.
+pub fn compile_rust(rel: &str, dir: &Path) -> PathBuf {
+    let src = root().join("examples").join(rel);
+    let src = src.canonicalize().unwrap_or(src);
+    let out = dir.join(src.file_stem().expect("source name"));
+    let status = Command::new(rustc())
+        .args(["-O", "-g", "--edition", "2021", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("run rustc: {e}"));
+    assert!(status.success(), "rustc failed on {}", src.display());
+    out
+}
+
 /// Runs a command, returning its output; panics if it cannot start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output()
