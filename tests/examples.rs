@@ -302,3 +302,26 @@ fn rust_vec_names_the_vec_by_its_variable() {
     // `Vec::with_capacity` then `push`: named too.
     assert_eq!(object(objects, "hist")["kind"], "heap");
 }
+
+#[test]
+fn skewed_lookup_table_dominates() {
+    let dir = scratch("skewed-lookup");
+    let exe = compile_c("skewed_lookup/skewed_lookup.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("10")), "native skewed_lookup");
+    let p = profile(&dir, EVENT, &exe, &["10"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("skewed_lookup: {}", summary(objects));
+    let top = &objects[0];
+    assert_eq!(top["name"], "table", "{top:#?}");
+    assert_eq!(top["bytes"], 8u64 << 23);
+    assert!(top["share"].as_f64().unwrap() > 0.9, "{top:#?}");
+    // The small, cached weights array: at most a few samples.
+    if let Some(w) = objects.iter().find(|o| o["name"] == "weights") {
+        assert!(w["share"].as_f64().unwrap() < 0.05, "{w:#?}");
+    }
+    // TODO(histogram): assert that table's `histogram` puts most of its
+    // samples in the first 10% of the object (80% of the lookups go there).
+}
