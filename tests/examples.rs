@@ -325,3 +325,49 @@ fn skewed_lookup_table_dominates() {
     // TODO(histogram): assert that table's `histogram` puts most of its
     // samples in the first 10% of the object (80% of the lookups go there).
 }
+
+#[test]
+fn first_touch_runs_with_two_openmp_threads() {
+    let dir = scratch("first-touch");
+    let exe = compile_c("first_touch/first_touch.c", &dir, &["-fopenmp"]);
+    for mode in ["serial", "parallel"] {
+        let sub = dir.join(mode);
+        std::fs::create_dir_all(&sub).unwrap();
+        let measurements = sub.join("measurements");
+        let out = run(Command::new(tool("hpcrun-rs"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["-e", EVENT, "-o"])
+            .arg(&measurements)
+            .arg(&exe)
+            .args([mode, "4"]));
+        let stdout = ok_stdout(&out, "hpcrun-rs first_touch");
+        assert!(
+            stdout.starts_with(&format!("first_touch {mode} threads=2 sweeps=4 ")),
+            "{stdout}"
+        );
+        // TODO(page-faults): first-touch assertion (serial: thread 0 touches
+        // every page of `field`; parallel: both threads, half each).
+
+        let export = merge_and_export(&sub, &measurements);
+        let objects = export["objects"].as_array().expect("objects");
+        eprintln!("first_touch {mode}: {}", summary(objects));
+        assert_eq!(export["source"]["threads"], 2);
+        let top = &objects[0];
+        assert_eq!(top["name"], "field", "{top:#?}");
+        assert_eq!(top["bytes"], 8u64 << 25);
+        assert!(top["share"].as_f64().unwrap() > 0.8, "{top:#?}");
+
+        // Both OpenMP threads sweep it.
+        let threads = export_json(&sub.join("db"), "threads");
+        let rows = threads["distributions"].as_array().expect("distributions");
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == "field")
+            .unwrap_or_else(|| panic!("no threads row for field: {rows:#?}"));
+        assert_eq!(row["threads"]["count"], 2, "{row:#?}");
+        assert!(
+            row["threads"]["min"].as_f64().unwrap() > 0.0,
+            "a thread never touched field: {row:#?}"
+        );
+    }
+}
