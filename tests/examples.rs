@@ -40,3 +40,334 @@ fn pointer_chase_blames_the_list_nodes() {
         "{path:?}"
     );
 }
+
+/// Period of the examples' runs: 100 us gives a few thousand samples.
+const EVENT: &str = "mem:soft@100000";
+
+/// The exported object called `name`.
+fn object<'a>(objects: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    objects
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap_or_else(|| panic!("no object {name} in {objects:#?}"))
+}
+
+/// Store samples of an exported object.
+fn store_samples(obj: &serde_json::Value) -> u64 {
+    obj["metrics"]["store_samples"].as_u64().unwrap_or(0)
+}
+
+/// One-line summary of the objects, for the test log.
+fn summary(objects: &[serde_json::Value]) -> String {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}/{} ({:.1}%)",
+                o["name"].as_str().unwrap_or("?"),
+                samples(o),
+                store_samples(o),
+                100.0 * o["share"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn stream_triad_splits_loads_between_b_and_c_and_stores_into_a() {
+    let dir = scratch("stream-triad");
+    let exe = compile_c("stream_triad/stream_triad.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("20")), "native stream_triad");
+    let p = profile(&dir, EVENT, &exe, &["20"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("stream_triad (loads/stores): {}", summary(objects));
+    let total: u64 = objects.iter().map(samples).sum();
+    assert!(total > 500, "too few load samples: {total}");
+    let (a, b, c) = (
+        object(objects, "a"),
+        object(objects, "b"),
+        object(objects, "c"),
+    );
+    for o in [a, b, c] {
+        assert_eq!(o["kind"], "heap");
+        assert_eq!(o["bytes"], 8u64 << 22);
+    }
+    // The loads are b's and c's, about half each: each iteration waits for
+    // one of each, and mem:soft blames whichever load the timer interrupt
+    // landed right after.
+    let (sb, sc) = (samples(b), samples(c));
+    assert!(
+        (sb + sc) as f64 >= 0.9 * total as f64,
+        "b and c hold only {} of {total} load samples",
+        sb + sc
+    );
+    let b_share = sb as f64 / (sb + sc) as f64;
+    assert!(
+        (0.3..=0.7).contains(&b_share),
+        "b holds {:.1}% of b+c (b {sb}, c {sc})",
+        100.0 * b_share
+    );
+    // a is only written: store samples, (almost) no load samples.
+    assert!(
+        samples(a) as f64 <= 0.05 * total as f64,
+        "a has {} load samples of {total}",
+        samples(a)
+    );
+    let stores: u64 = objects.iter().map(store_samples).sum();
+    assert!(
+        store_samples(a) >= 20 && store_samples(a) * 2 > stores,
+        "a has {} of {stores} store samples",
+        store_samples(a)
+    );
+}
+
+/// Runs `false_sharing MODE` natively: (wall, thread CPU sum) in seconds,
+/// from its stderr line `false_sharing MODE: wall W s, thread CPU X s + Y s`.
+fn false_sharing_times(exe: &std::path::Path, mode: &str) -> (f64, f64) {
+    let out = run(Command::new(exe).args([mode, "40"]));
+    ok_stdout(&out, "native false_sharing");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let nums: Vec<f64> = err
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    assert_eq!(nums.len(), 3, "unexpected timing line: {err}");
+    (nums[0], nums[1] + nums[2])
+}
+
+#[test]
+fn false_sharing_counters_dominate_in_both_threads() {
+    let dir = scratch("false-sharing");
+    let exe = compile_c("false_sharing/false_sharing.c", &dir, &["-pthread"]);
+
+    // Timing, natively: reported, not asserted. On the 2-vCPU development
+    // VM the shared line costs nothing measurable (see the README).
+    for mode in ["shared", "padded"] {
+        let runs: Vec<(f64, f64)> = (0..3).map(|_| false_sharing_times(&exe, mode)).collect();
+        let best_wall = runs.iter().map(|r| r.0).fold(f64::MAX, f64::min);
+        let best_cpu = runs.iter().map(|r| r.1).fold(f64::MAX, f64::min);
+        eprintln!(
+            "false_sharing {mode}: best of 3 wall {best_wall:.3} s, thread CPU {best_cpu:.3} s"
+        );
+    }
+
+    for mode in ["shared", "padded"] {
+        let sub = dir.join(mode);
+        std::fs::create_dir_all(&sub).unwrap();
+        let (out, measurements) = hpcrun(&sub, EVENT, &exe, &[mode, "40"]);
+        assert_eq!(
+            ok_stdout(&out, "hpcrun-rs false_sharing"),
+            format!("false_sharing {mode} n=40000000 sum=80000000\n")
+        );
+
+        // Both incrementing threads have their own profile with samples;
+        // the main thread only waits.
+        let profiles = read_profiles(&measurements);
+        assert_eq!(profiles.len(), 3, "main + 2 threads");
+        let mut per_thread: Vec<u64> = profiles
+            .iter()
+            .map(|p| p.stats.memory_samples + p.stats.store_samples)
+            .collect();
+        per_thread.sort_unstable();
+        eprintln!("false_sharing {mode}: memory samples per thread {per_thread:?}");
+        let sum: u64 = per_thread.iter().sum();
+        assert!(
+            per_thread[1] >= 100 && per_thread[1] * 10 >= sum,
+            "{per_thread:?}"
+        );
+
+        let export = merge_and_export(&sub, &measurements);
+        let objects = export["objects"].as_array().expect("objects");
+        eprintln!("false_sharing {mode}: {}", summary(objects));
+        let top = &objects[0];
+        assert_eq!(top["name"], "counters", "{top:#?}");
+        assert_eq!(top["kind"], "static");
+        assert_eq!(top["bytes"], 128);
+        assert!(top["share"].as_f64().unwrap() > 0.9, "{top:#?}");
+        assert!(store_samples(top) > 0, "{top:#?}");
+
+        // The threads view: 3 threads, and no single one holds (almost) all
+        // the counters' samples (max over the sum: one worker alone would
+        // give 1.0; the two workers' CPU time, hence samples, varies up to
+        // 2:1 on a busy VM).
+        let threads = export_json(&sub.join("db"), "threads");
+        let rows = threads["distributions"].as_array().expect("distributions");
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == "counters")
+            .unwrap_or_else(|| panic!("no threads row for counters: {rows:#?}"));
+        let t = &row["threads"];
+        assert_eq!(t["count"], 3, "{row:#?}");
+        let (max, mean) = (t["max"].as_f64().unwrap(), t["mean"].as_f64().unwrap());
+        assert!(
+            max < 0.9 * 3.0 * mean,
+            "one thread holds the counters: {row:#?}"
+        );
+    }
+}
+
+#[test]
+fn cpp_vectors_names_the_hot_member() {
+    if !have_tool("g++", "g++") {
+        return;
+    }
+    let dir = scratch("cpp-vectors");
+    let exe = compile_c("cpp_vectors/cpp_vectors.cpp", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("3")), "native cpp_vectors");
+    let p = profile(&dir, EVENT, &exe, &["3"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("cpp_vectors: {}", summary(objects));
+    // The members are named from the constructor's initialisers and body
+    // (`: pressure(n, 1.0),`, `velocity(n) {`, `density.resize(n);`) and
+    // the declaration `Grid grid(N);`, past std::vector's inlined frames.
+    let top = &objects[0];
+    assert_eq!(top["name"], "grid.pressure", "{top:#?}");
+    assert!(top["share"].as_f64().unwrap() > 0.6, "{top:#?}");
+    assert_eq!(top["bytes"], 8u64 << 22);
+    for name in ["grid.velocity", "grid.density"] {
+        assert_eq!(object(objects, name)["kind"], "heap");
+    }
+    let path = top["alloc_path"].as_array().unwrap();
+    let file_of = |f: &serde_json::Value| f["file"].as_str().unwrap_or("").to_string();
+    assert!(
+        path.iter().any(|f| file_of(f).contains("/c++/")
+            && f["function"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("std::"))),
+        "no inlined std::vector frame in {path:#?}"
+    );
+    let ctor = path
+        .iter()
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Grid::Grid("))
+        })
+        .unwrap_or_else(|| panic!("no Grid constructor frame in {path:#?}"));
+    assert_eq!(
+        ctor["line"].as_u64(),
+        Some(line_of(
+            "cpp_vectors/cpp_vectors.cpp",
+            ": pressure(n, 1.0),"
+        ))
+    );
+}
+
+#[test]
+fn rust_vec_names_the_vec_by_its_variable() {
+    if !have_tool(&rustc(), "a Rust toolchain") {
+        return;
+    }
+    let dir = scratch("rust-vec");
+    let exe = compile_rust("rust_vec/rust_vec.rs", &dir);
+    let native = ok_stdout(&run(Command::new(&exe).arg("4")), "native rust_vec");
+    let p = profile(&dir, EVENT, &exe, &["4"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("rust_vec: {}", summary(objects));
+    let top = &objects[0];
+    assert_eq!(top["name"], "table", "{top:#?}");
+    assert!(top["share"].as_f64().unwrap() > 0.6, "{top:#?}");
+    assert_eq!(top["bytes"], 8u64 << 23);
+    // Named through the Rust standard library's inlined allocation frames.
+    let path = top["alloc_path"].as_array().unwrap();
+    assert!(
+        path.iter().any(|f| {
+            f["file"]
+                .as_str()
+                .is_some_and(|s| s.contains("library/alloc/"))
+                && f["function"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("raw_vec"))
+        }),
+        "no alloc::raw_vec frame in {path:#?}"
+    );
+    let main = path
+        .iter()
+        .find(|f| f["function"] == "rust_vec::main")
+        .unwrap_or_else(|| panic!("no rust_vec::main frame in {path:#?}"));
+    assert_eq!(
+        main["line"].as_u64(),
+        Some(line_of("rust_vec/rust_vec.rs", "let mut table: Vec<u64>"))
+    );
+    // `Vec::with_capacity` then `push`: named too.
+    assert_eq!(object(objects, "hist")["kind"], "heap");
+}
+
+#[test]
+fn skewed_lookup_table_dominates() {
+    let dir = scratch("skewed-lookup");
+    let exe = compile_c("skewed_lookup/skewed_lookup.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("10")), "native skewed_lookup");
+    let p = profile(&dir, EVENT, &exe, &["10"]);
+    assert_eq!(p.program_stdout, native);
+
+    let export = export_json(&p.db, "data");
+    let objects = export["objects"].as_array().expect("objects");
+    eprintln!("skewed_lookup: {}", summary(objects));
+    let top = &objects[0];
+    assert_eq!(top["name"], "table", "{top:#?}");
+    assert_eq!(top["bytes"], 8u64 << 23);
+    assert!(top["share"].as_f64().unwrap() > 0.9, "{top:#?}");
+    // The small, cached weights array: at most a few samples.
+    if let Some(w) = objects.iter().find(|o| o["name"] == "weights") {
+        assert!(w["share"].as_f64().unwrap() < 0.05, "{w:#?}");
+    }
+    // TODO(histogram): assert that table's `histogram` puts most of its
+    // samples in the first 10% of the object (80% of the lookups go there).
+}
+
+#[test]
+fn first_touch_runs_with_two_openmp_threads() {
+    let dir = scratch("first-touch");
+    let exe = compile_c("first_touch/first_touch.c", &dir, &["-fopenmp"]);
+    for mode in ["serial", "parallel"] {
+        let sub = dir.join(mode);
+        std::fs::create_dir_all(&sub).unwrap();
+        let measurements = sub.join("measurements");
+        let out = run(Command::new(tool("hpcrun-rs"))
+            .env("OMP_NUM_THREADS", "2")
+            .args(["-e", EVENT, "-o"])
+            .arg(&measurements)
+            .arg(&exe)
+            .args([mode, "4"]));
+        let stdout = ok_stdout(&out, "hpcrun-rs first_touch");
+        assert!(
+            stdout.starts_with(&format!("first_touch {mode} threads=2 sweeps=4 ")),
+            "{stdout}"
+        );
+        // TODO(page-faults): first-touch assertion (serial: thread 0 touches
+        // every page of `field`; parallel: both threads, half each).
+
+        let export = merge_and_export(&sub, &measurements);
+        let objects = export["objects"].as_array().expect("objects");
+        eprintln!("first_touch {mode}: {}", summary(objects));
+        assert_eq!(export["source"]["threads"], 2);
+        let top = &objects[0];
+        assert_eq!(top["name"], "field", "{top:#?}");
+        assert_eq!(top["bytes"], 8u64 << 25);
+        assert!(top["share"].as_f64().unwrap() > 0.8, "{top:#?}");
+
+        // Both OpenMP threads sweep it.
+        let threads = export_json(&sub.join("db"), "threads");
+        let rows = threads["distributions"].as_array().expect("distributions");
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == "field")
+            .unwrap_or_else(|| panic!("no threads row for field: {rows:#?}"));
+        assert_eq!(row["threads"]["count"], 2, "{row:#?}");
+        assert!(
+            row["threads"]["min"].as_f64().unwrap() > 0.0,
+            "a thread never touched field: {row:#?}"
+        );
+    }
+}

@@ -101,6 +101,45 @@ fn compile(src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
     out
 }
 
+/// True when `program --version` runs; otherwise prints why the calling
+/// test is skipped (`install` says what provides it). Under CI (`CI` set)
+/// a missing tool fails instead: CI installs them all.
+pub fn have_tool(program: &str, install: &str) -> bool {
+    let found = Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide {program} ({install})"
+        );
+        eprintln!("SKIPPED: {program} not found; install {install} to run this test");
+    }
+    found
+}
+
+/// The Rust compiler: `$RUSTC` if set, else `rustc` from `PATH`.
+pub fn rustc() -> String {
+    std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string())
+}
+
+/// Compiles the single-file Rust program `examples/<rel>` with `rustc -O -g`
+/// (no Cargo project) into `dir`; returns the executable's path.
+pub fn compile_rust(rel: &str, dir: &Path) -> PathBuf {
+    let src = root().join("examples").join(rel);
+    let src = src.canonicalize().unwrap_or(src);
+    let out = dir.join(src.file_stem().expect("source name"));
+    let status = Command::new(rustc())
+        .args(["-O", "-g", "--edition", "2021", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("run rustc: {e}"));
+    assert!(status.success(), "rustc failed on {}", src.display());
+    out
+}
+
 /// Runs a command, returning its output; panics if it cannot start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output()

@@ -1,14 +1,32 @@
 //! Names heap objects after the variable their allocation is assigned to.
 //!
 //! Starting at the allocation site (the innermost frame of the allocation
-//! path whose source file can be read), the source line is parsed:
+//! path whose source file is the program's own and can be read), the
+//! source line is parsed:
 //!
+//! * frames in library sources (C++ standard library headers under
+//!   `/usr/include` or `.../include/c++/`, the Rust standard library under
+//!   `/rustc/<hash>/library/` or `rustlib/src`, Cargo's registry) are
+//!   skipped: `std::vector`'s or `alloc::raw_vec`'s inlined frames lead to
+//!   the user's line that made the vector;
 //! * `double *A = malloc(...)` names the object `A` (also `s->grid = ...`,
-//!   `SD.nuclide_grid = ...`, `grid_w[i] = ...`, `let mut a: Vec<f64> = ...`);
+//!   `SD.nuclide_grid = ...`, `grid_w[i] = ...`, `let mut a: Vec<f64> = ...`),
+//!   and so do a declaration with constructor arguments
+//!   (`std::vector<double> v(n);`) and a growing method call on a
+//!   container (`v.resize(n)`, `.assign`, `.reserve`, `.push_back`,
+//!   `.push`, `.extend`, ...);
+//! * in a C++ constructor (`Grid::Grid(...)`), a member initialiser
+//!   (`: pressure(n),`), a member assignment (`data = new double[n];`,
+//!   `this->data = ...`) or a member's method call (`density.resize(n);`)
+//!   names a member; the caller's line then names the object that holds
+//!   it: `Grid grid(n);` gives `grid.pressure`, `auto g =
+//!   std::make_unique<Grid>(n);` gives `g->pressure`, and without one the
+//!   class qualifies it (`Grid::pressure`);
 //! * `return ...;`, or an assignment to a local that the function returns a
 //!   few lines later (`p = malloc(n); ... return p;`), means the function is
 //!   an allocation wrapper: the next outer frame's line is parsed instead;
-//! * otherwise the object is called `heap@function:line`.
+//! * otherwise the object is called `heap@function:line` (the last frame
+//!   of the program's own sources examined).
 
 use std::collections::HashMap;
 
@@ -46,17 +64,52 @@ pub fn heap_name(path: &[&Frame], sources: &mut SourceCache) -> String {
     heap_name_with(path, |file| sources.lines(file).map(<[String]>::to_vec))
 }
 
+/// True for source files of language and third-party libraries rather than
+/// the program's own: the C++ standard library and other system headers,
+/// gcc's own headers, the Rust standard library (as its debug info names
+/// it, `/rustc/<commit>/library/...`, or installed with rust-src) and
+/// crates from Cargo's registry or git checkouts.
+pub fn is_library_source(file: &str) -> bool {
+    const PREFIXES: &[&str] = &["/usr/include/", "/usr/lib/gcc/", "/rustc/"];
+    const PARTS: &[&str] = &[
+        "/include/c++/",
+        "/lib/rustlib/src/rust/",
+        "/.cargo/registry/src/",
+        "/.cargo/git/checkouts/",
+        "/.rustup/toolchains/",
+    ];
+    PREFIXES.iter().any(|p| file.starts_with(p)) || PARTS.iter().any(|p| file.contains(p))
+}
+
+/// What one source line says about the allocation it makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Named {
+    /// A variable (or an lvalue such as `s->grid`); `pointer` when the line
+    /// makes a pointer to the object (`new`, `make_unique`, `T *p = ...`),
+    /// so that a member is reached with `->`.
+    Var { name: String, pointer: bool },
+    /// A member of the class whose constructor this is.
+    Member(String),
+}
+
 /// [`heap_name`] with a custom source reader (for tests).
 pub fn heap_name_with(
     path: &[&Frame],
     mut read: impl FnMut(&str) -> Option<Vec<String>>,
 ) -> String {
-    // The frame the fallback name refers to: the last one examined.
+    // The frame the fallback name refers to: the last one of the program's
+    // own sources examined.
     let mut named_frame: Option<&Frame> = None;
+    // A member found in a constructor, waiting for the object that holds
+    // it: (`pressure` or `grid.pressure`, the class).
+    let mut member: Option<(String, String)> = None;
     for frame in path.iter().rev() {
         let (Some(file), Some(line)) = (frame.file.as_deref(), frame.line) else {
             continue;
         };
+        if is_library_source(file) {
+            continue;
+        }
         let Some(lines) = read(file) else {
             continue;
         };
@@ -69,20 +122,31 @@ pub fn heap_name_with(
         if is_return(text) {
             continue;
         }
-        let assigned = assigned_name(text).or_else(|| {
-            // `double *A =\n    malloc(n);`: the call is on the next line.
-            let prev = lines.get(idx.wrapping_sub(2))?;
-            if prev.trim_end().ends_with('=') {
-                assigned_name(&format!("{} x;", prev.trim_end()))
-            } else {
-                None
+        let class = constructor_class(&frame.function);
+        let named = line_name(&lines, idx, class.is_some());
+        match (named, &mut member) {
+            (Some(Named::Member(m)), chain) => {
+                let class = class.unwrap_or_default();
+                *chain = Some(match chain.take() {
+                    Some((inner, _)) => (format!("{m}.{inner}"), class),
+                    None => (m, class),
+                });
             }
-        });
-        match assigned {
-            Some(name) if returned_later(&lines[idx..], &name) => continue,
-            Some(name) => return name,
-            None => break,
+            (Some(Named::Var { name, .. }), _) if returned_later(&lines[idx..], &name) => continue,
+            (Some(Named::Var { name, pointer }), Some((chain, _))) => {
+                let sep = if pointer { "->" } else { "." };
+                return format!("{name}{sep}{chain}");
+            }
+            (Some(Named::Var { name, .. }), None) => return name,
+            (None, _) => break,
         }
+    }
+    if let Some((chain, class)) = member {
+        return if class.is_empty() {
+            chain
+        } else {
+            format!("{class}::{chain}")
+        };
     }
     let frame = named_frame.or_else(|| path.last().copied());
     match frame {
@@ -92,6 +156,373 @@ pub fn heap_name_with(
         },
         None => "heap@[unknown]".to_string(),
     }
+}
+
+/// What line `idx` (1-based) of `lines` names; `in_constructor` allows
+/// members (initialisers, assignments without a declaration).
+fn line_name(lines: &[String], idx: usize, in_constructor: bool) -> Option<Named> {
+    let text = &lines[idx - 1];
+    if in_constructor {
+        if let Some(m) = member_initialiser(text) {
+            return Some(Named::Member(m));
+        }
+    }
+    let target = assignment_target(text).or_else(|| {
+        // `double *A =\n    malloc(n);`: the call is on the next line.
+        let prev = lines.get(idx.wrapping_sub(2))?;
+        if prev.trim_end().ends_with('=') {
+            assignment_target(&format!("{} x;", prev.trim_end()))
+        } else {
+            None
+        }
+    });
+    if let Some((name, declared)) = target {
+        if in_constructor && !declared {
+            if let Some(m) = as_member(&name) {
+                return Some(Named::Member(m));
+            }
+        }
+        return Some(Named::Var {
+            pointer: makes_pointer(text, &name),
+            name,
+        });
+    }
+    if let Some(name) = method_receiver(text) {
+        if in_constructor {
+            if let Some(m) = as_member(&name) {
+                return Some(Named::Member(m));
+            }
+        }
+        return Some(Named::Var {
+            name,
+            pointer: false,
+        });
+    }
+    declared_name(text).map(|name| Named::Var {
+        pointer: makes_pointer(text, &name),
+        name,
+    })
+}
+
+/// A name assigned in a constructor as a member: `x`, `this->x`, `x.y`,
+/// `x[i]` (not `*p`).
+fn as_member(name: &str) -> Option<String> {
+    let name = name.strip_prefix("this->").unwrap_or(name);
+    (!name.starts_with('*') && !name.is_empty()).then(|| name.to_string())
+}
+
+/// True when the line makes a pointer to the object it names: `new`,
+/// `make_unique`/`make_shared`, a smart pointer type, or `T *name`.
+fn makes_pointer(line: &str, name: &str) -> bool {
+    let code = code_part(line);
+    if [
+        "new ",
+        "make_unique",
+        "make_shared",
+        "unique_ptr",
+        "shared_ptr",
+    ]
+    .iter()
+    .any(|w| code.contains(w))
+    {
+        return true;
+    }
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + name.len()..].chars().next();
+        !before.is_some_and(is_ident)
+            && !after.is_some_and(is_ident)
+            && code[..at].trim_end().ends_with('*')
+    })
+}
+
+/// Byte index of the bracket that closes the one at `open`.
+fn matching_close(code: &str, open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (i, c) in code[open..].char_indices() {
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The class of a C++ constructor from its demangled name
+/// (`ns::Grid<double>::Grid(unsigned long)` -> `ns::Grid<double>`).
+pub fn constructor_class(function: &str) -> Option<String> {
+    let function = function.replace("(anonymous namespace)", "{anonymous}");
+    // The name without its parameter list.
+    let mut depth = 0i32;
+    let mut end = function.len();
+    for (i, c) in function.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let name = &function[..end];
+    // Split on `::` outside template arguments.
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    let bytes = name.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
+                parts.push(&name[start..i]);
+                start = i + 2;
+                i += 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&name[start..]);
+    let [.., class, last] = parts.as_slice() else {
+        return None;
+    };
+    let base = class.split('<').next().unwrap_or(class);
+    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (is_ident(last) && *last == base).then(|| parts[..parts.len() - 1].join("::"))
+}
+
+/// The member a constructor's initialiser line initialises:
+/// `: pressure(n),`, `, velocity{n}`, `density(n) {`,
+/// `Grid(int n) : data(n) {}`. `None` for a line with several initialisers
+/// (the line cannot tell which one allocated) or a statement (`f(n);`).
+fn member_initialiser(line: &str) -> Option<String> {
+    let code = code_part(line);
+    if code.ends_with(';') {
+        return None;
+    }
+    // After the signature's ` : ` if the line has one.
+    let list = match top_level_colon(code) {
+        Some(i) => &code[i + 1..],
+        None => code,
+    };
+    let list = list.trim().trim_start_matches([':', ',']).trim();
+    // Drop the body's opening (and closing) brace at the end.
+    let list = list
+        .strip_suffix("{}")
+        .or_else(|| list.strip_suffix("{ }"))
+        .or_else(|| list.strip_suffix('{'))
+        .unwrap_or(list)
+        .trim()
+        .trim_end_matches(',')
+        .trim();
+    let items = split_top_level(list, ',');
+    let [item] = items.as_slice() else {
+        return None;
+    };
+    let item = item.trim();
+    let open = item.find(['(', '{'])?;
+    let close = if item.as_bytes()[open] == b'(' {
+        ')'
+    } else {
+        '}'
+    };
+    if !item.ends_with(close) {
+        return None;
+    }
+    let name = item[..open].trim();
+    if !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    valid(name.to_string())
+}
+
+/// Byte index of a `:` that is not part of `::`, outside brackets.
+fn top_level_colon(code: &str) -> Option<usize> {
+    let bytes = code.as_bytes();
+    let mut depth = 0i32;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'{' | b'[' | b'<' => depth += 1,
+            b')' | b'}' | b']' | b'>' => depth -= 1,
+            b':' if depth == 0 => {
+                let prev = if i > 0 { bytes[i - 1] } else { b' ' };
+                let next = bytes.get(i + 1).copied().unwrap_or(b' ');
+                if prev != b':' && next != b':' {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Splits on `sep` outside brackets.
+fn split_top_level(text: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '{' | '[' | '<' => depth += 1,
+            ')' | '}' | ']' | '>' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    if !text[start..].trim().is_empty() || !out.is_empty() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+/// Container methods that allocate (C++ and Rust).
+const GROWING_METHODS: &[&str] = &[
+    "resize",
+    "assign",
+    "reserve",
+    "push_back",
+    "emplace_back",
+    "emplace",
+    "insert",
+    "append",
+    "push",
+    "push_str",
+    "extend",
+    "extend_from_slice",
+    "resize_with",
+];
+
+/// The container a line grows: `v.resize(n);` -> `v`,
+/// `grid.density.assign(n, 0.0);` -> `grid.density`, `p->v.push_back(x);`
+/// -> `p->v`.
+fn method_receiver(line: &str) -> Option<String> {
+    let code = code_part(line);
+    for method in GROWING_METHODS {
+        for (i, _) in code.match_indices(method) {
+            let after = &code[i + method.len()..];
+            if !after.trim_start().starts_with('(') {
+                continue;
+            }
+            let before = &code[..i];
+            let receiver_end = if let Some(b) = before.strip_suffix('.') {
+                b.len()
+            } else if let Some(b) = before.strip_suffix("->") {
+                b.len()
+            } else {
+                continue;
+            };
+            let receiver = lvalue_suffix(&code[..receiver_end])?;
+            // Only a statement that starts with the receiver (possibly after
+            // a loop or condition header: `for (...) v.push_back(x);`).
+            let rest = code[..receiver_end - receiver.len()].trim();
+            let statement_start = rest.is_empty()
+                || rest.ends_with([')', '{', '}', ';'])
+                || rest == "else"
+                || rest.ends_with(" else");
+            if !statement_start {
+                return None;
+            }
+            return valid(receiver);
+        }
+    }
+    None
+}
+
+/// The identifier chain at the end of `text` (identifiers, `.`, `->`,
+/// `::`, bracketed indices), or `None` if brackets do not balance.
+fn lvalue_suffix(text: &str) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut start = chars.len();
+    let mut depth = 0i32;
+    while start > 0 {
+        let c = chars[start - 1];
+        if depth > 0 {
+            match c {
+                ']' => depth += 1,
+                '[' => depth -= 1,
+                _ => {}
+            }
+            start -= 1;
+            continue;
+        }
+        let ok = match c {
+            ']' => {
+                depth += 1;
+                true
+            }
+            '[' => return None,
+            c if c.is_alphanumeric() || c == '_' || c == '.' => true,
+            '>' => start >= 2 && chars[start - 2] == '-',
+            '-' => chars.get(start) == Some(&'>'),
+            ':' => (start >= 2 && chars[start - 2] == ':') || chars.get(start) == Some(&':'),
+            _ => false,
+        };
+        if !ok {
+            break;
+        }
+        start -= 1;
+    }
+    if depth != 0 {
+        return None;
+    }
+    Some(chars[start..].iter().collect())
+}
+
+/// A C++ declaration with constructor arguments: `std::vector<double>
+/// v(n);`, `Grid grid{n};`, `static Table t(4096);` -> the variable.
+fn declared_name(line: &str) -> Option<String> {
+    let code = code_part(line);
+    let code = code.strip_suffix(';')?.trim_end();
+    let open = code.find(['(', '{'])?;
+    if matching_close(code, open) != Some(code.len() - 1) {
+        return None;
+    }
+    let head = code[..open].trim_end();
+    let name_start = head
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    let name = &head[name_start..];
+    let ty = head[..name_start].trim();
+    if ty.is_empty() || name.is_empty() {
+        return None;
+    }
+    // The type: identifiers, `::`, template arguments, `*`, `&`.
+    let first = ty.split_whitespace().next().unwrap_or("");
+    if matches!(
+        first,
+        "return" | "else" | "delete" | "new" | "throw" | "case" | "goto" | "co_return"
+    ) {
+        return None;
+    }
+    let mut angle = 0i32;
+    for c in ty.chars() {
+        match c {
+            '<' => angle += 1,
+            '>' => angle -= 1,
+            c if c.is_alphanumeric() || "_:*& ,".contains(c) => {}
+            _ => return None,
+        }
+        if angle < 0 {
+            return None;
+        }
+    }
+    if angle != 0 || ty.ends_with("::") {
+        return None;
+    }
+    valid(name.to_string())
 }
 
 /// Strips a trailing `//` comment and surrounding blanks.
@@ -169,6 +600,12 @@ fn assignment_index(code: &str) -> Option<usize> {
 /// The variable a line assigns to: `double *A = ...` -> `A`,
 /// `s->grid = ...` -> `s->grid`, `let mut a: Vec<f64> = ...` -> `a`.
 pub fn assigned_name(line: &str) -> Option<String> {
+    assignment_target(line).map(|(name, _)| name)
+}
+
+/// [`assigned_name`], and whether the line declares it (a type or `let`
+/// before the name).
+fn assignment_target(line: &str) -> Option<(String, bool)> {
     let code = code_part(line);
     if is_return(code) {
         return None;
@@ -182,50 +619,15 @@ pub fn assigned_name(line: &str) -> Option<String> {
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect();
-        return valid(name);
+        return valid(name).map(|n| (n, true));
     }
     // Scan the last expression of the left-hand side backwards: identifier
     // characters, `.`, `->`, `::` and bracketed indices.
-    let chars: Vec<char> = lhs.chars().collect();
-    let mut start = chars.len();
-    let mut depth = 0i32;
-    while start > 0 {
-        let c = chars[start - 1];
-        if depth > 0 {
-            match c {
-                ']' => depth += 1,
-                '[' => depth -= 1,
-                _ => {}
-            }
-            start -= 1;
-            continue;
-        }
-        let ok = match c {
-            ']' => {
-                depth += 1;
-                true
-            }
-            '[' => return None,
-            c if c.is_alphanumeric() || c == '_' || c == '.' => true,
-            '>' => start >= 2 && chars[start - 2] == '-',
-            '-' => chars.get(start) == Some(&'>'),
-            ':' => (start >= 2 && chars[start - 2] == ':') || chars.get(start) == Some(&':'),
-            _ => false,
-        };
-        if !ok {
-            break;
-        }
-        start -= 1;
-    }
-    if depth != 0 {
-        return None;
-    }
-    let name: String = chars[start..].iter().collect();
-    let before = chars[..start].iter().collect::<String>();
-    let before = before.trim_end();
+    let name = lvalue_suffix(lhs)?;
+    let before = lhs[..lhs.len() - name.len()].trim_end();
     // A lone `*p = ...` assigns through a pointer: keep the `*`.
     if before == "*" {
-        return valid(format!("*{name}"));
+        return valid(format!("*{name}")).map(|n| (n, false));
     }
     // Anything else before the name must look like a declaration's type
     // (`double *`, `struct grid *`, `std::vector<int>`, `auto`), not an
@@ -233,7 +635,7 @@ pub fn assigned_name(line: &str) -> Option<String> {
     if before.contains(['(', ')', ';', '{', '}', '=', ',', '"']) {
         return None;
     }
-    valid(name)
+    valid(name).map(|n| (n, !before.is_empty()))
 }
 
 fn valid(name: String) -> Option<String> {
@@ -241,7 +643,15 @@ fn valid(name: String) -> Option<String> {
     let first_ok = first.is_alphabetic() || first == '_' || first == '*';
     let keyword = matches!(
         name.as_str(),
-        "if" | "else" | "for" | "while" | "return" | "const" | "static" | "auto"
+        "if" | "else"
+            | "for"
+            | "while"
+            | "switch"
+            | "return"
+            | "const"
+            | "static"
+            | "auto"
+            | "sizeof"
     );
     (first_ok && !keyword).then_some(name)
 }
@@ -398,5 +808,295 @@ mod tests {
         let unreadable = frame("g", Some("/nope.c"), Some(4));
         assert_eq!(heap_name_with(&[&unreadable], source()), "heap@g:4");
         assert_eq!(heap_name_with(&[], source()), "heap@[unknown]");
+    }
+
+    #[test]
+    fn library_sources() {
+        assert!(is_library_source("/usr/include/c++/12/bits/stl_vector.h"));
+        assert!(is_library_source(
+            "/usr/lib/gcc/x86_64-linux-gnu/12/include/mm_malloc.h"
+        ));
+        assert!(is_library_source(
+            "/opt/gcc-13/include/c++/13/bits/vector.tcc"
+        ));
+        assert!(is_library_source(
+            "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/raw_vec/mod.rs"
+        ));
+        assert!(is_library_source(
+            "/root/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/lib/rustlib/src/rust/library/alloc/src/vec/mod.rs"
+        ));
+        assert!(is_library_source(
+            "/home/u/.cargo/registry/src/index.crates.io-6f17d22bba15001f/ndarray-0.15.6/src/impl_constructors.rs"
+        ));
+        assert!(!is_library_source("/work/app/src/main.rs"));
+        assert!(!is_library_source("/home/u/include/grid.h"));
+    }
+
+    #[test]
+    fn constructors() {
+        assert_eq!(
+            constructor_class("Grid::Grid(unsigned long)"),
+            Some("Grid".into())
+        );
+        assert_eq!(
+            constructor_class(
+                "ns::Grid<double, 3>::Grid(std::vector<int, std::allocator<int> > const&)"
+            ),
+            Some("ns::Grid<double, 3>".into())
+        );
+        assert_eq!(
+            constructor_class("(anonymous namespace)::Mesh::Mesh(int)"),
+            Some("{anonymous}::Mesh".into())
+        );
+        assert_eq!(constructor_class("Grid::~Grid()"), None);
+        assert_eq!(constructor_class("Grid::resize(unsigned long)"), None);
+        assert_eq!(constructor_class("main"), None);
+        assert_eq!(constructor_class("rust_vec::main"), None);
+        assert_eq!(
+            constructor_class(
+                "std::vector<double, std::allocator<double> >::vector(unsigned long)"
+            ),
+            Some("std::vector<double, std::allocator<double> >".into())
+        );
+    }
+
+    #[test]
+    fn member_initialisers() {
+        assert_eq!(
+            member_initialiser("        : pressure(n, 1.0),"),
+            Some("pressure".into())
+        );
+        assert_eq!(
+            member_initialiser("          velocity(n) {"),
+            Some("velocity".into())
+        );
+        assert_eq!(member_initialiser("    , rho{n} {}"), Some("rho".into()));
+        assert_eq!(
+            member_initialiser("  explicit Grid(int n) : data_(n * n) {}"),
+            Some("data_".into())
+        );
+        // Two on one line: which one allocated is unknown.
+        assert_eq!(member_initialiser("  : a(n), b(n) {}"), None);
+        // Statements and control headers are not initialisers.
+        assert_eq!(member_initialiser("    init(n);"), None);
+        assert_eq!(
+            member_initialiser("    for (std::size_t i = 0; i < n; i++) {"),
+            None
+        );
+        assert_eq!(member_initialiser("    if (n > 0) {"), None);
+        assert_eq!(member_initialiser("  } else {"), None);
+    }
+
+    #[test]
+    fn method_receivers() {
+        assert_eq!(
+            method_receiver("  density.resize(n);"),
+            Some("density".into())
+        );
+        assert_eq!(
+            method_receiver("grid.density.assign(n, 0.0); // zero"),
+            Some("grid.density".into())
+        );
+        assert_eq!(method_receiver("p->v.push_back(x);"), Some("p->v".into()));
+        assert_eq!(
+            method_receiver("this->v.reserve(n);"),
+            Some("this->v".into())
+        );
+        assert_eq!(
+            method_receiver("        hist.push(0u64);"),
+            Some("hist".into())
+        );
+        assert_eq!(
+            method_receiver("    out.extend_from_slice(&buf[..n]);"),
+            Some("out".into())
+        );
+        assert_eq!(
+            method_receiver("for (int i = 0; i < n; i++) v.push_back(i);"),
+            Some("v".into())
+        );
+        assert_eq!(
+            method_receiver("parts[k].emplace_back(x);"),
+            Some("parts[k]".into())
+        );
+        assert_eq!(method_receiver("v.size();"), None);
+        assert_eq!(method_receiver("my_resize(n);"), None);
+        assert_eq!(method_receiver("f(x).resize(n);"), None);
+        assert_eq!(method_receiver("total += v.push(x);"), None);
+    }
+
+    #[test]
+    fn declarations_with_arguments() {
+        assert_eq!(
+            declared_name("  std::vector<double> v(n);"),
+            Some("v".into())
+        );
+        assert_eq!(declared_name("Grid grid(N);"), Some("grid".into()));
+        assert_eq!(
+            declared_name("  Grid grid{N}; // main grid"),
+            Some("grid".into())
+        );
+        assert_eq!(
+            declared_name("static std::map<int, std::string> names(init());"),
+            Some("names".into())
+        );
+        assert_eq!(declared_name("foo(n);"), None);
+        assert_eq!(declared_name("std::sort(v.begin(), v.end());"), None);
+        assert_eq!(declared_name("obj.method(x);"), None);
+        assert_eq!(declared_name("throw std::bad_alloc();"), None);
+        assert_eq!(declared_name("delete p;"), None);
+        assert_eq!(declared_name("static_cast<void>(f(x));"), None);
+        assert_eq!(declared_name("std::cout << f(x);"), None);
+        assert_eq!(declared_name("Grid grid(N)"), None);
+        assert_eq!(declared_name("f(a)(b);"), None);
+    }
+
+    fn lines(text: &str) -> Option<Vec<String>> {
+        Some(text.lines().map(str::to_string).collect())
+    }
+
+    /// A C++ program, std::vector's header and Rust's raw_vec, all
+    /// readable (the library files must be skipped all the same).
+    fn cpp_and_rust_source() -> impl FnMut(&str) -> Option<Vec<String>> {
+        |file| match file {
+            "/src/grid.cpp" => lines(
+                "#include <vector>\n\
+                 struct Grid {\n\
+                 \x20   std::vector<double> pressure, velocity, density;\n\
+                 \x20   std::vector<double> *extra;\n\
+                 \x20   explicit Grid(std::size_t n)\n\
+                 \x20       : pressure(n, 1.0),\n\
+                 \x20         velocity(n) {\n\
+                 \x20       density.resize(n);\n\
+                 \x20       extra = new std::vector<double>(n);\n\
+                 \x20   }\n\
+                 };\n\
+                 struct Sim {\n\
+                 \x20   Grid grid;\n\
+                 \x20   Sim(std::size_t n) : grid(n) {}\n\
+                 };\n\
+                 static Grid *make(std::size_t n) { return new Grid(n); }\n\
+                 int main() {\n\
+                 \x20   Grid grid(1 << 20);\n\
+                 \x20   auto g = std::make_unique<Grid>(8);\n\
+                 \x20   Sim sim(4);\n\
+                 \x20   Grid *m = make(2);\n\
+                 \x20   use(Grid(3));\n\
+                 \x20   std::vector<double> v(100);\n\
+                 \x20   foo(std::vector<int>(5));\n\
+                 }\n",
+            ),
+            "/usr/include/c++/12/bits/stl_vector.h" => lines(
+                "line 1\n\
+                 \x20     pointer __new_start(this->_M_allocate(__len));\n\
+                 \x20 this->_M_impl._M_start = this->_M_allocate(__n);\n",
+            ),
+            "/rustc/abc/library/alloc/src/raw_vec/mod.rs" => lines(
+                "line 1\n\
+                 \x20       let ptr = match result {\n",
+            ),
+            "/src/main.rs" => lines(
+                "fn main() {\n\
+                 \x20   let table: Vec<u64> = vec![0; n];\n\
+                 \x20   let mut hist = Vec::with_capacity(n);\n\
+                 \x20   hist.push(0u64);\n\
+                 \x20   consume(vec![1u8; 4096]);\n\
+                 }\n",
+            ),
+            _ => None,
+        }
+    }
+
+    fn at(function: &str, file: &str, line: u32) -> Frame {
+        frame(function, Some(file), Some(line))
+    }
+
+    #[test]
+    fn cpp_vector_members() {
+        let new = frame("operator new(unsigned long)", None, None);
+        let alloc = at(
+            "std::_Vector_base<double, std::allocator<double> >::_M_create_storage(unsigned long)",
+            "/usr/include/c++/12/bits/stl_vector.h",
+            3,
+        );
+        let vector = at(
+            "std::vector<double, std::allocator<double> >::vector(unsigned long)",
+            "/usr/include/c++/12/bits/stl_vector.h",
+            2,
+        );
+        let ctor = |line| at("Grid::Grid(unsigned long)", "/src/grid.cpp", line);
+        let main = |line| at("main", "/src/grid.cpp", line);
+        let name = |frames: &[&Frame]| heap_name_with(frames, cpp_and_rust_source());
+        // Member initialisers, through std::vector's inlined frames.
+        let (pressure, velocity, density, extra) = (ctor(6), ctor(7), ctor(8), ctor(9));
+        assert_eq!(
+            name(&[&main(18), &pressure, &vector, &alloc, &new]),
+            "grid.pressure"
+        );
+        assert_eq!(
+            name(&[&main(18), &velocity, &vector, &alloc, &new]),
+            "grid.velocity"
+        );
+        // `.resize(` in the constructor's body; `member = new ...`.
+        assert_eq!(name(&[&main(18), &density, &alloc, &new]), "grid.density");
+        assert_eq!(
+            name(&[&main(18), &extra, &vector, &alloc, &new]),
+            "grid.extra"
+        );
+        // Through std::make_unique (a library frame): a pointer.
+        let make_unique = at(
+            "std::make_unique<Grid, int>(int&&)",
+            "/usr/include/c++/12/bits/unique_ptr.h",
+            2,
+        );
+        assert_eq!(
+            name(&[&main(19), &make_unique, &pressure, &vector, &alloc, &new]),
+            "g->pressure"
+        );
+        // A member of a member.
+        let sim = at("Sim::Sim(unsigned long)", "/src/grid.cpp", 14);
+        assert_eq!(
+            name(&[&main(20), &sim, &velocity, &vector, &alloc, &new]),
+            "sim.grid.velocity"
+        );
+        // A factory that returns `new Grid(n)`.
+        let factory = at("make(unsigned long)", "/src/grid.cpp", 16);
+        assert_eq!(
+            name(&[&main(21), &factory, &pressure, &vector, &alloc, &new]),
+            "m->pressure"
+        );
+        // No variable holds the Grid: the class qualifies the member.
+        assert_eq!(
+            name(&[&main(22), &pressure, &vector, &alloc, &new]),
+            "Grid::pressure"
+        );
+        // A plain vector declared with its size.
+        assert_eq!(name(&[&main(23), &vector, &alloc, &new]), "v");
+        // Not a declaration: the fallback names the user's frame, not the
+        // library's.
+        assert_eq!(name(&[&main(24), &vector, &alloc, &new]), "heap@main:24");
+    }
+
+    #[test]
+    fn rust_vecs() {
+        let raw_vec = at(
+            "alloc::raw_vec::RawVecInner<A>::try_allocate_in",
+            "/rustc/abc/library/alloc/src/raw_vec/mod.rs",
+            2,
+        );
+        let from_elem = at(
+            "alloc::vec::from_elem",
+            "/rustc/abc/library/alloc/src/vec/mod.rs",
+            3651,
+        );
+        let alloc = frame("alloc::alloc::alloc_zeroed", None, None);
+        let main = |line| at("rust_vec::main", "/src/main.rs", line);
+        let name = |frames: &[&Frame]| heap_name_with(frames, cpp_and_rust_source());
+        assert_eq!(name(&[&main(2), &from_elem, &raw_vec, &alloc]), "table");
+        assert_eq!(name(&[&main(3), &raw_vec, &alloc]), "hist");
+        assert_eq!(name(&[&main(4), &raw_vec, &alloc]), "hist");
+        assert_eq!(
+            name(&[&main(5), &from_elem, &raw_vec, &alloc]),
+            "heap@rust_vec::main:5"
+        );
     }
 }
