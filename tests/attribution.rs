@@ -1,7 +1,8 @@
-//! The page-fault source and per-object attribution through the real
-//! pipeline: first-touch threads, per-thread values, equal totals in the
-//! code and data trees, NUMA locality on this one-node machine, and a
-//! program whose own page faults would feed back into the sampler.
+//! Attribution through the real pipeline: the page-fault source
+//! (first-touch threads, per-thread values, equal totals in the code and
+//! data trees), NUMA locality on this one-node machine, a program whose
+//! own page faults would feed back into the sampler, and call paths that
+//! cannot be unwound to their root.
 
 use std::process::Command;
 
@@ -135,4 +136,50 @@ fn a_program_that_reads_its_own_perf_ring_is_not_livelocked() {
             .contains_key("page-fault sampling stopped (fault feedback loop)")
     });
     assert!(stopped, "the feedback loop was not detected");
+}
+
+#[test]
+fn paths_that_cannot_be_unwound_hang_below_partial_unwind() {
+    // The hot loop runs on a coroutine stack in the heap: the unwinder reads
+    // only the thread's stack, so its paths stop early.
+    let dir = scratch("partial-unwind");
+    let exe = compile_test_program("coroutine.c", &dir, &[]);
+    let native = ok_stdout(&run(&mut Command::new(&exe)), "native coroutine");
+    let p = profile(&dir, "mem:soft@100000", &exe, &[]);
+    assert_eq!(p.program_stdout, native);
+    let partial: u64 = read_profiles(&p.measurements)
+        .iter()
+        .map(|t| t.stats.partial_unwinds)
+        .sum();
+    assert!(partial > 0, "no partial unwind counted");
+
+    let bytes = std::fs::read(p.db.join("profile.db")).unwrap();
+    let db = formats::database::Database::from_bytes(&bytes).unwrap();
+    let inc = db.code.inclusive(db.info.metrics.len());
+    let name = |n: &formats::database::TreeNode| match n.kind {
+        formats::database::NodeKind::Frame(f) => db.frames[f as usize].function.as_str(),
+        _ => "",
+    };
+    let marker = db
+        .code
+        .nodes
+        .iter()
+        .position(|n| n.parent == 0 && name(n) == "<partial unwind>")
+        .expect("a <partial unwind> child of the code root");
+    let total = inc[0][0];
+    assert!(
+        inc[marker][0] * 10 >= total * 9,
+        "{} of {total}",
+        inc[marker][0]
+    );
+    // sweep is right below it, and main is not (the path stopped).
+    let below: Vec<&str> = db
+        .code
+        .nodes
+        .iter()
+        .filter(|n| n.parent as usize == marker)
+        .map(name)
+        .collect();
+    assert!(below.contains(&"sweep"), "{below:?}");
+    assert!(!below.contains(&"main"), "{below:?}");
 }
