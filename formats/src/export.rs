@@ -509,9 +509,13 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 out.push(',');
                 out.push_str(m);
             }
-            out.push_str(",share,alloc_path\n");
+            out.push_str(",share,alloc_path,first_touch_thread\n");
             for o in views::objects(db).into_iter().take(top) {
                 let path: Vec<String> = o.alloc_path.iter().map(|f| frame_text(f)).collect();
+                let first_touch = o
+                    .first_touch(db)
+                    .map(|(t, _)| db.thread_label(t))
+                    .unwrap_or_default();
                 out.push_str(&format!(
                     "{},{},{},{}",
                     o.kind.as_str(),
@@ -523,9 +527,10 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                     out.push_str(&format!(",{v}"));
                 }
                 out.push_str(&format!(
-                    ",{:.6},{}\n",
+                    ",{:.6},{},{}\n",
                     o.share,
-                    csv_field(&path.join(" > "))
+                    csv_field(&path.join(" > ")),
+                    csv_field(&first_touch)
                 ));
             }
         }
