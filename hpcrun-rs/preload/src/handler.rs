@@ -260,3 +260,128 @@ fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         };
     }
 }
+
+// ---------------------------------------------------------------------------
+// Hardware sample sources (`pmu/`): mem:latency and mem:stores. Kept in one
+// block, apart from the mem:soft path above.
+
+/// The signal handler of the hardware memory events: each signal means new
+/// records in the thread's perf ring (one wakeup per sample); every usable
+/// sample goes to [`hardware_sample`].
+pub extern "C" fn on_hw_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+    let saved_errno = ffi::errno();
+    if let (Some(state), Some(setup)) = (threads::current(), crate::pmu::sampler::get()) {
+        if state.finished.load(Relaxed) || !sampling::active() {
+            // Late signal after the profile was written: ignore.
+        } else if state.in_handler.swap(true, Acquire) {
+            // The records stay in the ring for the next signal.
+            state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
+        } else {
+            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
+            // handlers; it lives for the duration of the handler.
+            let uc = unsafe { &*(context as *const libc::ucontext_t) };
+            let interrupted = registers(uc);
+            crate::pmu::sampler::drain(&state.hw, setup, |s| {
+                hardware_sample(
+                    state,
+                    &interrupted,
+                    s.ip,
+                    s.addr,
+                    s.weight,
+                    s.access.level,
+                    s.access.is_store,
+                )
+            });
+            state.in_handler.store(false, Release);
+        }
+    }
+    ffi::set_errno(saved_errno);
+}
+
+/// HOOK for the hardware sample sources: attributes one PEBS/IBS sample of
+/// instruction `ip` accessing data address `addr`, like a mem:soft sample
+/// (call path, data object, both trees; a load counts in `samples`, a store
+/// in `store_samples`).
+///
+/// The call path is unwound from the interrupted registers, with `ip` as
+/// its leaf: the signal arrives right after the sample (one wakeup per
+/// sample), normally still in the sampled function.
+///
+/// Not stored yet: `weight` (the latency in cycles) and `level` (where the
+/// data came from) have no metric columns; they belong with the per-object
+/// metrics.
+pub fn hardware_sample(
+    state: &ThreadState,
+    interrupted: &(Regs, u64, u64),
+    ip: u64,
+    addr: u64,
+    weight: u64,
+    level: crate::pmu::datasrc::MemLevel,
+    is_store: bool,
+) {
+    let _ = (weight, level);
+    let stats = &state.stats;
+    stats.samples.fetch_add(1, Relaxed);
+    let (Some(snap), Some(unwinder)) = (modules::get(), unwind::get()) else {
+        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+        return;
+    };
+    if snap.is_own_code(ip) {
+        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return;
+    }
+    let (regs, sp, bp) = interrupted;
+    let mut frames = [0u64; MAX_FRAMES];
+    // SAFETY: the handler cache is used only by this thread's handler, and
+    // `in_handler` excludes re-entry.
+    let cache = unsafe { &mut *state.handler_cache.get() };
+    let got = unwind::unwind(
+        unwinder,
+        cache,
+        &state.stack,
+        regs.rip,
+        *sp,
+        *bp,
+        &mut frames,
+    );
+    frames[0] = ip;
+    let mut depth = 1;
+    for i in 1..got.len {
+        if !snap.is_own_code(frames[i]) {
+            frames[depth] = frames[i];
+            depth += 1;
+        }
+    }
+    let path = &frames[..depth];
+    let Some((root, tag, key)) = classify(state, snap, addr) else {
+        stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
+        return;
+    };
+    let metric = if is_store {
+        cct::M_STORE_SAMPLES
+    } else {
+        cct::M_SAMPLES
+    };
+    let tree: &Tree = &state.tree;
+    if tree.len() + 2 * depth + 2 > sampling::TREE_CAPACITY {
+        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+        return;
+    }
+    let code_leaf = tree.path(cct::CODE, path.iter().rev().copied());
+    let data_leaf = tree
+        .child(root, tag, key)
+        .and_then(|obj| tree.path(obj, path.iter().rev().copied()));
+    let (Some(code_leaf), Some(data_leaf)) = (code_leaf, data_leaf) else {
+        stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
+        return;
+    };
+    tree.add(code_leaf, metric, 1);
+    tree.add(data_leaf, metric, 1);
+    if is_store {
+        stats.stores.fetch_add(1, Relaxed);
+    } else {
+        stats.memory.fetch_add(1, Relaxed);
+    }
+    // The hardware gives the address: always "recovered".
+    stats.recovered.fetch_add(1, Relaxed);
+}

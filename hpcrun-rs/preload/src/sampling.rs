@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
-use crate::{cct, config, ffi, handler, hooks, modules, objects, soft, threads, writer};
+use crate::{cct, config, ffi, handler, hooks, modules, objects, pmu, soft, threads, writer};
 
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;
@@ -51,7 +51,17 @@ fn init() {
         CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
         let signal = ffi::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
-        if cfg.period_ns > 0 && !ffi::install_handler(signal, handler::on_sample) {
+        // Hardware memory events (mem:latency, mem:stores) drain a perf ring
+        // in their own handler.
+        let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+            Ok(Some(_)) => handler::on_hw_sample,
+            Ok(None) => handler::on_sample,
+            Err(e) => {
+                writer::warn(&format!("{e}: no samples"));
+                handler::on_sample
+            }
+        };
+        if cfg.period_ns > 0 && !ffi::install_handler(signal, on_signal) {
             writer::warn("could not install the sample signal handler; sampling disabled");
         }
         writer::init();
@@ -103,6 +113,19 @@ pub fn start_thread(index: u32) {
     writer::register_thread_exit(state);
     let cfg = config::get();
     if cfg.period_ns > 0 {
+        match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+            Ok(None) => {}
+            Ok(Some(setup)) => {
+                let signal = Some(SIGNAL.load(Relaxed));
+                if let Err(e) = pmu::sampler::start_thread(&state.hw, &state.perf_fd, setup, signal)
+                {
+                    writer::warn_once(&format!("{e}: no samples"));
+                }
+                return;
+            }
+            // Reported at start-up.
+            Err(_) => return,
+        }
         match ffi::open_task_clock(cfg.period_ns, SIGNAL.load(Relaxed)) {
             Ok(fd) => state.perf_fd.store(fd, Release),
             Err(errno) => writer::warn_once(&format!(
@@ -121,6 +144,9 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
         } else {
             ffi::disable_event(fd);
         }
+    }
+    if close {
+        pmu::sampler::stop_thread(&state.hw);
     }
 }
 
@@ -177,6 +203,25 @@ unsafe extern "C" fn after_fork_in_child() {
 
 /// Metric columns, in `cct::M_*` order.
 pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
+    if pmu::sampler::get().is_some() {
+        return [
+            (
+                "samples",
+                "samples",
+                "hardware load samples (Intel PEBS mem-loads above the latency threshold, AMD IBS ops that load); each stands for one sampling period of such events",
+            ),
+            (
+                "store_samples",
+                "samples",
+                "hardware store samples (Intel PEBS mem-stores, AMD IBS ops that store)",
+            ),
+            (
+                "cpu_samples",
+                "samples",
+                "unused with hardware sampling (always 0)",
+            ),
+        ];
+    }
     [
         (
             "samples",

@@ -169,7 +169,11 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         events: vec![EventInfo {
             name: cfg.event.clone(),
             period: cfg.period_ns,
-            unit: "ns".into(),
+            unit: if crate::pmu::sampler::get().is_some() {
+                "events".into()
+            } else {
+                "ns".into()
+            },
         }],
         metrics: sampling::metric_columns()
             .iter()
@@ -296,6 +300,10 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
             .collect(),
     };
+    // Hardware records that gave no sample (mem:latency, mem:stores).
+    for (cause, n) in state.hw.dropped().filter(|&(_, n)| n > 0) {
+        profile.stats.dropped.insert(cause.to_string(), n);
+    }
     // Process-wide: reported once, in the main thread's file.
     if state.index == 0 {
         if let Some(lost) = objs
