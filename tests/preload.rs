@@ -334,3 +334,47 @@ fn programs_with_their_own_sigprof_timers_keep_working() {
         profiles[0].stats
     );
 }
+
+/// The hardware sample path (`mem:latency`/`mem:stores`: perf ring, record
+/// decoding, `hardware_sample` attribution) without a PMU: the library is
+/// given a software page-fault event dressed as an Intel PEBS store event
+/// (software events accept the PEBS sample layout and leave WEIGHT and
+/// DATA_SRC 0), so every first touch of a page is a "store sample" at the
+/// faulting address. hpcrun-rs itself never picks this (it probes the PMU).
+#[test]
+fn hardware_sample_path_with_a_software_stand_in_event() {
+    let dir = scratch("hw-path");
+    let exe = compile_test_program("first_touch.c", &dir, &[]);
+    let measurements = dir.join("measurements");
+    std::fs::create_dir_all(&measurements).unwrap();
+    let attr = "event=mem:stores,vendor=intel-pebs,pmu=software,type=1,config=0x2,config1=0x0,config2=0x0,config3=0x0,aux_leader=none,exclude_kernel=1,precise=0";
+    let out = run(Command::new(&exe)
+        .env("LD_PRELOAD", tools().join("libhpcrun_preload.so"))
+        .env("HPCRUN_OUT", &measurements)
+        .env("HPCRUN_EVENTS", "mem:stores@1")
+        .env("HPCRUN_HW_ATTR", attr)
+        .env("HPCRUN_RUN_ID", "hw-path"));
+    assert_eq!(ok_stdout(&out, "first_touch"), "3\n");
+    let profiles = read_profiles(&measurements);
+    assert_eq!(profiles.len(), 1);
+    let p = &profiles[0];
+    assert_eq!(p.events[0].name, "mem:stores");
+    assert_eq!(p.events[0].unit, "events");
+    assert!(p.stats.store_samples >= 1024 + 256, "{:?}", p.stats);
+    assert_eq!(p.stats.memory_samples, 0);
+
+    let data = merge_and_export(&dir, &measurements);
+    let objects = data["objects"].as_array().expect("objects");
+    let stores = |o: &serde_json::Value| o["metrics"]["store_samples"].as_u64().unwrap_or(0);
+    let block = objects
+        .iter()
+        .find(|o| o["kind"] == "heap" && o["bytes"] == 4 << 20)
+        .unwrap_or_else(|| panic!("no 4 MiB heap object in {objects:#?}"));
+    // One fault per page (malloc may have touched the first one).
+    assert!((1023..=1024).contains(&stores(block)), "{block:#?}");
+    let table = objects
+        .iter()
+        .find(|o| o["name"] == "table")
+        .unwrap_or_else(|| panic!("no static 'table' in {objects:#?}"));
+    assert!((255..=256).contains(&stores(table)), "{table:#?}");
+}

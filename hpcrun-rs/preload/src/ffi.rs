@@ -919,3 +919,34 @@ pub fn enable_event(fd: c_int) -> bool {
     // SAFETY: ioctl on an fd; an invalid fd only returns an error.
     unsafe { libc::ioctl(fd, pe::ENABLE as _, 0) == 0 }
 }
+
+/// Sends `signal` to the calling thread on every wakeup of perf event `fd`
+/// (`O_ASYNC`, `F_SETSIG`, `F_SETOWN_EX` with `F_OWNER_TID`).
+pub fn route_perf_signal(fd: c_int, signal: c_int) -> Result<(), c_int> {
+    #[repr(C)]
+    struct FOwnerEx {
+        kind: c_int,
+        pid: libc::pid_t,
+    }
+    let owner = FOwnerEx {
+        kind: F_OWNER_TID,
+        pid: gettid() as libc::pid_t,
+    };
+    // SAFETY: fcntl on an fd with valid arguments; `owner` outlives the call.
+    let ok = unsafe {
+        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
+            && libc::fcntl(fd, F_SETSIG, signal) == 0
+            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// Closes an fd (errors ignored).
+pub fn close_fd(fd: c_int) {
+    // SAFETY: closing an fd the caller owns.
+    unsafe { libc::close(fd) };
+}

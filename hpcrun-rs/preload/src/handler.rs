@@ -497,3 +497,113 @@ fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
         };
     }
 }
+
+// ---------------------------------------------------------------------------
+// Hardware sample sources (`pmu/`): mem:latency and mem:stores. Kept in one
+// block, apart from the mem:soft path above.
+
+/// The signal handler of the hardware memory events: each signal means new
+/// records in the thread's perf ring (one wakeup per sample); every usable
+/// sample goes to [`hardware_sample`].
+pub extern "C" fn on_hw_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+    let saved_errno = ffi::errno();
+    if let (Some(state), Some(setup)) = (threads::current(), crate::pmu::sampler::get()) {
+        if state.finished.load(Relaxed) || !sampling::active() {
+            // Late signal after the profile was written: ignore.
+        } else if state.in_handler.swap(true, Acquire) {
+            // The records stay in the ring for the next signal.
+            state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
+        } else {
+            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
+            // handlers; it lives for the duration of the handler.
+            let uc = unsafe { &*(context as *const libc::ucontext_t) };
+            let interrupted = registers(uc);
+            crate::pmu::sampler::drain(&state.hw, setup, |s| {
+                hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access)
+            });
+            state.in_handler.store(false, Release);
+        }
+    }
+    ffi::set_errno(saved_errno);
+}
+
+/// The hardware sample sources: attributes one PEBS/IBS sample of
+/// instruction `ip` accessing data address `addr` like a mem:soft sample
+/// (call path, data object, both trees, histogram, NUMA; a load counts in
+/// `samples`, a store in `store_samples`), plus its latency (`weight`, in
+/// cycles) and where the data came from (one `src_*` column, `tlb_miss`).
+///
+/// The call path is unwound from the interrupted registers, with `ip` as
+/// its leaf: the signal arrives right after the sample (one wakeup per
+/// sample), normally still in the sampled function.
+pub fn hardware_sample(
+    state: &ThreadState,
+    interrupted: &(Regs, u64, u64),
+    ip: u64,
+    addr: u64,
+    weight: u64,
+    access: &crate::pmu::datasrc::Access,
+) {
+    use crate::pmu::datasrc::MemLevel;
+    let (level, is_store, tlb_miss) = (access.level, access.is_store, access.tlb_miss);
+    let stats = &state.stats;
+    stats.samples.fetch_add(1, Relaxed);
+    let Some(snap) = modules::get() else {
+        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+        return;
+    };
+    if snap.is_own_code(ip) {
+        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return;
+    }
+    let mut frames = [0u64; MAX_FRAMES];
+    let Some(path) = call_path(state, snap, interrupted, ip, &mut frames) else {
+        return;
+    };
+    let Some(target) = classify(state, snap, addr) else {
+        stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
+        return;
+    };
+    let metric = if is_store {
+        cct::M_STORE_SAMPLES
+    } else {
+        cct::M_SAMPLES
+    };
+    let source = match level {
+        MemLevel::L1 => cct::M_SRC_L1,
+        MemLevel::FillBuffer => cct::M_SRC_LFB,
+        MemLevel::L2 => cct::M_SRC_L2,
+        MemLevel::L3 => cct::M_SRC_L3,
+        MemLevel::LocalDram => cct::M_SRC_LOCAL_DRAM,
+        MemLevel::RemoteDram => cct::M_SRC_REMOTE_DRAM,
+        MemLevel::RemoteCache => cct::M_SRC_REMOTE_CACHE,
+        MemLevel::Hitm => cct::M_SRC_HITM,
+        _ => cct::M_SRC_OTHER,
+    };
+    let tlb = (cct::M_TLB_MISS, u64::from(tlb_miss));
+    let mut metrics = [
+        (metric, 1),
+        (cct::M_LATENCY, weight),
+        (source, 1),
+        tlb,
+        (0, 0),
+    ];
+    if let Some(local) = numa::is_local(addr) {
+        let m = if local {
+            cct::M_NUMA_LOCAL
+        } else {
+            cct::M_NUMA_REMOTE
+        };
+        metrics[4] = (m, 1);
+    }
+    if !record(state, path, &metrics, Some(target), Some(addr), &metrics) {
+        return;
+    }
+    if is_store {
+        stats.stores.fetch_add(1, Relaxed);
+    } else {
+        stats.memory.fetch_add(1, Relaxed);
+    }
+    // The hardware gives the address: always "recovered".
+    stats.recovered.fetch_add(1, Relaxed);
+}

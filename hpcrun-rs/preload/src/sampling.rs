@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 use formats::measurement::HistogramLayout;
 
 use crate::{
-    cct, config, ffi, handler, hooks, modules, numa, objects, pages, soft, threads, writer,
+    cct, config, ffi, handler, hooks, modules, numa, objects, pages, pmu, soft, threads, writer,
 };
 
 /// Pages of each thread's page-fault ring (a power of two).
@@ -67,9 +67,19 @@ fn init() {
         CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
         let signal = ffi::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
+        // Hardware memory events (mem:latency, mem:stores) drain a perf ring
+        // in their own handler.
+        let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+            Ok(Some(_)) => handler::on_hw_sample,
+            Ok(None) => handler::on_sample,
+            Err(e) => {
+                writer::warn(&format!("{e}: no samples"));
+                handler::on_sample
+            }
+        };
         // Page faults: the next signal, each handler blocking the other.
         let fault_signal = signal + 1;
-        if cfg.period_ns > 0 && !ffi::install_handler(signal, handler::on_sample, &[fault_signal]) {
+        if cfg.period_ns > 0 && !ffi::install_handler(signal, on_signal, &[fault_signal]) {
             writer::warn("could not install the sample signal handler; sampling disabled");
         }
         if cfg.page_faults.is_some() {
@@ -130,6 +140,19 @@ pub fn start_thread(index: u32) {
     writer::register_thread_exit(state);
     let cfg = config::get();
     if cfg.period_ns > 0 {
+        match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+            Ok(None) => {}
+            Ok(Some(setup)) => {
+                let signal = Some(SIGNAL.load(Relaxed));
+                if let Err(e) = pmu::sampler::start_thread(&state.hw, &state.perf_fd, setup, signal)
+                {
+                    writer::warn_once(&format!("{e}: no samples"));
+                }
+                return;
+            }
+            // Reported at start-up.
+            Err(_) => return,
+        }
         match ffi::open_task_clock(cfg.period_ns, SIGNAL.load(Relaxed)) {
             Ok(fd) => state.perf_fd.store(fd, Release),
             Err(errno) => writer::warn_once(&format!(
@@ -162,6 +185,9 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
                 ffi::disable_event(fd);
             }
         }
+    }
+    if close {
+        pmu::sampler::stop_thread(&state.hw);
     }
 }
 
@@ -218,6 +244,16 @@ unsafe extern "C" fn after_fork_in_child() {
 
 /// Metric columns, in `cct::M_*` order: (name, unit, description).
 pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
+    let mut cols = soft_metric_columns();
+    if hardware_active() {
+        cols[cct::M_SAMPLES].2 = "hardware load samples (Intel PEBS mem-loads above the latency threshold, AMD IBS ops that load); each stands for one sampling period of such events";
+        cols[cct::M_STORE_SAMPLES].2 =
+            "hardware store samples (Intel PEBS mem-stores, AMD IBS ops that store)";
+    }
+    cols
+}
+
+fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
     [
         (
             "samples",
@@ -273,7 +309,10 @@ pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::MET
 pub fn active_columns() -> Vec<usize> {
     let cfg = config::get();
     let mut cols = Vec::new();
-    if cfg.period_ns > 0 {
+    if hardware_active() {
+        // No timer: cpu_samples stays empty.
+        cols.extend([cct::M_SAMPLES, cct::M_STORE_SAMPLES]);
+    } else if cfg.period_ns > 0 {
         cols.extend([cct::M_SAMPLES, cct::M_STORE_SAMPLES, cct::M_CPU_SAMPLES]);
     } else {
         // `samples` is always the first column (the primary metric).
@@ -293,5 +332,5 @@ pub fn active_columns() -> Vec<usize> {
 
 /// True when a hardware memory source runs (its columns are filled).
 pub fn hardware_active() -> bool {
-    false
+    pmu::sampler::get().is_some()
 }

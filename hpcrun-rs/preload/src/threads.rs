@@ -95,6 +95,8 @@ pub struct ThreadState {
     /// Unwind cache used only by the allocation hooks (never by the handler,
     /// so a signal during a hook cannot alias it).
     pub hook_cache: UnsafeCell<unwind::Cache>,
+    /// The hardware memory event's ring and counts (mem:latency, mem:stores).
+    pub hw: crate::pmu::sampler::ThreadHw,
 }
 
 // SAFETY: the UnsafeCell caches are only used by the owning thread (see the
@@ -172,6 +174,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         finished: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
+        hw: crate::pmu::sampler::ThreadHw::new(),
     };
     let reg = registry();
     let slot = reg.count.fetch_add(1, AcqRel) as usize;

@@ -342,6 +342,10 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .dropped
             .insert("histogram table full (samples kept)".into(), full);
     }
+    // Hardware records that gave no sample (mem:latency, mem:stores).
+    for (cause, n) in state.hw.dropped().filter(|&(_, n)| n > 0) {
+        profile.stats.dropped.insert(cause.to_string(), n);
+    }
     // Process-wide: reported once, in the main thread's file.
     if state.index == 0 {
         if let Some(lost) = objs
@@ -377,7 +381,11 @@ fn events(cfg: &config::Config) -> Vec<EventInfo> {
         events.push(EventInfo {
             name: cfg.event.clone(),
             period: cfg.period_ns,
-            unit: "ns".into(),
+            unit: if sampling::hardware_active() {
+                "events".into()
+            } else {
+                "ns".into()
+            },
         });
     }
     if let Some(period) = cfg.page_faults {

@@ -14,6 +14,8 @@
 //!   the fix; the `precise_ip` level the kernel accepts; multiplexing scale.
 //!
 //! * [`attr`]: the `perf_event_attr` of a memory event.
+//! * [`sampler`]: the run-time side: per-thread event and ring, draining
+//!   and decoding samples for the signal handler.
 //!
 //! `sysfs.rs` and `probe.rs` use only `std`: the launcher compiles them too
 //! (with `#[path]`, and `attr.rs` too), so that `--list-events` and the library agree.
@@ -28,6 +30,7 @@ pub mod ibs;
 pub mod probe;
 pub mod record;
 pub mod ring;
+pub mod sampler;
 pub mod spe;
 pub mod sysfs;
 
