@@ -23,3 +23,20 @@ bench-alloc:
 # Merge time for 1k/4k/16k synthetic MPI rank files (docs/SCALING.md)
 bench-scaling:
     sh benches/scaling.sh
+
+# Run-time overhead at the default period: native vs hpcrun-rs vs perf record
+# (same rate) on the examples and HPC Challenge; medians of 5 alternating
+# rounds (docs/PERFORMANCE.md). Installs hpcc/perf/OpenMPI if missing.
+# Extra arguments go to the harness, e.g. `just overhead --only abc --period 1000000`.
+overhead *ARGS:
+    #!/usr/bin/env sh
+    set -eu
+    need=""
+    command -v hpcc >/dev/null 2>&1 || need="$need hpcc"
+    command -v perf >/dev/null 2>&1 || need="$need linux-perf"
+    command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
+    if [ -n "$need" ]; then
+        apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
+    fi
+    cargo build --release -q -p hpcrun-rs -p hpcrun-preload -p benches --bin overhead
+    target/release/overhead {{ARGS}}

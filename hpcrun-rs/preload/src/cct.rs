@@ -71,10 +71,16 @@ pub struct Tree {
     len: AtomicU32,
 }
 
+/// Slot hash of a (parent, tag, key) edge. Every input bit must reach the
+/// low bits (the table index): the same frame address is a child of many
+/// parents (recursion, a function reached along many paths), and those
+/// edges must not share one probe chain. splitmix64's finaliser over the
+/// key mixed with the (parent, tag) pair.
 fn hash(parent: u32, tag: u32, key: u64) -> u64 {
-    let mut h = key ^ ((parent as u64) << 32 | tag as u64).rotate_left(17);
-    h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    h ^ (h >> 29)
+    let mut h = key ^ ((parent as u64) << 8 | tag as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^ (h >> 31)
 }
 
 impl Tree {
@@ -247,5 +253,43 @@ mod counts_tests {
         let added = (0..1000).filter(|&b| c.add(1, b)).count();
         assert_eq!(added, 64);
         assert_eq!(c.entries().map(|e| e.2).sum::<u64>(), 64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_frame_under_many_parents() {
+        // Deep recursion: the same return address at every level, and the
+        // same call site reached from many callers.
+        let tree = Tree::new(1 << 16).unwrap();
+        let leaf = tree
+            .path(CODE, std::iter::repeat_n(0x40_1234u64, 2_000))
+            .expect("a 2,000-deep recursion fits");
+        assert_eq!(tree.len(), 4 + 2_000);
+        for caller in 0..2_000u64 {
+            let parent = tree.child(CODE, TAG_CALL, 0x50_0000 + caller * 16).unwrap();
+            tree.child(parent, TAG_CALL, 0x40_1234)
+                .expect("same frame, new parent");
+        }
+        // Found again, not inserted twice.
+        assert_eq!(
+            tree.path(CODE, std::iter::repeat_n(0x40_1234u64, 2_000)),
+            Some(leaf)
+        );
+        assert_eq!(tree.len(), 4 + 2_000 + 4_000);
+    }
+
+    #[test]
+    fn pool_full_is_none() {
+        let tree = Tree::new(64).unwrap();
+        let mut last = None;
+        for k in 0..100u64 {
+            last = tree.child(CODE, TAG_CALL, k);
+        }
+        assert_eq!(last, None);
+        assert_eq!(tree.len(), 64);
     }
 }

@@ -1,0 +1,677 @@
+//! `overhead`: the run-time overhead of `hpcrun-rs` against the native run
+//! and against `perf record` at the same sampling rate (docs/PERFORMANCE.md,
+//! `## hpcrun-rs sampling overhead`).
+//!
+//! For every workload it runs, round after round, the program natively,
+//! under `hpcrun-rs` (default event `mem:soft` at its default period, unless
+//! `--period` says otherwise) and under `perf record -e cpu-clock -c <period
+//! in ns> -g`, rotating the order each round so that a drifting machine load
+//! hits all three alike. It prints the medians of wall time and of CPU time
+//! (user + system of the whole process tree, from `getrusage`), the
+//! overheads against native (ratio of the medians, and the median of the
+//! per-round ratios), the samples taken and the bytes written.
+//!
+//! Workloads: the examples (compiled with `gcc -O2 -g`, `mpicc` for
+//! `mpi_stencil`) and HPC Challenge (`hpcc`, Debian package) under
+//! `mpirun -np 1` with a small input. Missing tools (perf, mpicc, hpcc) drop
+//! their column or workload with a note.
+//!
+//! ```sh
+//! cargo build --release -p hpcrun-rs -p hpcrun-preload -p benches --bin overhead
+//! target/release/overhead --rounds 5            # or: just overhead
+//! target/release/overhead --only abc --period 1000000 --rounds 3
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+
+/// Overhead of hpcrun-rs and perf record against native runs.
+#[derive(Debug, Parser)]
+#[command(name = "overhead", version)]
+struct Args {
+    /// Rounds; each runs every tool once per workload.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Sampling period in ns for both hpcrun-rs (`-e mem:soft@NS`) and perf
+    /// (`-c NS`) [default: hpcrun-rs's own default, read from a probe run].
+    #[arg(long, value_name = "NS")]
+    period: Option<u64>,
+    /// Event passed to hpcrun-rs (`mem:soft` or `cpu-time`).
+    #[arg(long, default_value = "mem:soft")]
+    event: String,
+    /// Only these workloads (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Skip these workloads (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+    /// Do not run perf record.
+    #[arg(long)]
+    no_perf: bool,
+    /// Problem size N of hpcc's input (HPL N; the other tests scale with it).
+    #[arg(long, default_value_t = 2000)]
+    hpcc_n: u32,
+    /// Multiplies the examples' repeat counts (0.2 for a quick check).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Scratch directory (created; the measurement outputs are deleted after
+    /// every run).
+    #[arg(long, default_value = "target/overhead")]
+    dir: PathBuf,
+    /// The hpcrun-rs binary [default: next to this executable].
+    #[arg(long)]
+    hpcrun: Option<PathBuf>,
+    /// The examples directory [default: ./examples].
+    #[arg(long, default_value = "examples")]
+    examples: PathBuf,
+    /// Print the tables as Markdown.
+    #[arg(long)]
+    markdown: bool,
+}
+
+/// One program to measure.
+#[derive(Debug, Clone)]
+struct Workload {
+    name: String,
+    /// The command (program first).
+    command: Vec<String>,
+    /// Working directory.
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    /// Files removed before every run (hpcc appends to its output file).
+    scrub: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Native,
+    Hpcrun,
+    Perf,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Native => "native",
+            Tool::Hpcrun => "hpcrun-rs",
+            Tool::Perf => "perf",
+        }
+    }
+}
+
+/// One run's measurements.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    wall: f64,
+    cpu: f64,
+    samples: u64,
+    bytes: u64,
+}
+
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// User + system CPU seconds of all waited-for children so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+fn dir_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// Compiles a C/C++ source into `out` unless it is already newer.
+fn compile(compiler: &str, flags: &[&str], src: &Path, out: &Path) -> Result<()> {
+    let fresh = match (std::fs::metadata(src), std::fs::metadata(out)) {
+        (Ok(s), Ok(o)) => o.modified()? >= s.modified()?,
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    let status = Command::new(compiler)
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .status()
+        .with_context(|| format!("cannot run {compiler}"))?;
+    if !status.success() {
+        bail!("{compiler} failed on {}", src.display());
+    }
+    Ok(())
+}
+
+/// The workloads that can run on this machine, and notes on those that cannot.
+fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
+    let mut list = Vec::new();
+    let mut notes = Vec::new();
+    let ex = &args.examples;
+    let scaled = |n: u32| ((n as f64 * args.scale).round() as u32).max(1).to_string();
+    let cwd = bin.to_path_buf();
+    let simple = |name: &str, arg: String| Workload {
+        name: name.into(),
+        command: vec![bin.join(name).display().to_string(), arg],
+        cwd: cwd.clone(),
+        env: vec![],
+        scrub: vec![],
+    };
+    let gcc = ["-O2", "-g"];
+    // Repeat counts for about 3 s of CPU each on the development VM.
+    for (name, src, arg) in [
+        ("abc", "abc/abc.c", 30),
+        ("abc_static", "abc/abc_static.c", 30),
+        ("pointer_chase", "pointer_chase/pointer_chase.c", 100),
+        ("naming", "naming/naming.c", 100),
+    ] {
+        compile("gcc", &gcc, &ex.join(src), &bin.join(name))?;
+        list.push(simple(name, scaled(arg)));
+    }
+    // examples/inline is left out: g++ hoists its pure kernels out of the
+    // repeat loop, so it cannot be made to run long enough.
+    let mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe"];
+    match (which("mpicc"), which("mpirun")) {
+        (Some(_), Some(_)) => {
+            compile(
+                "mpicc",
+                &["-O2", "-g", "-fopenmp"],
+                &ex.join("mpi_stencil/mpi_stencil.c"),
+                &bin.join("mpi_stencil"),
+            )?;
+            let mut command: Vec<String> = mpirun.iter().map(|s| s.to_string()).collect();
+            command.extend([
+                "-np".into(),
+                "2".into(),
+                bin.join("mpi_stencil").display().to_string(),
+                scaled(60),
+            ]);
+            list.push(Workload {
+                name: "mpi_stencil (2 ranks)".into(),
+                command,
+                cwd: cwd.clone(),
+                env: vec![("OMP_NUM_THREADS".into(), "1".into())],
+                scrub: vec![],
+            });
+        }
+        _ => notes.push("mpi_stencil skipped: mpicc or mpirun missing (apt-get install openmpi-bin libopenmpi-dev)".into()),
+    }
+    match (which("hpcc"), which("mpirun")) {
+        (Some(hpcc), Some(_)) => {
+            let dir = args.dir.join("hpcc");
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join("hpccinf.txt"), hpcc_input(args.hpcc_n))?;
+            let mut command: Vec<String> = mpirun.iter().map(|s| s.to_string()).collect();
+            command.extend(["-np".into(), "1".into(), hpcc.display().to_string()]);
+            list.push(Workload {
+                name: format!("hpcc (N={}, 1 rank)", args.hpcc_n),
+                command,
+                cwd: dir.clone(),
+                env: vec![],
+                scrub: vec![dir.join("hpccoutf.txt")],
+            });
+        }
+        _ => notes.push(
+            "hpcc skipped: not installed (apt-get install hpcc; `just overhead` does it)".into(),
+        ),
+    }
+    let keep = |w: &Workload| {
+        let short = w.name.split_whitespace().next().unwrap_or("");
+        (args.only.is_empty() || args.only.iter().any(|o| o == short))
+            && !args.skip.iter().any(|s| s == short)
+    };
+    list.retain(keep);
+    Ok((list, notes))
+}
+
+/// hpcc's input: Debian's example with one process (P = Q = 1) and HPL size
+/// `n` (RandomAccess, STREAM, DGEMM and FFT sizes follow from it).
+fn hpcc_input(n: u32) -> String {
+    format!(
+        "HPLinpack benchmark input file
+Innovative Computing Laboratory, University of Tennessee
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+1            # of problems sizes (N)
+{n:<12} Ns
+1            # of NBs
+80           NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+1            # of process grids (P x Q)
+1            Ps
+1            Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+##### This line (no. 32) is ignored (it serves as a separator). ######
+0                      		Number of additional problem sizes for PTRANS
+1200 10000 30000        	values of N
+0                       	number of additional blocking sizes for PTRANS
+40 9 8 13 13 20 16 32 64       	values of NB
+"
+    )
+}
+
+/// Samples and bytes of one hpcrun-rs output directory.
+fn hpcrun_output(dir: &Path) -> (u64, u64) {
+    let (mut samples, mut bytes) = (0, 0);
+    for f in dir_files(dir) {
+        let Ok(data) = std::fs::read(&f) else {
+            continue;
+        };
+        bytes += data.len() as u64;
+        if f.extension()
+            .is_some_and(|e| e == formats::measurement::EXTENSION)
+        {
+            if let Ok(p) = formats::measurement::ThreadProfile::from_bytes(&data) {
+                samples += p.stats.samples;
+            }
+        }
+    }
+    (samples, bytes)
+}
+
+/// The period hpcrun-rs uses by default: from the profile of a probe run.
+fn probe_default_period(hpcrun: &Path, scratch: &Path) -> Result<u64> {
+    let out = scratch.join("probe");
+    let _ = std::fs::remove_dir_all(&out);
+    let status = Command::new(hpcrun)
+        .arg("-o")
+        .arg(&out)
+        .arg("true")
+        .stdout(Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run {}", hpcrun.display()))?;
+    if !status.success() {
+        bail!("the probe run `hpcrun-rs true` failed");
+    }
+    let mut period = None;
+    for f in dir_files(&out) {
+        if let Ok(p) = formats::measurement::ThreadProfile::from_bytes(&std::fs::read(&f)?) {
+            period = p.events.first().map(|e| e.period);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    period.context(
+        "the probe run wrote no profile: cannot tell hpcrun-rs's default period (pass --period)",
+    )
+}
+
+/// Runs one workload under one tool.
+fn run_once(
+    args: &Args,
+    w: &Workload,
+    tool: Tool,
+    hpcrun: &Path,
+    period: Option<u64>,
+    scratch: &Path,
+) -> Result<Run> {
+    for f in &w.scrub {
+        let _ = std::fs::remove_file(f);
+    }
+    let out = scratch.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut cmd = match tool {
+        Tool::Native => {
+            let mut c = Command::new(&w.command[0]);
+            c.args(&w.command[1..]);
+            c
+        }
+        Tool::Hpcrun => {
+            let mut c = Command::new(hpcrun);
+            c.arg("-o").arg(&out);
+            if let Some(p) = period {
+                c.arg("-e").arg(format!("{}@{p}", args.event));
+            } else if args.event != "mem:soft" {
+                c.arg("-e").arg(&args.event);
+            }
+            c.args(&w.command);
+            c
+        }
+        Tool::Perf => {
+            std::fs::create_dir_all(&out)?;
+            let mut c = Command::new("perf");
+            c.args(["record", "-e", "cpu-clock", "-g", "-c"])
+                .arg(period.context("perf needs a period")?.to_string())
+                .arg("-o")
+                .arg(out.join("perf.data"))
+                .arg("--")
+                .args(&w.command);
+            c
+        }
+    };
+    cmd.current_dir(&w.cwd)
+        .envs(w.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let cpu0 = children_cpu();
+    let t0 = Instant::now();
+    let output = cmd
+        .output()
+        .with_context(|| format!("cannot run {} under {}", w.name, tool.name()))?;
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = children_cpu() - cpu0;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!(
+            "{} under {} failed ({}): {}",
+            w.name,
+            tool.name(),
+            output.status,
+            stderr.trim()
+        );
+    }
+    let (samples, bytes) = match tool {
+        Tool::Native => (0, 0),
+        Tool::Hpcrun => hpcrun_output(&out),
+        Tool::Perf => {
+            // "[ perf record: Captured and wrote 0.712 MB perf.data (4187 samples) ]"
+            let samples = stderr
+                .lines()
+                .filter_map(|l| {
+                    let i = l.find(" samples)")?;
+                    l[..i].rsplit('(').next()?.trim().parse::<u64>().ok()
+                })
+                .sum();
+            let bytes = dir_files(&out)
+                .iter()
+                .filter_map(|f| std::fs::metadata(f).ok())
+                .map(|m| m.len())
+                .sum();
+            (samples, bytes)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(Run {
+        wall,
+        cpu,
+        samples,
+        bytes,
+    })
+}
+
+/// Everything measured for one workload: runs[tool][round].
+struct Series {
+    name: String,
+    runs: Vec<(Tool, Vec<Run>)>,
+}
+
+impl Series {
+    fn of(&self, tool: Tool) -> Option<&[Run]> {
+        self.runs
+            .iter()
+            .find(|(t, _)| *t == tool)
+            .map(|(_, r)| &r[..])
+    }
+}
+
+fn pct(x: f64) -> String {
+    if x.is_nan() {
+        "n/a".into()
+    } else {
+        format!("{:+.1}%", x * 100.0)
+    }
+}
+
+fn report(series: &[Series], tools: &[Tool], markdown: bool) {
+    let mut header = vec!["workload".to_string()];
+    for t in tools {
+        header.push(format!("{} wall s", t.name()));
+    }
+    for t in &tools[1..] {
+        header.push(format!("{} wall", t.name()));
+        header.push(format!("{} paired", t.name()));
+    }
+    for t in tools {
+        header.push(format!("{} CPU s", t.name()));
+    }
+    for t in &tools[1..] {
+        header.push(format!("{} CPU", t.name()));
+    }
+    for t in &tools[1..] {
+        header.push(format!("{} samples", t.name()));
+        header.push(format!("{} MB", t.name()));
+    }
+    let mut rows = vec![header];
+    for s in series {
+        let Some(native) = s.of(Tool::Native) else {
+            continue;
+        };
+        let med = |runs: &[Run], f: fn(&Run) -> f64| {
+            let mut v: Vec<f64> = runs.iter().map(f).collect();
+            median(&mut v)
+        };
+        let nw = med(native, |r| r.wall);
+        let nc = med(native, |r| r.cpu);
+        let mut row = vec![s.name.clone()];
+        for t in tools {
+            row.push(
+                s.of(*t)
+                    .map_or("n/a".into(), |r| format!("{:.2}", med(r, |r| r.wall))),
+            );
+        }
+        for t in &tools[1..] {
+            let Some(runs) = s.of(*t) else {
+                row.extend(["n/a".into(), "n/a".into()]);
+                continue;
+            };
+            row.push(pct(med(runs, |r| r.wall) / nw - 1.0));
+            // Per round: each tool's run against that round's native run.
+            let mut paired: Vec<f64> = runs
+                .iter()
+                .zip(native)
+                .map(|(r, n)| r.wall / n.wall - 1.0)
+                .collect();
+            row.push(pct(median(&mut paired)));
+        }
+        for t in tools {
+            row.push(
+                s.of(*t)
+                    .map_or("n/a".into(), |r| format!("{:.2}", med(r, |r| r.cpu))),
+            );
+        }
+        for t in &tools[1..] {
+            row.push(
+                s.of(*t)
+                    .map_or("n/a".into(), |r| pct(med(r, |r| r.cpu) / nc - 1.0)),
+            );
+        }
+        for t in &tools[1..] {
+            match s.of(*t) {
+                Some(r) => {
+                    row.push(format!("{:.0}", med(r, |r| r.samples as f64)));
+                    row.push(format!("{:.2}", med(r, |r| r.bytes as f64) / 1e6));
+                }
+                None => row.extend(["n/a".into(), "n/a".into()]),
+            }
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        if markdown {
+            println!("| {} |", row.join(" | "));
+            if i == 0 {
+                let align: Vec<&str> = (0..row.len())
+                    .map(|c| if c == 0 { "---" } else { "---:" })
+                    .collect();
+                println!("|{}|", align.join("|"));
+            }
+        } else {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(c, (v, w))| {
+                    if c == 0 {
+                        format!("{v:<w$}")
+                    } else {
+                        format!("{v:>w$}")
+                    }
+                })
+                .collect();
+            println!("{}", cells.join("  "));
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let hpcrun = match args.hpcrun.clone() {
+        Some(p) => p,
+        None => std::env::current_exe()?
+            .parent()
+            .context("executable directory")?
+            .join("hpcrun-rs"),
+    };
+    if !hpcrun.is_file() {
+        bail!(
+            "{} not found: build it (cargo build --release -p hpcrun-rs -p hpcrun-preload) or pass --hpcrun",
+            hpcrun.display()
+        );
+    }
+    std::fs::create_dir_all(&args.dir)?;
+    let dir = args.dir.canonicalize()?;
+    let args = Args {
+        dir: dir.clone(),
+        examples: args.examples.canonicalize().with_context(|| {
+            format!(
+                "examples directory {} not found (run from the repository root or pass --examples)",
+                args.examples.display()
+            )
+        })?,
+        ..args
+    };
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let scratch = dir.join("run");
+    std::fs::create_dir_all(&scratch)?;
+
+    let period = match args.period {
+        Some(p) => Some(p),
+        None => Some(probe_default_period(&hpcrun, &scratch)?),
+    };
+    let period_ns = period.unwrap_or_default();
+    let mut tools = vec![Tool::Native, Tool::Hpcrun];
+    if !args.no_perf {
+        if which("perf").is_some() {
+            tools.push(Tool::Perf);
+        } else {
+            eprintln!("note: perf not found (apt-get install linux-perf): no perf column");
+        }
+    }
+    let (list, notes) = workloads(&args, &bin)?;
+    for n in &notes {
+        eprintln!("note: {n}");
+    }
+    // hpcrun-rs runs with its default period unless --period was given
+    // (the period is then passed explicitly, the same as perf's).
+    let hpcrun_period = args.period;
+    eprintln!(
+        "period {period_ns} ns ({} samples/s per thread), {} rounds, tools: {}",
+        1_000_000_000 / period_ns.max(1),
+        args.rounds,
+        tools
+            .iter()
+            .map(|t| t.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let load_before = load_average();
+    let mut loads = vec![load_before];
+    let mut series = Vec::new();
+    for w in &list {
+        let mut runs: Vec<(Tool, Vec<Run>)> = tools.iter().map(|t| (*t, Vec::new())).collect();
+        for round in 0..args.rounds {
+            for k in 0..tools.len() {
+                let i = (k + round) % tools.len();
+                let tool = tools[i];
+                loads.push(load_average());
+                let p = if tool == Tool::Perf {
+                    period
+                } else {
+                    hpcrun_period
+                };
+                let r = run_once(&args, w, tool, &hpcrun, p, &scratch)?;
+                eprintln!(
+                    "{:<24} round {} {:<9} wall {:>7.2} s  CPU {:>7.2} s  samples {:>7}  load {:.1}",
+                    w.name,
+                    round + 1,
+                    tool.name(),
+                    r.wall,
+                    r.cpu,
+                    r.samples,
+                    loads.last().unwrap()
+                );
+                runs[i].1.push(r);
+            }
+        }
+        series.push(Series {
+            name: w.name.clone(),
+            runs,
+        });
+    }
+    loads.push(load_average());
+    let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    println!(
+        "# period {period_ns} ns, {} rounds (medians), 1-min load average {lo:.1}-{hi:.1} during the series",
+        args.rounds
+    );
+    println!("# wall/CPU columns: overhead of the median against the native median; paired: median of per-round ratios");
+    report(&series, &tools, args.markdown);
+    Ok(())
+}
