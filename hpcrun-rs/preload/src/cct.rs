@@ -170,7 +170,8 @@ mod tests {
         assert_eq!(tree.len(), 4 + 2_000);
         for caller in 0..2_000u64 {
             let parent = tree.child(CODE, TAG_CALL, 0x50_0000 + caller * 16).unwrap();
-            tree.child(parent, TAG_CALL, 0x40_1234).expect("same frame, new parent");
+            tree.child(parent, TAG_CALL, 0x40_1234)
+                .expect("same frame, new parent");
         }
         // Found again, not inserted twice.
         assert_eq!(
