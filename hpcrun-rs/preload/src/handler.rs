@@ -99,13 +99,17 @@ fn registers(uc: &libc::ucontext_t) -> (Regs, u64, u64) {
 }
 
 /// Where the data address came from.
-enum Source {
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
     Previous,
     AtIp,
 }
 
-/// The skid-corrected instruction and its memory access.
-fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, Source) {
+/// The skid-corrected instruction and its memory access. (Public for the
+/// benchmarks, like [`classify`] and [`sample`].)
+#[doc(hidden)]
+pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, Source) {
     let ip = regs.rip;
     let Some((seg_start, seg_end)) = snap.exec_segment(ip) else {
         return (ip, Access::NotMemory, Source::Previous);
@@ -143,7 +147,8 @@ fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, S
 
 /// (root, tag, key) of the data object at `addr`; `None` if the object map
 /// stayed busy.
-fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<(u32, u32, u64)> {
+#[doc(hidden)]
+pub fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<(u32, u32, u64)> {
     if let Some(objs) = objects::get() {
         match objs.lookup(addr) {
             Lookup::Site(site) => return Some((cct::HEAP, cct::TAG_HEAP_SITE, site as u64)),
@@ -170,7 +175,11 @@ fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<(u32, u32
     Some((cct::UNKNOWN, cct::TAG_UNKNOWN, 0))
 }
 
-fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
+/// Everything the handler does for one sample, given the interrupted
+/// registers (and RSP, RBP): skid correction, data address, unwind, object
+/// lookup, tree insertion.
+#[doc(hidden)]
+pub fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
     let stats = &state.stats;
     stats.samples.fetch_add(1, Relaxed);
     let (Some(snap), Some(unwinder)) = (modules::get(), unwind::get()) else {
