@@ -1,5 +1,6 @@
 //! hpcprof-rs end to end: heap-object naming, inlined and template frames,
-//! damaged input, and the bottleneck/threads exports, on real programs
+//! damaged input, the bottleneck/threads exports and split debug info
+//! (found by build-id and `.gnu_debuglink`), on real programs
 //! compiled with gcc/g++ and measured with `hpcrun-rs -e mem:soft`.
 
 use std::path::{Path, PathBuf};
@@ -307,4 +308,100 @@ fn bottleneck_and_threads_exports() {
         .nth(1)
         .unwrap()
         .starts_with("program,,<program>,"));
+}
+
+/// Runs a binutils command; panics with its stderr if it fails.
+fn binutils(program: &str, args: &[&std::ffi::OsStr]) {
+    let out = run(Command::new(program).args(args));
+    ok_stdout(&out, program);
+}
+
+#[test]
+fn split_debug_info_is_found_by_build_id_and_debuglink() {
+    let dir = scratch("debuglink");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    // Split the DWARF into abc.debug the way distributions do.
+    let split = dir.join("split.debug");
+    binutils(
+        "objcopy",
+        &[
+            "--only-keep-debug".as_ref(),
+            exe.as_os_str(),
+            split.as_os_str(),
+        ],
+    );
+    binutils("strip", &["--strip-debug".as_ref(), exe.as_os_str()]);
+    let link = dir.join("abc.debug");
+    std::fs::copy(&split, &link).unwrap();
+    let add_link = format!("--add-gnu-debuglink={}", link.display());
+    binutils("objcopy", &[add_link.as_ref(), exe.as_os_str()]);
+    std::fs::remove_file(&link).unwrap();
+
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &["1"]);
+    ok_stdout(&out, "hpcrun-rs");
+    let exe_path = exe.to_str().unwrap();
+    let build_id = read_profiles(&measurements)
+        .iter()
+        .flat_map(|p| p.modules.iter())
+        .find(|m| m.path == exe_path)
+        .and_then(|m| m.build_id.clone())
+        .expect("gcc links with a build-id; the profile records it");
+
+    let root = dir.join("debug-root");
+    let by_build_id = root
+        .join(".build-id")
+        .join(&build_id[..2])
+        .join(format!("{}.debug", &build_id[2..]));
+    let under_root = root.join(dir.strip_prefix("/").unwrap()).join("abc.debug");
+    let layouts: [(&str, Option<PathBuf>); 5] = [
+        ("no debug file", None),
+        ("build-id under the debug root", Some(by_build_id)),
+        ("debuglink next to the binary", Some(link.clone())),
+        ("debuglink in .debug/", Some(dir.join(".debug/abc.debug"))),
+        ("debuglink under the debug root", Some(under_root)),
+    ];
+    let first = line_of("abc/abc.c", "static void compute(");
+    let last = line_of("abc/abc.c", "int main(");
+    for (i, (layout, place)) in layouts.iter().enumerate() {
+        if let Some(place) = place {
+            std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+            std::fs::copy(&split, place).unwrap();
+        }
+        let db = dir.join(format!("db{i}"));
+        let out = run(Command::new(tool("hpcprof-rs"))
+            .env("HPCPROF_RS_DEBUG_DIRS", &root)
+            .arg("-o")
+            .arg(&db)
+            .arg(&measurements));
+        ok_stdout(&out, "hpcprof-rs");
+        let code = export_json(&db, "code");
+        let functions = code["functions"].as_array().expect("functions");
+        let compute = functions
+            .iter()
+            .find(|f| f["function"] == "compute")
+            .unwrap_or_else(|| panic!("{layout}: no compute in {functions:#?}"));
+        assert!(samples(compute) > 0, "{layout}");
+        if place.is_none() {
+            // Only the symbol table is left in the stripped binary.
+            assert!(compute["file"].is_null(), "{layout}: {compute:#}");
+            continue;
+        }
+        assert!(
+            compute["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("abc.c")),
+            "{layout}: {compute:#}"
+        );
+        let lines: Vec<u64> = compute["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["line"].as_u64())
+            .collect();
+        assert!(
+            !lines.is_empty() && lines.iter().all(|l| (first..last).contains(l)),
+            "{layout}: lines {lines:?} not in compute ({first}..{last})"
+        );
+        std::fs::remove_file(place.as_ref().unwrap()).unwrap();
+    }
 }

@@ -7,7 +7,10 @@
 //!   database): the top object is C with at least 70%, the code-centric
 //!   panes blame `compute` and the source pane shows its line;
 //! * the real binary driven in tmux: start, `d`, C and its percentage are
-//!   on screen, resize, `q` quits and the shell's screen is back.
+//!   on screen, resize, `q` quits and the shell's screen is back; a panic
+//!   (the hidden `HPCVIEW_TEST_PANIC` hook) also gives the shell's screen
+//!   back, out of raw mode, with the panic message on it; with `NO_COLOR`
+//!   the viewer sends no colour escape sequences.
 
 use std::path::Path;
 use std::process::Command;
@@ -206,6 +209,39 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// A private server with one 100x30 session running `sh`, on whose
+    /// screen `BEFORE-VIEWER` was printed.
+    fn start(tag: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("hpcview-test-{}-{tag}", std::process::id()),
+        };
+        let out = tmux.cmd(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "viewer",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "env PS1='$ ' sh",
+        ]);
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        tmux.keys(&["clear; echo BEFORE-VIEWER", "Enter"]);
+        tmux.wait_for("the shell", |s| s.contains("BEFORE-VIEWER"));
+        tmux
+    }
+
+    /// The screen with its escape sequences (colours, attributes).
+    fn capture_escapes(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-e", "-t", "viewer"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd(&["kill-server"]);
@@ -219,16 +255,39 @@ fn have_tmux() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// False (with a loud note) when tmux is missing outside CI; panics in CI.
+fn tmux_or_skip(test: &str) -> bool {
+    if have_tmux() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("tmux is required in CI (.ci/run installs it)");
+    }
+    eprintln!(
+        "\n!!!!!!!! SKIPPED {test}: tmux is not installed \
+         (apt-get install -y tmux); CI runs it !!!!!!!!\n"
+    );
+    false
+}
+
+/// The hand-built abc database of hpcview-tui's snapshot tests, on disk.
+fn fixture_db(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name).join("db");
+    hpcview_tui::fixtures::write(
+        &hpcview_tui::fixtures::abc(),
+        &dir,
+        &[(
+            hpcview_tui::fixtures::ABC_FILE,
+            hpcview_tui::fixtures::ABC_SOURCE,
+        )],
+    )
+    .expect("write the fixture database");
+    dir
+}
+
 #[test]
 fn real_binary_in_tmux() {
-    if !have_tmux() {
-        if std::env::var_os("CI").is_some() {
-            panic!("tmux is required in CI (.ci/run installs it)");
-        }
-        eprintln!(
-            "\n!!!!!!!! SKIPPED real_binary_in_tmux: tmux is not installed \
-             (apt-get install -y tmux); CI runs it !!!!!!!!\n"
-        );
+    if !tmux_or_skip("real_binary_in_tmux") {
         return;
     }
     let db = abc_db("viewer-tmux");
@@ -238,25 +297,7 @@ fn real_binary_in_tmux() {
     assert_eq!(name, "C");
     let pct = format!("{:.1}%", 100.0 * share);
 
-    let tmux = Tmux {
-        socket: format!("hpcview-test-{}", std::process::id()),
-    };
-    let out = tmux.cmd(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "viewer",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        "env PS1='$ ' sh",
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
-    tmux.keys(&["clear; echo BEFORE-VIEWER", "Enter"]);
-    tmux.wait_for("the shell", |s| s.contains("BEFORE-VIEWER"));
+    let tmux = Tmux::start("main");
     let cmd = format!(
         "{} {}; echo VIEWER-EXIT-$?",
         shell_quote(&tool("hpcview-tui")),
@@ -311,4 +352,93 @@ fn real_binary_in_tmux() {
 
 fn shell_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+#[test]
+fn panic_restores_the_terminal() {
+    if !tmux_or_skip("panic_restores_the_terminal") {
+        return;
+    }
+    let db = fixture_db("viewer-panic");
+    let tmux = Tmux::start("panic");
+    let cmd = format!(
+        "HPCVIEW_TEST_PANIC=1 RUST_BACKTRACE=0 {} {}; echo VIEWER-EXIT-$?",
+        shell_quote(&tool("hpcview-tui")),
+        shell_quote(&db)
+    );
+    tmux.keys(&[&cmd, "Enter"]);
+    let s = tmux.wait_for("the shell after the panic", |s| s.contains("VIEWER-EXIT-"));
+    // Rust's exit status for a panic in main.
+    assert!(s.contains("VIEWER-EXIT-101"), "{s}");
+    // The message was printed on the normal screen, after the restore.
+    assert!(
+        s.contains("panicked") && s.contains("HPCVIEW_TEST_PANIC is set"),
+        "no panic message on the restored screen:\n{s}"
+    );
+    let all = tmux.capture_with_history();
+    assert!(all.contains("BEFORE-VIEWER"), "screen not restored:\n{all}");
+    assert!(
+        !all.contains("Data-centric"),
+        "viewer left on the main screen:\n{all}"
+    );
+    // Raw mode is off: Enter ends the line and the shell runs it.
+    tmux.keys(&["echo AFTER-$((40+2))", "Enter"]);
+    tmux.wait_for("a working shell", |s| s.contains("AFTER-42"));
+}
+
+/// True if `screen` (tmux `capture-pane -e`) holds an SGR sequence that
+/// sets a foreground, background or underline colour.
+fn has_colour_escape(screen: &str) -> bool {
+    screen.split("\x1b[").skip(1).any(|seq| {
+        let Some(end) = seq.find('m') else {
+            return false;
+        };
+        let params: Vec<u32> = seq[..end]
+            .split(';')
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        params
+            .iter()
+            .any(|&p| matches!(p, 30..=37 | 38 | 40..=47 | 48 | 58 | 90..=97 | 100..=107))
+    })
+}
+
+#[test]
+fn no_color_is_honoured_by_the_real_binary() {
+    if !tmux_or_skip("no_color_is_honoured_by_the_real_binary") {
+        return;
+    }
+    let db = fixture_db("viewer-no-color");
+    for (env, coloured) in [("NO_COLOR=1", false), ("NO_COLOR=", true)] {
+        let tmux = Tmux::start(if coloured { "colour" } else { "no-colour" });
+        let cmd = format!(
+            "{env} {} {}; echo VIEWER-EXIT-$?",
+            shell_quote(&tool("hpcview-tui")),
+            shell_quote(&db)
+        );
+        tmux.keys(&[&cmd, "Enter"]);
+        tmux.wait_for("the viewer", |s| s.contains("Data-centric"));
+        // Every pane kind and the help popup.
+        for (key, what) in [
+            ("c", "Code-centric"),
+            ("Tab", "Code-centric"),
+            ("b", "Code-centric"),
+            ("d", "Data-centric"),
+            ("?", "quit"),
+        ] {
+            tmux.keys(&[key]);
+            let s = tmux.wait_for(what, |s| s.contains(what));
+            let escapes = tmux.capture_escapes();
+            assert_eq!(
+                has_colour_escape(&escapes),
+                coloured,
+                "{env}, after {key}: colour escapes {}:\n{s}",
+                if coloured { "missing" } else { "present" }
+            );
+        }
+        tmux.keys(&["Escape"]);
+        tmux.keys(&["q"]);
+        let s = tmux.wait_for("the shell after q", |s| s.contains("VIEWER-EXIT-"));
+        assert!(s.contains("VIEWER-EXIT-0"), "{s}");
+    }
 }

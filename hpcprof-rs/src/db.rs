@@ -10,9 +10,77 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use formats::database::{Database, FILE_NAME};
+use formats::envelope::FormatError;
 use rayon::prelude::*;
+
+/// Why a database could not be written. Every message names the path and,
+/// where the user can do something about it, what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot write the database to {}: name a new directory with -o", .0.display())]
+    BadName(PathBuf),
+    #[error(
+        "{} already exists; use --force to replace it or -o to write elsewhere",
+        .0.display()
+    )]
+    Exists(PathBuf),
+    #[error(
+        "{} exists and is not an hpcprof-rs database (no {FILE_NAME} in it); refusing to replace it even with --force",
+        .0.display()
+    )]
+    NotADatabase(PathBuf),
+    #[error(
+        "{} appeared while merging; use --force to replace it or -o to write elsewhere",
+        .0.display()
+    )]
+    Appeared(PathBuf),
+    #[error("cannot remove stale {}", path.display())]
+    RemoveStale {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    Encode {
+        path: PathBuf,
+        #[source]
+        source: FormatError,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot move the old {} aside", path.display())]
+    MoveAside {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot rename {} to {}", from.display(), to.display())]
+    Rename {
+        from: PathBuf,
+        to: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot remove the old database {}", path.display())]
+    RemoveOld {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T, E = DbError> = std::result::Result<T, E>;
 
 /// Name of the source copy directory inside a database.
 pub const SOURCE_DIR: &str = "src";
@@ -29,25 +97,16 @@ pub struct Written {
 /// Fails early when `out` exists and may not be replaced.
 pub fn check_output(out: &Path, force: bool) -> Result<()> {
     if out.file_name().is_none() {
-        bail!(
-            "cannot write the database to {}: name a new directory with -o",
-            out.display()
-        );
+        return Err(DbError::BadName(out.to_path_buf()));
     }
     if std::fs::symlink_metadata(out).is_err() {
         return Ok(());
     }
     if !force {
-        bail!(
-            "{} already exists; use --force to replace it or -o to write elsewhere",
-            out.display()
-        );
+        return Err(DbError::Exists(out.to_path_buf()));
     }
     if !is_replaceable(out) {
-        bail!(
-            "{} exists and is not an hpcprof-rs database (no {FILE_NAME} in it); refusing to replace it even with --force",
-            out.display()
-        );
+        return Err(DbError::NotADatabase(out.to_path_buf()));
     }
     Ok(())
 }
@@ -75,8 +134,10 @@ pub fn write(db: &Database, out: &Path, force: bool) -> Result<Written> {
     check_output(out, force)?;
     let tmp = sibling(out, &format!(".tmp-{}", std::process::id()));
     if std::fs::symlink_metadata(&tmp).is_ok() {
-        std::fs::remove_dir_all(&tmp)
-            .with_context(|| format!("cannot remove stale {}", tmp.display()))?;
+        std::fs::remove_dir_all(&tmp).map_err(|source| DbError::RemoveStale {
+            path: tmp.clone(),
+            source,
+        })?;
     }
     let result = write_into(db, &tmp).and_then(|written| {
         install(&tmp, out, force)?;
@@ -89,16 +150,25 @@ pub fn write(db: &Database, out: &Path, force: bool) -> Result<Written> {
 }
 
 fn write_into(db: &Database, tmp: &Path) -> Result<Written> {
-    std::fs::create_dir_all(tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    std::fs::create_dir_all(tmp).map_err(|source| DbError::Create {
+        path: tmp.to_path_buf(),
+        source,
+    })?;
     let file = tmp.join(FILE_NAME);
-    let f = std::fs::File::create(&file)
-        .with_context(|| format!("cannot create {}", file.display()))?;
+    let f = std::fs::File::create(&file).map_err(|source| DbError::Create {
+        path: file.clone(),
+        source,
+    })?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-    db.write_to(&mut w)
-        .with_context(|| format!("cannot write {}", file.display()))?;
+    db.write_to(&mut w).map_err(|source| DbError::Encode {
+        path: file.clone(),
+        source,
+    })?;
     use std::io::Write;
-    w.flush()
-        .with_context(|| format!("cannot write {}", file.display()))?;
+    w.flush().map_err(|source| DbError::Write {
+        path: file.clone(),
+        source,
+    })?;
     Ok(copy_sources(db, &tmp.join(SOURCE_DIR)))
 }
 
@@ -155,26 +225,30 @@ fn install(tmp: &Path, out: &Path, force: bool) -> Result<()> {
     let mut old = None;
     if std::fs::symlink_metadata(out).is_ok() {
         if !force || !is_replaceable(out) {
-            bail!(
-                "{} appeared while merging; use --force to replace it or -o to write elsewhere",
-                out.display()
-            );
+            return Err(DbError::Appeared(out.to_path_buf()));
         }
         let aside = sibling(out, &format!(".old-{}", std::process::id()));
-        std::fs::rename(out, &aside)
-            .with_context(|| format!("cannot move the old {} aside", out.display()))?;
+        std::fs::rename(out, &aside).map_err(|source| DbError::MoveAside {
+            path: out.to_path_buf(),
+            source,
+        })?;
         old = Some(aside);
     }
     if let Err(e) = std::fs::rename(tmp, out) {
         if let Some(aside) = &old {
             let _ = std::fs::rename(aside, out);
         }
-        return Err(e)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()));
+        return Err(DbError::Rename {
+            from: tmp.to_path_buf(),
+            to: out.to_path_buf(),
+            source: e,
+        });
     }
     if let Some(aside) = old {
-        std::fs::remove_dir_all(&aside)
-            .with_context(|| format!("cannot remove the old database {}", aside.display()))?;
+        std::fs::remove_dir_all(&aside).map_err(|source| DbError::RemoveOld {
+            path: aside,
+            source,
+        })?;
     }
     Ok(())
 }
@@ -223,7 +297,9 @@ mod tests {
         assert!(source_copy_path(&out.join(SOURCE_DIR), this_file)
             .unwrap()
             .is_file());
-        let err = write(&db, &out, false).unwrap_err().to_string();
+        let err = write(&db, &out, false).unwrap_err();
+        assert!(matches!(err, DbError::Exists(_)));
+        let err = err.to_string();
         assert!(
             err.contains("already exists") && err.contains("--force"),
             "{err}"
@@ -233,7 +309,8 @@ mod tests {
         let other = dir.join("other");
         std::fs::create_dir_all(&other).unwrap();
         std::fs::write(other.join("keep.txt"), "x").unwrap();
-        assert!(write(&db, &other, true).is_err());
+        let err = write(&db, &other, true).unwrap_err();
+        assert!(matches!(err, DbError::NotADatabase(_)), "{err}");
         assert!(other.join("keep.txt").is_file());
         let leftovers: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()

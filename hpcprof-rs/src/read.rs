@@ -6,9 +6,31 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use formats::measurement::{ThreadProfile, EXTENSION};
 use rayon::prelude::*;
+
+/// Why the measurement directory cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    #[error("measurement directory {} does not exist", .0.display())]
+    Missing(PathBuf),
+    #[error(
+        "{} is not a directory (expected the measurement directory written by hpcrun-rs)",
+        .0.display()
+    )]
+    NotADirectory(PathBuf),
+    #[error("cannot list measurement directory {}", dir.display())]
+    List {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "no measurement files (*.{EXTENSION}) in {}; run `hpcrun-rs` first or name the directory it wrote",
+        .0.display()
+    )]
+    Empty(PathBuf),
+}
 
 /// The decoded files of a directory.
 #[derive(Debug, Default)]
@@ -20,32 +42,28 @@ pub struct Measurements {
 }
 
 /// The `*.hpcrun` files directly in `dir` (not recursive), sorted.
-pub fn find(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn find(dir: &Path) -> Result<Vec<PathBuf>, FindError> {
     if !dir.exists() {
-        bail!("measurement directory {} does not exist", dir.display());
+        return Err(FindError::Missing(dir.to_path_buf()));
     }
     if !dir.is_dir() {
-        bail!(
-            "{} is not a directory (expected the measurement directory written by hpcrun-rs)",
-            dir.display()
-        );
+        return Err(FindError::NotADirectory(dir.to_path_buf()));
     }
-    let entries = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list measurement directory {}", dir.display()))?;
+    let list = |source| FindError::List {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let entries = std::fs::read_dir(dir).map_err(list)?;
     let mut files = Vec::new();
     for entry in entries {
-        let entry = entry
-            .with_context(|| format!("cannot list measurement directory {}", dir.display()))?;
+        let entry = entry.map_err(list)?;
         let path = entry.path();
         if path.extension().is_some_and(|e| e == EXTENSION) && path.is_file() {
             files.push(path);
         }
     }
     if files.is_empty() {
-        bail!(
-            "no measurement files (*.{EXTENSION}) in {}; run `hpcrun-rs` first or name the directory it wrote",
-            dir.display()
-        );
+        return Err(FindError::Empty(dir.to_path_buf()));
     }
     files.sort();
     Ok(files)
@@ -97,8 +115,15 @@ pub(crate) mod tests {
         assert!(err.contains("no measurement files"), "{err}");
         std::fs::write(dir.join("notes.txt"), "x").unwrap();
         assert!(find(&dir).is_err());
-        let err = find(&dir.join("missing")).unwrap_err().to_string();
-        assert!(err.contains("does not exist"), "{err}");
+        let err = find(&dir.join("missing")).unwrap_err();
+        assert!(matches!(err, FindError::Missing(_)));
+        assert!(err.to_string().contains("does not exist"), "{err}");
+        let file = dir.join("notes.txt");
+        let err = find(&file).unwrap_err().to_string();
+        assert!(
+            err.contains("notes.txt is not a directory") && err.contains("hpcrun-rs"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

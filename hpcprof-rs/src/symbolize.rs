@@ -10,6 +10,11 @@
 //! an address without debug information yields one frame named after the
 //! `.symtab`/`.dynsym` symbol that contains it, or `module+0xOFF`. Nothing
 //! here fails: an unreadable module only produces a warning.
+//!
+//! A module without DWARF of its own is read from its separate debug file
+//! ([`find_debug_file`]: by build-id under `/usr/lib/debug/.build-id/`, then
+//! by `.gnu_debuglink` next to it, in `.debug/` and under
+//! `/usr/lib/debug/<dir>/`; [`DEBUG_DIRS_ENV`] replaces `/usr/lib/debug`).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -106,9 +111,14 @@ fn open_module(path: &str, build_id: Option<&str>, warnings: &mut Vec<String>) -
             }
         }
     }
-    // Prefer a separate debug file (/usr/lib/debug/.build-id/xx/yyyy.debug);
-    // addr2line's Loader follows `.gnu_debuglink` of the module itself.
-    let debug_file = build_id.and_then(separate_debug_file);
+    // A module without DWARF of its own (stripped, or split with objcopy
+    // --only-keep-debug) is read from its separate debug file, found by
+    // build-id or `.gnu_debuglink` (see `find_debug_file`).
+    let debug_file = if has_dwarf(Path::new(path)) {
+        None
+    } else {
+        find_debug_file(Path::new(path), build_id, &debug_roots())
+    };
     let loader = debug_file
         .as_deref()
         .and_then(|p| Loader::new(p).ok())
@@ -308,16 +318,129 @@ fn lookup(loader: &Loader, module: &str, rel: u64) -> Vec<Frame> {
         .collect()
 }
 
-fn separate_debug_file(build_id: &str) -> Option<PathBuf> {
+/// Environment variable naming the directories searched for separate debug
+/// files (colon-separated, like GDB's `debug-file-directory`); default
+/// `/usr/lib/debug`.
+pub const DEBUG_DIRS_ENV: &str = "HPCPROF_RS_DEBUG_DIRS";
+
+/// The global debug directories: `$HPCPROF_RS_DEBUG_DIRS`, else `/usr/lib/debug`.
+pub fn debug_roots() -> Vec<PathBuf> {
+    match std::env::var_os(DEBUG_DIRS_ENV) {
+        Some(dirs) if !dirs.is_empty() => std::env::split_paths(&dirs).collect(),
+        _ => vec![PathBuf::from("/usr/lib/debug")],
+    }
+}
+
+/// True if the ELF file at `path` carries DWARF (a `.debug_info` section).
+fn has_dwarf(path: &Path) -> bool {
+    use object::{Object, ObjectSection};
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    // SAFETY: the map is read-only; a file changed underneath us can only
+    // yield wrong answers from the parser, which checks every bound.
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
+        return false;
+    };
+    object::File::parse(&*map).is_ok_and(|f| {
+        f.section_by_name(".debug_info")
+            .is_some_and(|s| s.size() > 0)
+    })
+}
+
+/// `.gnu_debuglink` (file name, CRC-32) and GNU build-id of an ELF file.
+fn debug_links(path: &Path) -> (Option<(String, u32)>, Option<String>) {
+    use object::Object;
+    let Ok(file) = std::fs::File::open(path) else {
+        return (None, None);
+    };
+    // SAFETY: as in `has_dwarf`.
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
+        return (None, None);
+    };
+    let Ok(obj) = object::File::parse(&*map) else {
+        return (None, None);
+    };
+    let link = obj
+        .gnu_debuglink()
+        .ok()
+        .flatten()
+        .and_then(|(name, crc)| Some((std::str::from_utf8(name).ok()?.to_string(), crc)));
+    let id = obj
+        .build_id()
+        .ok()
+        .flatten()
+        .map(|b| b.iter().map(|b| format!("{b:02x}")).collect());
+    (link, id)
+}
+
+/// CRC-32 of a file's contents (the checksum `.gnu_debuglink` records).
+fn file_crc32(path: &Path) -> Option<u32> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Some(hasher.finalize()),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// `<root>/.build-id/ab/cdef….debug` for a hex build-id.
+fn build_id_path(root: &Path, build_id: &str) -> Option<PathBuf> {
     if build_id.len() < 3 || !build_id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    let path = PathBuf::from(format!(
-        "/usr/lib/debug/.build-id/{}/{}.debug",
-        &build_id[..2],
-        &build_id[2..]
-    ));
-    path.is_file().then_some(path)
+    let id = build_id.to_ascii_lowercase();
+    Some(
+        root.join(".build-id")
+            .join(&id[..2])
+            .join(format!("{}.debug", &id[2..])),
+    )
+}
+
+/// The separate debug file of the module at `path`, searched the way GDB
+/// does:
+///
+/// 1. by build-id (the one recorded at measurement time, then the file's
+///    own): `<root>/.build-id/ab/cdef….debug` in every debug root;
+/// 2. by `.gnu_debuglink` name, checking its CRC-32: next to the module
+///    (`<dir>/<name>`), in `<dir>/.debug/<name>`, then
+///    `<root>/<dir>/<name>` in every debug root (`/usr/lib/debug/usr/lib/...`).
+///
+/// `None` when nothing matches (the module itself is then used).
+pub fn find_debug_file(path: &Path, build_id: Option<&str>, roots: &[PathBuf]) -> Option<PathBuf> {
+    let (link, own_id) = debug_links(path);
+    let ids = build_id
+        .into_iter()
+        .chain(own_id.as_deref().filter(|own| Some(*own) != build_id));
+    for id in ids {
+        for root in roots {
+            if let Some(p) = build_id_path(root, id).filter(|p| p.is_file()) {
+                return Some(p);
+            }
+        }
+    }
+    let (name, crc) = link?;
+    let name = Path::new(&name);
+    // A debuglink is a plain file name; anything else is not trusted.
+    if name.components().count() != 1 || name.file_name().is_none() {
+        return None;
+    }
+    let dir = path.parent()?;
+    let mut candidates = vec![dir.join(name), dir.join(".debug").join(name)];
+    if dir.is_absolute() {
+        let relative = dir.strip_prefix("/").unwrap_or(dir);
+        candidates.extend(roots.iter().map(|r| r.join(relative).join(name)));
+    }
+    candidates
+        .into_iter()
+        // The module's own name may be its debuglink: never the module itself.
+        .filter(|c| c.as_path() != path && c.is_file())
+        .find(|c| file_crc32(c) == Some(crc))
 }
 
 /// The GNU build-id of an ELF file, from the notes of its program headers

@@ -2,8 +2,12 @@
 //! [`AppState::apply`] -> [`view::draw`].
 //!
 //! The terminal is put into raw mode on the alternate screen by
-//! `ratatui::try_init`, which also installs a panic hook that restores it;
-//! [`run`] restores it on every return path. The screen is redrawn after
+//! `ratatui::try_init`, which also installs a panic hook that restores it
+//! (leaves the alternate screen, disables raw mode) *before* the panic
+//! message is printed, so that the message lands on the user's normal
+//! screen; [`run`] restores it on every other return path. With
+//! [`TEST_PANIC_ENV`] set the viewer panics right after its first draw: the
+//! end-to-end tests use it to check that restore. The screen is redrawn after
 //! every key and on every resize. Nothing here needs a specific terminal:
 //! plain crossterm escape sequences work through SSH and tmux.
 
@@ -63,6 +67,10 @@ pub fn keymap(app: &AppState, key: KeyEvent) -> Option<Action> {
     })
 }
 
+/// Environment variable that makes the viewer panic after its first draw
+/// (a hidden test hook: tests/viewer.rs checks the terminal comes back).
+pub const TEST_PANIC_ENV: &str = "HPCVIEW_TEST_PANIC";
+
 /// Runs the viewer on a loaded model until the user quits.
 pub fn run(model: Model) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
@@ -71,16 +79,25 @@ pub fn run(model: Model) -> Result<()> {
     let mut app = AppState::new(model);
     let theme = Theme::from_env();
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    let result = event_loop(&mut terminal, &mut app, theme);
+    let panic_after_draw = std::env::var_os(TEST_PANIC_ENV).is_some_and(|v| !v.is_empty());
+    let result = event_loop(&mut terminal, &mut app, theme, panic_after_draw);
     ratatui::try_restore().context("cannot restore the terminal")?;
     result
 }
 
-fn event_loop(terminal: &mut DefaultTerminal, app: &mut AppState, theme: Theme) -> Result<()> {
+fn event_loop(
+    terminal: &mut DefaultTerminal,
+    app: &mut AppState,
+    theme: Theme,
+    panic_after_draw: bool,
+) -> Result<()> {
     loop {
         terminal
             .draw(|f| view::draw(f, app, theme))
             .context("cannot draw")?;
+        if panic_after_draw {
+            panic!("{TEST_PANIC_ENV} is set: panicking after the first draw");
+        }
         match event::read().context("cannot read terminal events")? {
             Event::Key(key) if key.kind != KeyEventKind::Release => {
                 if let Some(action) = keymap(app, key) {

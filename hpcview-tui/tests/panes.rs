@@ -165,3 +165,55 @@ fn column_chooser_and_search_prompt() {
     let s = screen(&mut app, 100, 30);
     insta::assert_snapshot!("search_prompt", s);
 }
+
+/// Colours used anywhere on the screen, as (fg, bg, underline) of cells
+/// that are not the terminal's default.
+fn colours(
+    app: &mut AppState,
+    theme: Theme,
+) -> Vec<(
+    ratatui::style::Color,
+    ratatui::style::Color,
+    ratatui::style::Color,
+)> {
+    use ratatui::style::Color;
+    let mut term = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    term.draw(|f| view::draw(f, app, theme)).unwrap();
+    term.backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| (c.fg, c.bg, c.underline_color))
+        .filter(|&c| c != (Color::Reset, Color::Reset, Color::Reset))
+        .collect()
+}
+
+#[test]
+fn no_color_emits_no_colour_on_any_pane() {
+    let no_color = Theme::from_no_color(Some(std::ffi::OsStr::new("1")));
+    assert!(!no_color.color);
+    let with_colour = Theme::from_no_color(None);
+    let mut app = app("no-color");
+    // Every pane, the focus on each part, the bottleneck order, the popups
+    // and the search prompt.
+    let steps: [&[Action]; 9] = [
+        &[],
+        &[Action::Toggle, Action::Down],
+        &[Action::Bottleneck],
+        &[Action::CodeView],
+        &[Action::NextPane],
+        &[Action::NextPane],
+        &[Action::CodeView, Action::CodeView],
+        &[Action::Help],
+        &[Action::Escape, Action::Columns],
+    ];
+    for (i, step) in steps.iter().enumerate() {
+        keys(&mut app, step);
+        let used = colours(&mut app, no_color);
+        assert!(used.is_empty(), "step {i}: colours with NO_COLOR: {used:?}");
+        // The same screen in colour does use colours (the check is live).
+        assert!(!colours(&mut app, with_colour).is_empty(), "step {i}");
+    }
+    keys(&mut app, &[Action::Escape, Action::SearchStart]);
+    assert!(colours(&mut app, no_color).is_empty());
+}

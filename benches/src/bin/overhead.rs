@@ -12,8 +12,9 @@
 //! per-round ratios), the samples taken and the bytes written.
 //!
 //! Workloads: the examples (compiled with `gcc -O2 -g`, `mpicc` for
-//! `mpi_stencil`) and HPC Challenge (`hpcc`, Debian package) under
-//! `mpirun -np 1` with a small input. Missing tools (perf, mpicc, hpcc) drop
+//! `mpi_stencil`), `benches/programs/spin.c` (a register-only loop: the
+//! direct cost of sampling without cache effects) and HPC Challenge
+//! (`hpcc`, Debian package) under `mpirun -np 1` with a small input. Missing tools (perf, mpicc, hpcc) drop
 //! their column or workload with a note.
 //!
 //! ```sh
@@ -52,6 +53,9 @@ struct Args {
     /// Do not run perf record.
     #[arg(long)]
     no_perf: bool,
+    /// Do not run the signal floor (null_sampler.c).
+    #[arg(long)]
+    no_floor: bool,
     /// Problem size N of hpcc's input (HPL N; the other tests scale with it).
     #[arg(long, default_value_t = 2000)]
     hpcc_n: u32,
@@ -91,6 +95,8 @@ enum Tool {
     Native,
     Hpcrun,
     Perf,
+    /// Same event and signal as hpcrun-rs, empty handler.
+    Floor,
 }
 
 impl Tool {
@@ -99,6 +105,7 @@ impl Tool {
             Tool::Native => "native",
             Tool::Hpcrun => "hpcrun-rs",
             Tool::Perf => "perf",
+            Tool::Floor => "floor",
         }
     }
 }
@@ -202,6 +209,15 @@ fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
         compile("gcc", &gcc, &ex.join(src), &bin.join(name))?;
         list.push(simple(name, scaled(arg)));
     }
+    // A pure register loop: the direct cost of the samples, with little
+    // of the memory-related noise of a shared machine.
+    compile(
+        "gcc",
+        &gcc,
+        &ex.join("../benches/programs/spin.c"),
+        &bin.join("spin"),
+    )?;
+    list.push(simple("spin", scaled(1500)));
     // examples/inline is left out: g++ hoists its pure kernels out of the
     // repeat loop, so it cannot be made to run long enough.
     let mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe"];
@@ -378,6 +394,16 @@ fn run_once(
             c.args(&w.command);
             c
         }
+        Tool::Floor => {
+            let mut c = Command::new(&w.command[0]);
+            c.args(&w.command[1..])
+                .env("LD_PRELOAD", args.dir.join("bin/libnull_sampler.so"))
+                .env(
+                    "NULL_SAMPLER_PERIOD_NS",
+                    period.context("the floor needs a period")?.to_string(),
+                );
+            c
+        }
         Tool::Perf => {
             std::fs::create_dir_all(&out)?;
             let mut c = Command::new("perf");
@@ -414,6 +440,20 @@ fn run_once(
     }
     let (samples, bytes) = match tool {
         Tool::Native => (0, 0),
+        // "null_sampler: N samples" from every process.
+        Tool::Floor => (
+            stderr
+                .lines()
+                .filter_map(|l| {
+                    l.strip_prefix("null_sampler: ")?
+                        .split(' ')
+                        .next()?
+                        .parse::<u64>()
+                        .ok()
+                })
+                .sum(),
+            0,
+        ),
         Tool::Hpcrun => hpcrun_output(&out),
         Tool::Perf => {
             // "[ perf record: Captured and wrote 0.712 MB perf.data (4187 samples) ]"
@@ -464,80 +504,10 @@ fn pct(x: f64) -> String {
     }
 }
 
-fn report(series: &[Series], tools: &[Tool], markdown: bool) {
-    let mut header = vec!["workload".to_string()];
-    for t in tools {
-        header.push(format!("{} wall s", t.name()));
-    }
-    for t in &tools[1..] {
-        header.push(format!("{} wall", t.name()));
-        header.push(format!("{} paired", t.name()));
-    }
-    for t in tools {
-        header.push(format!("{} CPU s", t.name()));
-    }
-    for t in &tools[1..] {
-        header.push(format!("{} CPU", t.name()));
-    }
-    for t in &tools[1..] {
-        header.push(format!("{} samples", t.name()));
-        header.push(format!("{} MB", t.name()));
-    }
-    let mut rows = vec![header];
-    for s in series {
-        let Some(native) = s.of(Tool::Native) else {
-            continue;
-        };
-        let med = |runs: &[Run], f: fn(&Run) -> f64| {
-            let mut v: Vec<f64> = runs.iter().map(f).collect();
-            median(&mut v)
-        };
-        let nw = med(native, |r| r.wall);
-        let nc = med(native, |r| r.cpu);
-        let mut row = vec![s.name.clone()];
-        for t in tools {
-            row.push(
-                s.of(*t)
-                    .map_or("n/a".into(), |r| format!("{:.2}", med(r, |r| r.wall))),
-            );
-        }
-        for t in &tools[1..] {
-            let Some(runs) = s.of(*t) else {
-                row.extend(["n/a".into(), "n/a".into()]);
-                continue;
-            };
-            row.push(pct(med(runs, |r| r.wall) / nw - 1.0));
-            // Per round: each tool's run against that round's native run.
-            let mut paired: Vec<f64> = runs
-                .iter()
-                .zip(native)
-                .map(|(r, n)| r.wall / n.wall - 1.0)
-                .collect();
-            row.push(pct(median(&mut paired)));
-        }
-        for t in tools {
-            row.push(
-                s.of(*t)
-                    .map_or("n/a".into(), |r| format!("{:.2}", med(r, |r| r.cpu))),
-            );
-        }
-        for t in &tools[1..] {
-            row.push(
-                s.of(*t)
-                    .map_or("n/a".into(), |r| pct(med(r, |r| r.cpu) / nc - 1.0)),
-            );
-        }
-        for t in &tools[1..] {
-            match s.of(*t) {
-                Some(r) => {
-                    row.push(format!("{:.0}", med(r, |r| r.samples as f64)));
-                    row.push(format!("{:.2}", med(r, |r| r.bytes as f64) / 1e6));
-                }
-                None => row.extend(["n/a".into(), "n/a".into()]),
-            }
-        }
-        rows.push(row);
-    }
+/// One table: a header row and the data rows.
+type Table = Vec<Vec<String>>;
+
+fn print_table(rows: &Table, markdown: bool) {
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
         .collect();
@@ -566,6 +536,85 @@ fn report(series: &[Series], tools: &[Tool], markdown: bool) {
             println!("{}", cells.join("  "));
         }
     }
+    println!();
+}
+
+fn med(runs: &[Run], f: fn(&Run) -> f64) -> f64 {
+    let mut v: Vec<f64> = runs.iter().map(f).collect();
+    median(&mut v)
+}
+
+/// Times (wall or CPU) and overheads against native: the ratio of the
+/// medians and the median of the per-round ratios.
+fn time_table(series: &[Series], tools: &[Tool], what: &str, f: fn(&Run) -> f64) -> Table {
+    let mut header = vec!["workload".to_string()];
+    header.extend(tools.iter().map(|t| format!("{} {what} s", t.name())));
+    for t in &tools[1..] {
+        header.push(format!("{} %", t.name()));
+        header.push(format!("{} paired %", t.name()));
+    }
+    let mut rows = vec![header];
+    for s in series {
+        let Some(native) = s.of(Tool::Native) else {
+            continue;
+        };
+        let base = med(native, f);
+        let mut row = vec![s.name.clone()];
+        for t in tools {
+            row.push(
+                s.of(*t)
+                    .map_or("n/a".into(), |r| format!("{:.2}", med(r, f))),
+            );
+        }
+        for t in &tools[1..] {
+            let Some(runs) = s.of(*t) else {
+                row.extend(["n/a".into(), "n/a".into()]);
+                continue;
+            };
+            row.push(pct(med(runs, f) / base - 1.0));
+            let mut paired: Vec<f64> = runs
+                .iter()
+                .zip(native)
+                .map(|(r, n)| f(r) / f(n) - 1.0)
+                .collect();
+            row.push(pct(median(&mut paired)));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Samples taken and megabytes written (medians).
+fn output_table(series: &[Series], tools: &[Tool]) -> Table {
+    let mut header = vec!["workload".to_string()];
+    for t in &tools[1..] {
+        header.push(format!("{} samples", t.name()));
+        if *t != Tool::Floor {
+            header.push(format!("{} MB", t.name()));
+        }
+    }
+    let mut rows = vec![header];
+    for s in series {
+        let mut row = vec![s.name.clone()];
+        for t in &tools[1..] {
+            let runs = s.of(*t).unwrap_or(&[]);
+            row.push(format!("{:.0}", med(runs, |r| r.samples as f64)));
+            if *t != Tool::Floor {
+                row.push(format!("{:.2}", med(runs, |r| r.bytes as f64) / 1e6));
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+fn report(series: &[Series], tools: &[Tool], markdown: bool) {
+    println!("## wall time\n");
+    print_table(&time_table(series, tools, "wall", |r| r.wall), markdown);
+    println!("## CPU time (user + system, whole process tree)\n");
+    print_table(&time_table(series, tools, "CPU", |r| r.cpu), markdown);
+    println!("## samples and output\n");
+    print_table(&output_table(series, tools), markdown);
 }
 
 fn main() -> Result<()> {
@@ -606,6 +655,15 @@ fn main() -> Result<()> {
     };
     let period_ns = period.unwrap_or_default();
     let mut tools = vec![Tool::Native, Tool::Hpcrun];
+    if !args.no_floor {
+        compile(
+            "gcc",
+            &["-O2", "-shared", "-fPIC"],
+            &args.examples.join("../benches/programs/null_sampler.c"),
+            &bin.join("libnull_sampler.so"),
+        )?;
+        tools.push(Tool::Floor);
+    }
     if !args.no_perf {
         if which("perf").is_some() {
             tools.push(Tool::Perf);
@@ -640,10 +698,10 @@ fn main() -> Result<()> {
                 let i = (k + round) % tools.len();
                 let tool = tools[i];
                 loads.push(load_average());
-                let p = if tool == Tool::Perf {
-                    period
-                } else {
+                let p = if tool == Tool::Hpcrun {
                     hpcrun_period
+                } else {
+                    period
                 };
                 let r = run_once(&args, w, tool, &hpcrun, p, &scratch)?;
                 eprintln!(
@@ -671,7 +729,7 @@ fn main() -> Result<()> {
         "# period {period_ns} ns, {} rounds (medians), 1-min load average {lo:.1}-{hi:.1} during the series",
         args.rounds
     );
-    println!("# wall/CPU columns: overhead of the median against the native median; paired: median of per-round ratios");
+    println!("# %: the tool's median against the native median; paired %: median of the per-round ratios");
     report(&series, &tools, args.markdown);
     Ok(())
 }

@@ -212,13 +212,17 @@ fn registers(uc: &libc::ucontext_t) -> (Regs, u64, u64) {
 }
 
 /// Where the data address came from.
-enum Source {
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
     Previous,
     AtIp,
 }
 
-/// The skid-corrected instruction and its memory access.
-fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, Source) {
+/// The skid-corrected instruction and its memory access. (Public for the
+/// benchmarks, like [`classify`] and [`sample`].)
+#[doc(hidden)]
+pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, Source) {
     let ip = regs.rip;
     let Some((seg_start, seg_end)) = snap.exec_segment(ip) else {
         return (ip, Access::NotMemory, Source::Previous);
@@ -410,7 +414,11 @@ pub fn record(
     true
 }
 
-fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
+/// Everything the handler does for one sample, given the interrupted
+/// registers (and RSP, RBP): skid correction, data address, unwind, object
+/// lookup, tree insertion.
+#[doc(hidden)]
+pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
     let stats = &state.stats;
     stats.samples.fetch_add(1, Relaxed);
     let Some(snap) = modules::get() else {

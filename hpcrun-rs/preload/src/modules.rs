@@ -91,7 +91,7 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
     let mut snapshot = Snapshot::default();
     let loaded = ffi::loaded_modules();
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    for module in loaded {
+    for (index, module) in loaded.into_iter().enumerate() {
         if except == Some(module.bias) && !module.path.is_empty() {
             continue;
         }
@@ -103,7 +103,11 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
         let id = match found {
             Some(id) => id,
             None => {
-                let is_self = module.segments.iter().any(|&(s, e, _)| own >= s && own < e);
+                // The executable (first) is never "this library": when the
+                // library is linked into one (benchmarks), its code is the
+                // program's.
+                let is_self =
+                    index > 0 && module.segments.iter().any(|&(s, e, _)| own >= s && own < e);
                 cache.push(Arc::new(read_module(&module, is_self)));
                 cache.len() - 1
             }

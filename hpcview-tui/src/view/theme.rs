@@ -13,8 +13,15 @@ impl Theme {
     /// Colours unless `NO_COLOR` is set to a non-empty value
     /// (<https://no-color.org>).
     pub fn from_env() -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Theme { color: !no_color }
+        Self::from_no_color(std::env::var_os("NO_COLOR").as_deref())
+    }
+
+    /// The theme for a value of `NO_COLOR` (`None`: unset). An empty value
+    /// counts as unset, as no-color.org asks.
+    pub fn from_no_color(value: Option<&std::ffi::OsStr>) -> Self {
+        Theme {
+            color: !value.is_some_and(|v| !v.is_empty()),
+        }
     }
 
     /// The selected row.
@@ -75,6 +82,38 @@ impl Theme {
             Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
         } else {
             Style::new().add_modifier(Modifier::BOLD)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn no_color_values() {
+        assert!(Theme::from_no_color(None).color);
+        assert!(Theme::from_no_color(Some(OsStr::new(""))).color);
+        assert!(!Theme::from_no_color(Some(OsStr::new("1"))).color);
+        assert!(!Theme::from_no_color(Some(OsStr::new("0"))).color);
+    }
+
+    #[test]
+    fn without_colour_no_style_has_a_colour() {
+        let t = Theme::from_no_color(Some(OsStr::new("1")));
+        let styles = [
+            t.selected(true),
+            t.selected(false),
+            t.highlight(),
+            t.border(true),
+            t.border(false),
+            t.header(),
+            t.dim(),
+            t.alert(),
+        ];
+        for s in styles {
+            assert_eq!((s.fg, s.bg, s.underline_color), (None, None, None), "{s:?}");
         }
     }
 }
