@@ -336,7 +336,7 @@ fn real_binary_in_tmux() {
     // q quits; the terminal is restored: the alternate screen is gone and
     // the shell's screen (with the line printed before) is back.
     tmux.keys(&["q"]);
-    let s = tmux.wait_for("the shell after q", |s| s.contains("VIEWER-EXIT-"));
+    let s = tmux.wait_for("the shell after q", exited);
     assert!(s.contains("VIEWER-EXIT-0"), "{s}");
     assert!(!s.contains("Data-centric"), "viewer still on screen:\n{s}");
     let all = tmux.capture_with_history();
@@ -348,6 +348,15 @@ fn real_binary_in_tmux() {
     // Raw mode is off again: typed text echoes and runs.
     tmux.keys(&["echo AFTER-$((40+2))", "Enter"]);
     tmux.wait_for("a working shell", |s| s.contains("AFTER-42"));
+}
+
+/// True once the shell printed `VIEWER-EXIT-<status>` (the typed command
+/// line contains `VIEWER-EXIT-$?` too, which must not count).
+fn exited(screen: &str) -> bool {
+    screen
+        .split("VIEWER-EXIT-")
+        .skip(1)
+        .any(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 fn shell_quote(p: &Path) -> String {
@@ -367,7 +376,7 @@ fn panic_restores_the_terminal() {
         shell_quote(&db)
     );
     tmux.keys(&[&cmd, "Enter"]);
-    let s = tmux.wait_for("the shell after the panic", |s| s.contains("VIEWER-EXIT-"));
+    let s = tmux.wait_for("the shell after the panic", exited);
     // Rust's exit status for a panic in main.
     assert!(s.contains("VIEWER-EXIT-101"), "{s}");
     // The message was printed on the normal screen, after the restore.
@@ -438,7 +447,7 @@ fn no_color_is_honoured_by_the_real_binary() {
         }
         tmux.keys(&["Escape"]);
         tmux.keys(&["q"]);
-        let s = tmux.wait_for("the shell after q", |s| s.contains("VIEWER-EXIT-"));
+        let s = tmux.wait_for("the shell after q", exited);
         assert!(s.contains("VIEWER-EXIT-0"), "{s}");
     }
 }
