@@ -198,11 +198,15 @@ pub fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         analyse(state, snap, &regs)
     };
 
-    let mut frames = [0u64; MAX_FRAMES];
-    // SAFETY: the handler cache is used only by this thread's handler, and
-    // `in_handler` excludes re-entry.
-    let cache = unsafe { &mut *state.handler_cache.get() };
-    let got = unwind::unwind(unwinder, cache, &state.stack, regs.rip, sp, bp, &mut frames);
+    // SAFETY: the handler cache and frame buffer are used only by this
+    // thread's handler, and `in_handler` excludes re-entry.
+    let (cache, frames) = unsafe {
+        (
+            &mut *state.handler_cache.get(),
+            &mut *state.handler_frames.get(),
+        )
+    };
+    let got = unwind::unwind(unwinder, cache, &state.stack, regs.rip, sp, bp, frames);
     frames[0] = leaf;
     // Callers inside this library (the thread trampoline) are left out.
     let mut depth = 1;
@@ -239,7 +243,15 @@ pub fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return;
     }
-    let Some(code_leaf) = tree.path(cct::CODE, path.iter().rev().copied()) else {
+    // SAFETY: as above, this thread's handler only.
+    let paths = unsafe { &mut *state.handler_paths.get() };
+    // The callers' nodes usually come from the previous sample (a loop);
+    // then only the leaf is looked up in each tree.
+    let callers = &path[1..];
+    let code_leaf = paths
+        .code_parent(tree, callers)
+        .and_then(|parent| tree.child(parent, cct::TAG_CALL, leaf));
+    let Some(code_leaf) = code_leaf else {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return;
     };
@@ -249,7 +261,8 @@ pub fn sample(state: &ThreadState, (regs, sp, bp): (Regs, u64, u64)) {
     };
     let data_leaf = tree
         .child(root, tag, key)
-        .and_then(|obj| tree.path(obj, path.iter().rev().copied()));
+        .and_then(|obj| paths.data_parent(tree, obj, callers))
+        .and_then(|parent| tree.child(parent, cct::TAG_CALL, leaf));
     let Some(data_leaf) = data_leaf else {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return;
