@@ -75,6 +75,12 @@ struct Args {
     /// Print the tables as Markdown.
     #[arg(long)]
     markdown: bool,
+    /// Instead of timing runs, profile each tool's run with `perf record -e
+    /// cpu-clock -F 9999` and report which share of the program's CPU time
+    /// went to the kernel and to the sampler's handler (one run per round;
+    /// immune to run-to-run noise).
+    #[arg(long)]
+    attribute: bool,
 }
 
 /// One program to measure.
@@ -363,20 +369,16 @@ fn probe_default_period(hpcrun: &Path, scratch: &Path) -> Result<u64> {
     )
 }
 
-/// Runs one workload under one tool.
-fn run_once(
+/// The command line that runs workload `w` under `tool`, writing
+/// measurement output (hpcrun-rs, perf) into `out`.
+fn command(
     args: &Args,
     w: &Workload,
     tool: Tool,
     hpcrun: &Path,
     period: Option<u64>,
-    scratch: &Path,
-) -> Result<Run> {
-    for f in &w.scrub {
-        let _ = std::fs::remove_file(f);
-    }
-    let out = scratch.join("out");
-    let _ = std::fs::remove_dir_all(&out);
+    out: &Path,
+) -> Result<Command> {
     let mut cmd = match tool {
         Tool::Native => {
             let mut c = Command::new(&w.command[0]);
@@ -385,7 +387,7 @@ fn run_once(
         }
         Tool::Hpcrun => {
             let mut c = Command::new(hpcrun);
-            c.arg("-o").arg(&out);
+            c.arg("-o").arg(out);
             if let Some(p) = period {
                 c.arg("-e").arg(format!("{}@{p}", args.event));
             } else if args.event != "mem:soft" {
@@ -405,7 +407,7 @@ fn run_once(
             c
         }
         Tool::Perf => {
-            std::fs::create_dir_all(&out)?;
+            std::fs::create_dir_all(out)?;
             let mut c = Command::new("perf");
             c.args(["record", "-e", "cpu-clock", "-g", "-c"])
                 .arg(period.context("perf needs a period")?.to_string())
@@ -421,6 +423,24 @@ fn run_once(
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
+    Ok(cmd)
+}
+
+/// Runs one workload under one tool.
+fn run_once(
+    args: &Args,
+    w: &Workload,
+    tool: Tool,
+    hpcrun: &Path,
+    period: Option<u64>,
+    scratch: &Path,
+) -> Result<Run> {
+    for f in &w.scrub {
+        let _ = std::fs::remove_file(f);
+    }
+    let out = scratch.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut cmd = command(args, w, tool, hpcrun, period, &out)?;
     let cpu0 = children_cpu();
     let t0 = Instant::now();
     let output = cmd
@@ -617,6 +637,178 @@ fn report(series: &[Series], tools: &[Tool], markdown: bool) {
     print_table(&output_table(series, tools), markdown);
 }
 
+/// Processes that launch or measure the program, left out of the shares.
+const LAUNCHERS: [&str; 6] = [
+    "hpcrun-rs",
+    "mpirun",
+    "orted",
+    "prterun",
+    "perf",
+    "perf-exec",
+];
+
+/// Shares of the program's CPU time (percent), from one profiled run.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shares {
+    /// In the kernel (interrupts, signal delivery, page faults, syscalls).
+    kernel: f64,
+    /// In the sampler's library (libhpcrun_preload.so or libnull_sampler.so).
+    handler: f64,
+}
+
+/// Runs `w` under `tool` inside `perf record -e cpu-clock -F 9999` and
+/// splits the program's samples (launchers left out) by DSO.
+fn attribute_once(
+    args: &Args,
+    w: &Workload,
+    tool: Tool,
+    hpcrun: &Path,
+    period: Option<u64>,
+    scratch: &Path,
+) -> Result<Shares> {
+    for f in &w.scrub {
+        let _ = std::fs::remove_file(f);
+    }
+    let out = scratch.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(scratch)?;
+    let data = scratch.join("attribute.data");
+    let inner = command(args, w, tool, hpcrun, period, &out)?;
+    let mut cmd = Command::new("perf");
+    cmd.args(["record", "-q", "-e", "cpu-clock", "-F", "9999", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(&w.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    let output = cmd.output().context("cannot run perf record")?;
+    if !output.status.success() {
+        bail!(
+            "{} under {} (profiled) failed: {}",
+            w.name,
+            tool.name(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let report = Command::new("perf")
+        .args(["report", "-q", "--stdio", "--sort", "comm,dso", "-i"])
+        .arg(&data)
+        .output()
+        .context("cannot run perf report")?;
+    let (mut total, mut kernel, mut handler) = (0.0, 0.0, 0.0);
+    for line in String::from_utf8_lossy(&report.stdout).lines() {
+        let mut f = line.split_whitespace();
+        let (Some(pct), Some(comm), Some(dso)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(pct) = pct.trim_end_matches('%').parse::<f64>() else {
+            continue;
+        };
+        if LAUNCHERS.contains(&comm) {
+            continue;
+        }
+        total += pct;
+        if dso == "[kernel.kallsyms]" {
+            kernel += pct;
+        } else if dso == "libhpcrun_preload.so" || dso == "libnull_sampler.so" {
+            handler += pct;
+        }
+    }
+    let _ = std::fs::remove_file(&data);
+    let _ = std::fs::remove_dir_all(&out);
+    if total <= 0.0 {
+        bail!("perf recorded no samples of {}", w.name);
+    }
+    Ok(Shares {
+        kernel: 100.0 * kernel / total,
+        handler: 100.0 * handler / total,
+    })
+}
+
+/// The `--attribute` mode: median shares per workload and tool, and the
+/// CPU time attributable to sampling (kernel and handler shares above the
+/// native run's kernel share).
+fn attribute_all(
+    args: &Args,
+    list: &[Workload],
+    tools: &[Tool],
+    hpcrun: &Path,
+    period: Option<u64>,
+    scratch: &Path,
+) -> Result<()> {
+    let tools: Vec<Tool> = tools.iter().copied().filter(|t| *t != Tool::Perf).collect();
+    let mut header = vec!["workload".to_string()];
+    for t in &tools {
+        header.push(format!("{} kernel %", t.name()));
+        if *t != Tool::Native {
+            header.push(format!("{} handler %", t.name()));
+        }
+    }
+    for t in &tools[1..] {
+        header.push(format!("{} attributable %", t.name()));
+    }
+    let mut rows = vec![header];
+    for w in list {
+        let mut shares: Vec<Vec<Shares>> = vec![Vec::new(); tools.len()];
+        for round in 0..args.rounds {
+            for k in 0..tools.len() {
+                let i = (k + round) % tools.len();
+                let p = if tools[i] == Tool::Hpcrun {
+                    args.period
+                } else {
+                    period
+                };
+                let s = attribute_once(args, w, tools[i], hpcrun, p, scratch)?;
+                eprintln!(
+                    "{:<24} round {} {:<9} kernel {:>6.2}%  handler {:>6.2}%",
+                    w.name,
+                    round + 1,
+                    tools[i].name(),
+                    s.kernel,
+                    s.handler
+                );
+                shares[i].push(s);
+            }
+        }
+        let med = |v: &[Shares], f: fn(&Shares) -> f64| {
+            let mut x: Vec<f64> = v.iter().map(f).collect();
+            median(&mut x)
+        };
+        let native_kernel = med(&shares[0], |s| s.kernel);
+        let mut row = vec![w.name.clone()];
+        for (i, t) in tools.iter().enumerate() {
+            row.push(format!("{:.2}", med(&shares[i], |s| s.kernel)));
+            if *t != Tool::Native {
+                row.push(format!("{:.2}", med(&shares[i], |s| s.handler)));
+            }
+        }
+        for tool_shares in &shares[1..] {
+            let mut x: Vec<f64> = tool_shares
+                .iter()
+                .map(|s| s.kernel + s.handler - native_kernel)
+                .collect();
+            row.push(format!("{:.2}", median(&mut x)));
+        }
+        rows.push(row);
+    }
+    println!(
+        "# period {} ns, {} rounds (medians); shares of the program's CPU time (launchers left out), from perf record -F 9999",
+        period.unwrap_or_default(),
+        args.rounds
+    );
+    println!("# attributable: kernel + handler share minus the native run's kernel share\n");
+    print_table(&rows, args.markdown);
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let hpcrun = match args.hpcrun.clone() {
@@ -688,6 +880,9 @@ fn main() -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if args.attribute {
+        return attribute_all(&args, &list, &tools, &hpcrun, period, &scratch);
+    }
     let load_before = load_average();
     let mut loads = vec![load_before];
     let mut series = Vec::new();

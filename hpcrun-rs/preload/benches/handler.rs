@@ -13,7 +13,9 @@
 //!   N recursive calls deep (plus criterion's own frames);
 //! * `sample/*`: the handler's whole `sample()` (everything above) at that
 //!   point, where the previous instruction is a load from a tracked heap
-//!   block;
+//!   block; `sample_cold/*` the same after streaming through 8 MiB or
+//!   128 MiB of other memory (what a memory-bound program does between two
+//!   samples);
 //! * `signal/*`: the kernel's part: delivering a real-time signal to this
 //!   thread and returning from an empty handler.
 //!
@@ -23,7 +25,7 @@
 use std::arch::asm;
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use hpcrun_preload::cct::{self, Tree};
 use hpcrun_preload::ffi::StackBounds;
 use hpcrun_preload::handler;
@@ -223,6 +225,35 @@ fn handler_benches(c: &mut Criterion) {
         });
     }
     sample_group.finish();
+
+    // The same sample when the program streamed through memory since the
+    // last one (a memory-bound program between two samples 500 us apart):
+    // every structure the handler reads comes from farther away. The
+    // eviction runs outside the timed part; a short measurement time keeps
+    // the number of evictions (setup) bounded.
+    let mut cold_group = c.benchmark_group("sample_cold");
+    cold_group
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_millis(10))
+        .measurement_time(std::time::Duration::from_millis(30));
+    let mut junk = vec![0u8; 128 << 20];
+    for (label, bytes) in [("after_8MiB", 8usize << 20), ("after_128MiB", 128 << 20)] {
+        at_depth(10, block_addr + 8, &mut |point| {
+            cold_group.bench_function(BenchmarkId::new("heap_load_10_deep", label), |b| {
+                b.iter_batched(
+                    || {
+                        for i in (0..bytes).step_by(64) {
+                            junk[i] = junk[i].wrapping_add(1);
+                        }
+                        black_box(&junk);
+                    },
+                    |()| handler::sample(state, black_box(point)),
+                    BatchSize::PerIteration,
+                )
+            });
+        });
+    }
+    cold_group.finish();
 
     // The kernel's share: a real-time signal to this thread, an empty handler.
     extern "C" fn empty(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {}

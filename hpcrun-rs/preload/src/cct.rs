@@ -173,6 +173,84 @@ impl Tree {
     }
 }
 
+/// Frames of a call path that [`PathCache`] remembers.
+pub const CACHED_FRAMES: usize = 128;
+
+/// Data-tree entries remembered for the cached callers.
+const CACHED_OBJECTS: usize = 8;
+
+/// The tree nodes of the previous sample's callers (the path without its
+/// leaf), for the code tree and for the last few data objects. Consecutive
+/// samples in a loop share their callers: with a hit, a sample costs one
+/// child lookup per tree instead of one per frame, and touches no node of
+/// the callers (cold memory in a memory-bound program). Nodes are never
+/// moved or freed, so remembered indices stay valid. Owned by one thread's
+/// handler.
+#[derive(Debug)]
+pub struct PathCache {
+    callers: [u64; CACHED_FRAMES],
+    len: usize,
+    valid: bool,
+    code_parent: u32,
+    /// (object node, parent of the leaf under that object).
+    data: [(u32, u32); CACHED_OBJECTS],
+    data_len: usize,
+    data_next: usize,
+}
+
+impl Default for PathCache {
+    fn default() -> Self {
+        PathCache {
+            callers: [0; CACHED_FRAMES],
+            len: 0,
+            valid: false,
+            code_parent: 0,
+            data: [(0, 0); CACHED_OBJECTS],
+            data_len: 0,
+            data_next: 0,
+        }
+    }
+}
+
+impl PathCache {
+    /// The code-tree node of `callers` (innermost first, as unwound), from
+    /// the cache or inserted; a change of callers forgets the data entries.
+    pub fn code_parent(&mut self, tree: &Tree, callers: &[u64]) -> Option<u32> {
+        if self.valid && self.callers[..self.len] == *callers {
+            return Some(self.code_parent);
+        }
+        self.valid = false;
+        let parent = tree.path(CODE, callers.iter().rev().copied())?;
+        if callers.len() <= CACHED_FRAMES {
+            self.callers[..callers.len()].copy_from_slice(callers);
+            self.len = callers.len();
+            self.code_parent = parent;
+            self.data_len = 0;
+            self.data_next = 0;
+            self.valid = true;
+        }
+        Some(parent)
+    }
+
+    /// The node of `callers` under the object node `object` (call
+    /// [`PathCache::code_parent`] with the same callers first).
+    pub fn data_parent(&mut self, tree: &Tree, object: u32, callers: &[u64]) -> Option<u32> {
+        let cached = self.valid && self.callers[..self.len] == *callers;
+        if cached {
+            if let Some(&(_, p)) = self.data[..self.data_len].iter().find(|e| e.0 == object) {
+                return Some(p);
+            }
+        }
+        let parent = tree.path(object, callers.iter().rev().copied())?;
+        if cached {
+            self.data[self.data_next] = (object, parent);
+            self.data_next = (self.data_next + 1) % CACHED_OBJECTS;
+            self.data_len = (self.data_len + 1).min(CACHED_OBJECTS);
+        }
+        Some(parent)
+    }
+}
+
 /// A fixed-size table of counters keyed by (object node, bucket), in
 /// preallocated memory: the per-thread offset histograms of data objects.
 /// Insert-only, written by the owning thread's handler; a full table drops
@@ -280,6 +358,32 @@ mod tests {
             Some(leaf)
         );
         assert_eq!(tree.len(), 4 + 2_000 + 4_000);
+    }
+
+    #[test]
+    fn path_cache_gives_the_nodes_of_a_plain_insertion() {
+        let tree = Tree::new(1 << 12).unwrap();
+        let mut cache = PathCache::default();
+        let callers_a = [0x30u64, 0x20, 0x10]; // innermost first
+        let callers_b = [0x31u64, 0x20, 0x10];
+        for callers in [callers_a, callers_a, callers_b, callers_a] {
+            let expected = tree.path(CODE, callers.iter().rev().copied()).unwrap();
+            assert_eq!(cache.code_parent(&tree, &callers), Some(expected));
+            for object in [HEAP, STATIC, HEAP] {
+                let expected = tree.path(object, callers.iter().rev().copied()).unwrap();
+                assert_eq!(cache.data_parent(&tree, object, &callers), Some(expected));
+            }
+        }
+        // More objects than entries: still right.
+        for k in 0..20u64 {
+            let obj = tree.child(HEAP, TAG_HEAP_SITE, k).unwrap();
+            let expected = tree.path(obj, callers_a.iter().rev().copied()).unwrap();
+            assert_eq!(cache.data_parent(&tree, obj, &callers_a), Some(expected));
+        }
+        // Data entries belong to the callers they were made for.
+        cache.code_parent(&tree, &callers_b);
+        let expected = tree.path(HEAP, callers_b.iter().rev().copied()).unwrap();
+        assert_eq!(cache.data_parent(&tree, HEAP, &callers_b), Some(expected));
     }
 
     #[test]

@@ -140,12 +140,14 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
         state.fault_same_page.store(0, Relaxed);
     }
     state.fault_progress.store(true, Relaxed);
-    let mut frames = [0u64; MAX_FRAMES];
+    // SAFETY: the frame buffer is used only by this thread's handlers,
+    // which block each other's signals (no re-entry).
+    let frames = unsafe { &mut *state.handler_frames.get() };
     // The signal arrives as the faulting instruction is about to run again:
     // the interrupted context is the fault's, unless older records were
     // waiting in the ring (then only their IP is known).
     let path: &[u64] = if ip == ctx.0.rip {
-        match call_path(state, snap, ctx, ip, &mut frames) {
+        match call_path(state, snap, ctx, ip, frames) {
             Some(p) => p,
             None => return,
         }
@@ -378,7 +380,18 @@ pub fn record(
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return false;
     }
-    let Some(code_leaf) = tree.path(cct::CODE, path.iter().rev().copied()) else {
+    let Some((&leaf, callers)) = path.split_first() else {
+        return false;
+    };
+    // SAFETY: the path cache is used only by this thread's handlers, which
+    // block each other's signals (no re-entry).
+    let paths = unsafe { &mut *state.handler_paths.get() };
+    // The callers' nodes usually come from the previous sample (a loop);
+    // then only the leaf is looked up in each tree.
+    let code_leaf = paths
+        .code_parent(tree, callers)
+        .and_then(|parent| tree.child(parent, cct::TAG_CALL, leaf));
+    let Some(code_leaf) = code_leaf else {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return false;
     };
@@ -392,7 +405,10 @@ pub fn record(
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return false;
     };
-    let Some(data_leaf) = tree.path(object, path.iter().rev().copied()) else {
+    let data_leaf = paths
+        .data_parent(tree, object, callers)
+        .and_then(|parent| tree.child(parent, cct::TAG_CALL, leaf));
+    let Some(data_leaf) = data_leaf else {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return false;
     };
@@ -437,8 +453,10 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
     } else {
         analyse(state, snap, regs)
     };
-    let mut frames = [0u64; MAX_FRAMES];
-    let Some(path) = call_path(state, snap, &ctx, leaf, &mut frames) else {
+    // SAFETY: the frame buffer is used only by this thread's handlers,
+    // which block each other's signals (no re-entry).
+    let frames = unsafe { &mut *state.handler_frames.get() };
+    let Some(path) = call_path(state, snap, &ctx, leaf, frames) else {
         return;
     };
 
@@ -564,8 +582,10 @@ pub fn hardware_sample(
         stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
         return;
     }
-    let mut frames = [0u64; MAX_FRAMES];
-    let Some(path) = call_path(state, snap, interrupted, ip, &mut frames) else {
+    // SAFETY: the frame buffer is used only by this thread's handlers,
+    // which block each other's signals (no re-entry).
+    let frames = unsafe { &mut *state.handler_frames.get() };
+    let Some(path) = call_path(state, snap, interrupted, ip, frames) else {
         return;
     };
     let Some(target) = classify(state, snap, addr) else {

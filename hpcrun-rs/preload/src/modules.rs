@@ -50,15 +50,6 @@ pub struct ModuleData {
     pub functions: Vec<(u64, u64)>,
 }
 
-impl ModuleData {
-    fn contains(&self, addr: u64) -> bool {
-        self.info
-            .segments
-            .iter()
-            .any(|&(s, e, _)| addr >= s && addr < e)
-    }
-}
-
 /// The modules loaded at one moment. Published snapshots are leaked (a
 /// signal handler may still read an older one); they are small because
 /// module data is shared.
@@ -66,6 +57,13 @@ impl ModuleData {
 pub struct Snapshot {
     /// (stable module id, data).
     pub modules: Vec<(u32, Arc<ModuleData>)>,
+    /// Every loaded segment as (start, end, index into `modules`,
+    /// executable), sorted by start: the handler's address -> module lookups
+    /// are a binary search, not a scan over every module (an MPI program
+    /// loads a hundred or more).
+    segments: Vec<(u64, u64, u32, bool)>,
+    /// Segments of this library itself.
+    own: Vec<(u64, u64)>,
 }
 
 /// Every module read so far, by stable id (index); never shrinks, so ids
@@ -115,6 +113,7 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
         snapshot.modules.push((id as u32, cache[id].clone()));
     }
     drop(cache);
+    snapshot.index();
     let published = SNAPSHOT.publish(snapshot);
     crate::unwind::refresh(published);
     published
@@ -214,26 +213,59 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
 }
 
 impl Snapshot {
+    /// A snapshot of these modules, indexed.
+    pub fn new(modules: Vec<(u32, Arc<ModuleData>)>) -> Snapshot {
+        let mut snapshot = Snapshot {
+            modules,
+            ..Snapshot::default()
+        };
+        snapshot.index();
+        snapshot
+    }
+
+    /// Builds the sorted segment table and the own-code ranges.
+    fn index(&mut self) {
+        self.segments.clear();
+        self.own.clear();
+        for (i, (_, m)) in self.modules.iter().enumerate() {
+            for &(start, end, exec) in &m.info.segments {
+                if start < end {
+                    self.segments.push((start, end, i as u32, exec));
+                    if m.info.is_self {
+                        self.own.push((start, end));
+                    }
+                }
+            }
+        }
+        self.segments.sort_unstable_by_key(|s| s.0);
+    }
+
+    /// The loaded segment containing `addr`.
+    fn segment(&self, addr: u64) -> Option<&(u64, u64, u32, bool)> {
+        let pos = self.segments.partition_point(|s| s.0 <= addr);
+        // Segments do not overlap; look back one in case of a zero-size gap.
+        self.segments[..pos]
+            .iter()
+            .rev()
+            .take(2)
+            .find(|s| addr < s.1)
+    }
+
     fn module_containing(&self, addr: u64) -> Option<&(u32, Arc<ModuleData>)> {
-        self.modules.iter().find(|(_, m)| m.contains(addr))
+        let seg = self.segment(addr)?;
+        self.modules.get(seg.2 as usize)
     }
 
     /// The executable segment containing `addr`.
     pub fn exec_segment(&self, addr: u64) -> Option<(u64, u64)> {
-        self.modules.iter().find_map(|(_, m)| {
-            m.info
-                .segments
-                .iter()
-                .find(|&&(s, e, x)| x && addr >= s && addr < e)
-                .map(|&(s, e, _)| (s, e))
-        })
+        self.segment(addr)
+            .filter(|s| s.3)
+            .map(|&(start, end, _, _)| (start, end))
     }
 
     /// True if `addr` is code of this library itself.
     pub fn is_own_code(&self, addr: u64) -> bool {
-        self.modules
-            .iter()
-            .any(|(_, m)| m.info.is_self && m.contains(addr))
+        self.own.iter().any(|&(s, e)| addr >= s && addr < e)
     }
 
     /// The static variable containing `addr`, as (module id, index, start,
@@ -258,5 +290,63 @@ impl Snapshot {
         }
         let (start, end) = m.functions[pos - 1];
         (addr < end).then_some(start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(path: &str, segments: Vec<(u64, u64, bool)>, is_self: bool) -> Arc<ModuleData> {
+        Arc::new(ModuleData {
+            info: ModuleInfo {
+                path: path.into(),
+                bias: 0,
+                build_id: None,
+                segments,
+                sections: UnwindSections::default(),
+                is_self,
+            },
+            statics: vec![],
+            functions: vec![(0x1000, 0x1100), (0x1100, 0x1180)],
+        })
+    }
+
+    #[test]
+    fn address_lookups_find_the_right_segment() {
+        // Listed out of address order, the way the loader reports them.
+        let snap = Snapshot::new(vec![
+            (
+                0,
+                module(
+                    "exe",
+                    vec![(0x1000, 0x2000, true), (0x3000, 0x4000, false)],
+                    false,
+                ),
+            ),
+            (1, module("lib", vec![(0x8000, 0x9000, true)], true)),
+            (
+                2,
+                module(
+                    "lib2",
+                    vec![(0x5000, 0x6000, false), (0x6000, 0x7000, true)],
+                    false,
+                ),
+            ),
+        ]);
+        assert_eq!(snap.exec_segment(0x1000), Some((0x1000, 0x2000)));
+        assert_eq!(snap.exec_segment(0x1fff), Some((0x1000, 0x2000)));
+        assert_eq!(snap.exec_segment(0x2000), None);
+        assert_eq!(snap.exec_segment(0x3500), None, "not executable");
+        assert_eq!(snap.exec_segment(0x6000), Some((0x6000, 0x7000)));
+        assert_eq!(snap.exec_segment(0x5fff), None);
+        assert_eq!(snap.exec_segment(0x10), None);
+        assert_eq!(snap.exec_segment(0xffff_ffff), None);
+        assert!(snap.is_own_code(0x8800));
+        assert!(!snap.is_own_code(0x1800));
+        assert_eq!(snap.module_containing(0x3800).map(|m| m.0), Some(0));
+        assert_eq!(snap.module_containing(0x5800).map(|m| m.0), Some(2));
+        assert_eq!(snap.function_start(0x1150), Some(0x1100));
+        assert_eq!(snap.function_start(0x1190), None);
     }
 }

@@ -92,6 +92,11 @@ pub struct ThreadState {
     pub finished: AtomicBool,
     /// Unwind cache used only by the signal handler.
     pub handler_cache: UnsafeCell<unwind::Cache>,
+    /// The handler's frame buffer (not on the signal stack: no 1 KiB
+    /// zeroing per sample).
+    pub handler_frames: UnsafeCell<[u64; crate::handler::MAX_FRAMES]>,
+    /// The tree nodes of the previous sample's callers (handler only).
+    pub handler_paths: UnsafeCell<cct::PathCache>,
     /// Unwind cache used only by the allocation hooks (never by the handler,
     /// so a signal during a hook cannot alias it).
     pub hook_cache: UnsafeCell<unwind::Cache>,
@@ -173,6 +178,8 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         in_handler: AtomicBool::new(false),
         finished: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
+        handler_frames: UnsafeCell::new([0; crate::handler::MAX_FRAMES]),
+        handler_paths: UnsafeCell::new(cct::PathCache::default()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
         hw: crate::pmu::sampler::ThreadHw::new(),
     };
