@@ -38,5 +38,6 @@ overhead *ARGS:
     if [ -n "$need" ]; then
         apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
     fi
-    cargo build --release -q -p hpcrun-rs -p hpcrun-preload -p benches --bin overhead
+    cargo build --release -q -p hpcrun-rs -p hpcrun-preload
+    cargo build --release -q -p benches --bin overhead
     target/release/overhead {{ARGS}}

@@ -18,7 +18,8 @@
 //! their column or workload with a note.
 //!
 //! ```sh
-//! cargo build --release -p hpcrun-rs -p hpcrun-preload -p benches --bin overhead
+//! cargo build --release -p hpcrun-rs -p hpcrun-preload
+//! cargo build --release -p benches --bin overhead
 //! target/release/overhead --rounds 5            # or: just overhead
 //! target/release/overhead --only abc --period 1000000 --rounds 3
 //! ```
