@@ -83,6 +83,16 @@ fn heap_abc_c_dominates_then_b_then_a() {
     assert_eq!(path.last().unwrap()["function"], "main");
     // Most memory samples had their data address recovered.
     assert!(export["stats"]["recovery_rate"].as_f64().unwrap() > 0.9);
+    // Access width: C is an array of double, read and written 8 bytes at a
+    // time (scalar loads: the strided column walk does not vectorise).
+    let accesses = samples(c) + c["metrics"]["store_samples"].as_u64().unwrap_or(0);
+    let bytes = c["metrics"]["access_bytes"].as_u64().expect("access_bytes");
+    let width = bytes as f64 / accesses as f64;
+    eprintln!("abc heap: C access_bytes {bytes} over {accesses} accesses: {width:.2} bytes each");
+    assert!(
+        (7.5..=8.5).contains(&width),
+        "C's accesses are doubles, got {width:.2} bytes on average"
+    );
 
     // The code-centric view has the same total and blames compute().
     let code = export_json(&p.db, "code");

@@ -11,7 +11,12 @@ pub struct Chosen {
     pub period: u64,
 }
 
-pub const DEFAULT_SOFT_PERIOD_NS: u64 = 500_000;
+/// Default period of the timer sources (`mem:soft`, `cpu-time`) in ns of
+/// thread CPU time: 1 ms, 1,000 samples per second per thread. At 500 us
+/// the kernel's share alone (timer interrupt, signal delivery) cost 1.5-2%
+/// of CPU time on a KVM guest (docs/PERFORMANCE.md), too close to the 3%
+/// overhead budget.
+pub const DEFAULT_SOFT_PERIOD_NS: u64 = 1_000_000;
 
 /// The attributes of hardware memory event `name` (`mem:latency`,
 /// `mem:stores`) on this machine (sysfs, procfs, then `perf_event_open`),
@@ -136,7 +141,7 @@ pub fn env_value(chosen: &[Chosen]) -> String {
         .join(",")
 }
 
-/// "mem:soft every 500000 ns, page-faults every 1 faults".
+/// "mem:soft every 1000000 ns, page-faults every 1 faults".
 pub fn describe(chosen: &[Chosen]) -> String {
     chosen
         .iter()

@@ -50,7 +50,10 @@ pub const M_SRC_REMOTE_CACHE: usize = 14;
 pub const M_SRC_HITM: usize = 15;
 pub const M_SRC_OTHER: usize = 16;
 pub const M_TLB_MISS: usize = 17;
-pub const METRICS: usize = 18;
+/// mem:soft: summed operand size of the sampled accesses whose address was
+/// recovered.
+pub const M_ACCESS_BYTES: usize = 18;
+pub const METRICS: usize = 19;
 
 /// How many hash slots are probed before giving up.
 const MAX_PROBE: usize = 64;

@@ -11,8 +11,12 @@ pub const ENV_SIGNAL: &str = "HPCRUN_SIGNAL";
 pub const ENV_HISTOGRAM: &str = "HPCRUN_HISTOGRAM";
 pub const ENV_NUMA: &str = "HPCRUN_NUMA";
 
-/// Default sampling period of `mem:soft`, in nanoseconds of thread CPU time.
-pub const DEFAULT_SOFT_PERIOD_NS: u64 = 500_000;
+/// Default period of the timer sources (`mem:soft`, `cpu-time`) in ns of
+/// thread CPU time: 1 ms, 1,000 samples per second per thread. At 500 us
+/// the kernel's share alone (timer interrupt, signal delivery) cost 1.5-2%
+/// of CPU time on a KVM guest (docs/PERFORMANCE.md), too close to the 3%
+/// overhead budget.
+pub const DEFAULT_SOFT_PERIOD_NS: u64 = 1_000_000;
 /// Default period of `page-faults`: every fault (first touch needs them all).
 pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
 

@@ -480,32 +480,34 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
         Access::Address { kind, .. } if !kind.loads() => cct::M_STORE_SAMPLES,
         _ => cct::M_SAMPLES,
     };
-    let mut data = [(metric, 1), (0, 0)];
-    if let Some(addr) = addr {
-        if let Some(local) = numa::is_local(addr) {
-            data[1] = (
-                if local {
-                    cct::M_NUMA_LOCAL
-                } else {
-                    cct::M_NUMA_REMOTE
-                },
-                1,
-            );
+    // Data-tree metrics: the access, its width, its NUMA placement; the
+    // code tree gets the same plus the CPU sample.
+    let mut data = [(metric, 1), (0, 0), (0, 0)];
+    let mut n = 1;
+    if let Access::Address { size, .. } = access {
+        if size > 0 {
+            data[n] = (cct::M_ACCESS_BYTES, u64::from(size));
+            n += 1;
         }
     }
-    let data = if data[1].1 == 0 {
-        &data[..1]
+    if let Some(addr) = addr {
+        if let Some(local) = numa::is_local(addr) {
+            let column = if local {
+                cct::M_NUMA_LOCAL
+            } else {
+                cct::M_NUMA_REMOTE
+            };
+            data[n] = (column, 1);
+            n += 1;
+        }
+    }
+    let data = &data[..n];
+    let mut code = [(cct::M_CPU_SAMPLES, 1), (0, 0), (0, 0), (0, 0)];
+    let code_metrics = if target.is_some() {
+        code[1..=n].copy_from_slice(data);
+        &code[..=n]
     } else {
-        &data[..]
-    };
-    let code: &[(usize, u64)] = if target.is_some() {
-        &[(cct::M_CPU_SAMPLES, 1), (metric, 1)]
-    } else {
-        &[(cct::M_CPU_SAMPLES, 1)]
-    };
-    let code_metrics: &[(usize, u64)] = match data.get(1) {
-        Some(&numa) if target.is_some() => &[(cct::M_CPU_SAMPLES, 1), (metric, 1), numa],
-        _ => code,
+        &code[..1]
     };
     if !record(state, path, code_metrics, target, addr, data) || target.is_none() {
         return;

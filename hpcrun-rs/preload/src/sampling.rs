@@ -301,6 +301,11 @@ fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::ME
         ("src_hitm", "samples", "hardware samples that hit a modified line in another core's cache"),
         ("src_other", "samples", "hardware samples served by I/O, uncached memory or an unknown source"),
         ("tlb_miss", "samples", "hardware samples that missed the data TLB"),
+        (
+            "access_bytes",
+            "bytes",
+            "operand size of the sampled memory accesses whose address was recovered, summed (mem:soft): access_bytes / (samples + store_samples) is the typical access width",
+        ),
     ]
 }
 
@@ -317,6 +322,9 @@ pub fn active_columns() -> Vec<usize> {
     } else {
         // `samples` is always the first column (the primary metric).
         cols.push(cct::M_SAMPLES);
+    }
+    if !hardware_active() && cfg.period_ns > 0 && !code_only() {
+        cols.push(cct::M_ACCESS_BYTES);
     }
     if cfg.page_faults.is_some() {
         cols.extend([cct::M_PAGE_FAULTS, cct::M_FIRST_TOUCH]);
