@@ -427,6 +427,17 @@ fn command(
     Ok(cmd)
 }
 
+/// Removes what an earlier run of `w` left (its scrub files, the tool's
+/// output directory) and returns that directory.
+fn fresh_output(w: &Workload, scratch: &Path) -> PathBuf {
+    for f in &w.scrub {
+        let _ = std::fs::remove_file(f);
+    }
+    let out = scratch.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    out
+}
+
 /// Runs one workload under one tool.
 fn run_once(
     args: &Args,
@@ -436,11 +447,7 @@ fn run_once(
     period: Option<u64>,
     scratch: &Path,
 ) -> Result<Run> {
-    for f in &w.scrub {
-        let _ = std::fs::remove_file(f);
-    }
-    let out = scratch.join("out");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = fresh_output(w, scratch);
     let mut cmd = command(args, w, tool, hpcrun, period, &out)?;
     let cpu0 = children_cpu();
     let t0 = Instant::now();
@@ -667,11 +674,7 @@ fn attribute_once(
     period: Option<u64>,
     scratch: &Path,
 ) -> Result<Shares> {
-    for f in &w.scrub {
-        let _ = std::fs::remove_file(f);
-    }
-    let out = scratch.join("out");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = fresh_output(w, scratch);
     std::fs::create_dir_all(scratch)?;
     let data = scratch.join("attribute.data");
     let inner = command(args, w, tool, hpcrun, period, &out)?;
