@@ -34,7 +34,7 @@
 //!   are carried along and combined before they are accumulated).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -333,7 +333,10 @@ struct TreeBuilder {
     by_rank: Vec<Vec<(u32, u64)>>,
     /// Inclusive value of the current profile at the nodes in `touched`.
     scratch: Vec<u64>,
-    touched: BinaryHeap<u32>,
+    /// Nodes the current profile reached (each once, see `in_touched`).
+    touched: Vec<u32>,
+    /// Per node: in `touched`.
+    in_touched: Vec<bool>,
 }
 
 impl TreeBuilder {
@@ -342,7 +345,8 @@ impl TreeBuilder {
     fn end_profiles(&mut self) {
         self.edges = FxMap::default();
         self.scratch = Vec::new();
-        self.touched = BinaryHeap::new();
+        self.touched = Vec::new();
+        self.in_touched = Vec::new();
     }
 
     fn new() -> Self {
@@ -356,7 +360,8 @@ impl TreeBuilder {
             ranks: Vec::new(),
             by_rank: Vec::new(),
             scratch: vec![0],
-            touched: BinaryHeap::new(),
+            touched: Vec::new(),
+            in_touched: vec![false],
         }
     }
 
@@ -373,6 +378,7 @@ impl TreeBuilder {
         self.keys.push(key);
         self.threads.push(Acc::default());
         self.scratch.push(0);
+        self.in_touched.push(false);
         self.children.insert((parent, key), id);
         id
     }
@@ -444,19 +450,38 @@ impl TreeBuilder {
         if v == 0 {
             return;
         }
+        self.note_touched(node);
         let s = &mut self.scratch[node as usize];
-        if *s == 0 {
+        *s = s.saturating_add(v);
+    }
+
+    /// Adds `node` to `touched` unless it is there already.
+    fn note_touched(&mut self, node: u32) {
+        let seen = &mut self.in_touched[node as usize];
+        if !*seen {
+            *seen = true;
             self.touched.push(node);
         }
-        *s = s.saturating_add(v);
     }
 
     /// Ends a profile: its inclusive value of every node it reached goes
     /// into the thread accumulators (and into `rank`'s sums).
     fn end_profile(&mut self, mut rank: Option<&mut RankValues>) {
-        // Children have larger ids than their parents: popping the largest
-        // first sees every node after all of its descendants.
-        while let Some(n) = self.touched.pop() {
+        // The ancestors of every touched node receive its value too.
+        let mut i = 0;
+        while i < self.touched.len() {
+            let p = self.parents[self.touched[i] as usize];
+            if p != u32::MAX {
+                self.note_touched(p);
+            }
+            i += 1;
+        }
+        // Children have larger ids than their parents: in decreasing order
+        // every node comes after all of its descendants.
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_unstable_by(|a, b| b.cmp(a));
+        for &n in &touched {
+            self.in_touched[n as usize] = false;
             let v = std::mem::take(&mut self.scratch[n as usize]);
             self.threads[n as usize].add(v);
             if let Some(r) = rank.as_deref_mut() {
@@ -465,9 +490,12 @@ impl TreeBuilder {
             }
             let p = self.parents[n as usize];
             if p != u32::MAX {
-                self.touch(p, v);
+                let s = &mut self.scratch[p as usize];
+                *s = s.saturating_add(v);
             }
         }
+        touched.clear();
+        self.touched = touched;
     }
 
     /// Adds one rank's sums to the rank accumulators and per-rank values.
