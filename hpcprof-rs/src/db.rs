@@ -10,9 +10,11 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use formats::database::{Database, FILE_NAME};
+use formats::database::{Database, Frame, FILE_NAME};
 use formats::envelope::FormatError;
 use rayon::prelude::*;
+
+use crate::merge::MergedDb;
 
 /// Why a database could not be written. Every message names the path and,
 /// where the user can do something about it, what to do.
@@ -82,6 +84,34 @@ pub enum DbError {
 
 type Result<T, E = DbError> = std::result::Result<T, E>;
 
+/// What [`write`] needs of a database: its encoding and its frames (whose
+/// source files are copied). A [`Database`] in memory, or a merge result
+/// that is encoded node by node ([`MergedDb`]).
+pub trait Contents {
+    /// The frame table.
+    fn frames(&self) -> &[Frame];
+    /// Writes `profile.db`: header and body.
+    fn write_to(&self, out: &mut dyn std::io::Write) -> Result<(), FormatError>;
+}
+
+impl Contents for Database {
+    fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+    fn write_to(&self, out: &mut dyn std::io::Write) -> Result<(), FormatError> {
+        Database::write_to(self, out)
+    }
+}
+
+impl Contents for MergedDb {
+    fn frames(&self) -> &[Frame] {
+        &self.frames
+    }
+    fn write_to(&self, out: &mut dyn std::io::Write) -> Result<(), FormatError> {
+        MergedDb::write_to(self, out)
+    }
+}
+
 /// Name of the source copy directory inside a database.
 pub const SOURCE_DIR: &str = "src";
 
@@ -130,7 +160,7 @@ fn sibling(out: &Path, suffix: &str) -> PathBuf {
 }
 
 /// Writes `db` to the directory `out` (see the module documentation).
-pub fn write(db: &Database, out: &Path, force: bool) -> Result<Written> {
+pub fn write(db: &impl Contents, out: &Path, force: bool) -> Result<Written> {
     check_output(out, force)?;
     let tmp = sibling(out, &format!(".tmp-{}", std::process::id()));
     if std::fs::symlink_metadata(&tmp).is_ok() {
@@ -149,7 +179,7 @@ pub fn write(db: &Database, out: &Path, force: bool) -> Result<Written> {
     result
 }
 
-fn write_into(db: &Database, tmp: &Path) -> Result<Written> {
+fn write_into(db: &impl Contents, tmp: &Path) -> Result<Written> {
     std::fs::create_dir_all(tmp).map_err(|source| DbError::Create {
         path: tmp.to_path_buf(),
         source,
@@ -190,8 +220,12 @@ pub fn source_copy_path(src_dir: &Path, file: &str) -> Option<PathBuf> {
     Some(dest)
 }
 
-fn copy_sources(db: &Database, src_dir: &Path) -> Written {
-    let files: BTreeSet<&str> = db.frames.iter().filter_map(|f| f.file.as_deref()).collect();
+fn copy_sources(db: &impl Contents, src_dir: &Path) -> Written {
+    let files: BTreeSet<&str> = db
+        .frames()
+        .iter()
+        .filter_map(|f| f.file.as_deref())
+        .collect();
     let results: Vec<Option<Result<(), String>>> = files
         .par_iter()
         .map(|&file| {

@@ -26,7 +26,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
-use formats::database::{Database, FILE_NAME};
+use formats::database::{Database, DbInfo, FILE_NAME};
 use formats::export::{self, View};
 use hpcprof_rs::{db, merge, read};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -178,7 +178,7 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
     for w in &written.warnings {
         eprintln!("hpcprof-rs: warning: {w}");
     }
-    eprintln!("{}", summary(&merged.db, &args.output, skipped));
+    eprintln!("{}", summary(&merged.db.info, &args.output, skipped));
     if args.strict && skipped > 0 {
         return Ok(ExitCode::from(1));
     }
@@ -209,8 +209,7 @@ fn progress_bar(files: &[PathBuf]) -> ProgressBar {
 }
 
 /// The one-line summary printed after a merge.
-fn summary(db: &Database, out: &Path, skipped: usize) -> String {
-    let info = &db.info;
+fn summary(info: &DbInfo, out: &Path, skipped: usize) -> String {
     let s = &info.stats;
     let pct = if s.memory_samples == 0 {
         0.0
@@ -316,7 +315,7 @@ mod tests {
         db.info.stats.memory_samples = 8;
         db.info.stats.address_recovered = 6;
         db.info.stats.dropped.insert("tree full".into(), 3);
-        let s = summary(&db, Path::new("db"), 1);
+        let s = summary(&db.info, Path::new("db"), 1);
         assert_eq!(
             s,
             "hpcprof-rs: merged 2 profiles (1 processes, 0 ranks, 2 threads) into db; 1 files skipped; samples: 10, memory accesses: 8, address recovered: 6 (75.0%); dropped: tree full: 3"

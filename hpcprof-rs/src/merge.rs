@@ -34,14 +34,14 @@
 //!   are carried along and combined before they are accumulated).
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use formats::database::{
-    DataObject, Database, DbInfo, Dist, Frame, NodeKind, ObjectHistogram, ObjectKind, ThreadRef,
-    Tree, TreeNode, MAX_RANK_VALUES, MAX_THREAD_VALUES,
+    DataObject, Database, DbInfo, Dist, Frame, ObjectHistogram, ObjectKind, ThreadRef,
+    MAX_THREAD_VALUES,
 };
 use formats::measurement::{
     HistogramLayout, MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile,
@@ -49,7 +49,12 @@ use formats::measurement::{
 use rayon::prelude::*;
 
 use crate::name::{heap_name, SourceCache};
+
+mod output;
+
 use crate::symbolize::{self, Loc, Symbolizer};
+use output::FinishedTree;
+pub use output::MergedDb;
 
 /// FxHash (rustc's hasher): the merge hashes small integer keys millions
 /// of times; SipHash's DoS resistance buys nothing here.
@@ -98,6 +103,24 @@ pub const PRIMARY: &str = "samples";
 pub struct Merged {
     pub db: Database,
     pub warnings: Vec<String>,
+}
+
+/// A merged database ready to be written without being held in memory as a
+/// whole ([`MergedDb`]), and what went wrong on the way (nothing fatal).
+#[derive(Debug)]
+pub struct Streamed {
+    pub db: MergedDb,
+    pub warnings: Vec<String>,
+}
+
+impl Streamed {
+    /// The whole database in memory.
+    pub fn into_merged(self) -> Merged {
+        Merged {
+            db: self.db.into_database(),
+            warnings: self.warnings,
+        }
+    }
 }
 
 /// Identity of a measured process: (run id, host, pid).
@@ -178,11 +201,16 @@ enum Key {
 
 /// Streaming summary of a value over threads (or ranks); only non-zero
 /// values are added, the zeros are implied by the final count.
+///
+/// 40 bytes (one per tree node): the sum of squares is kept in 96 bits
+/// (`sumsq_hi`, `sumsq_lo`; saturating at 2^96, i.e. values of 2^48 per
+/// thread) instead of a 16-byte aligned `u128`.
 #[derive(Debug, Clone, Copy)]
 struct Acc {
     count: u32,
+    sumsq_hi: u32,
+    sumsq_lo: u64,
     sum: u64,
-    sumsq: u128,
     min: u64,
     max: u64,
 }
@@ -191,19 +219,33 @@ impl Default for Acc {
     fn default() -> Self {
         Acc {
             count: 0,
+            sumsq_hi: 0,
+            sumsq_lo: 0,
             sum: 0,
-            sumsq: 0,
             min: u64::MAX,
             max: 0,
         }
     }
 }
 
+/// Largest sum of squares an [`Acc`] holds.
+const SUMSQ_MAX: u128 = (1 << 96) - 1;
+
 impl Acc {
+    fn sumsq(&self) -> u128 {
+        (u128::from(self.sumsq_hi) << 64) | u128::from(self.sumsq_lo)
+    }
+
+    fn add_sumsq(&mut self, v: u128) {
+        let s = self.sumsq().saturating_add(v).min(SUMSQ_MAX);
+        self.sumsq_hi = (s >> 64) as u32;
+        self.sumsq_lo = s as u64;
+    }
+
     fn add(&mut self, v: u64) {
         self.count += 1;
         self.sum = self.sum.saturating_add(v);
-        self.sumsq = self.sumsq.saturating_add(u128::from(v) * u128::from(v));
+        self.add_sumsq(u128::from(v) * u128::from(v));
         self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
@@ -211,7 +253,7 @@ impl Acc {
     fn absorb(&mut self, o: &Acc) {
         self.count += o.count;
         self.sum = self.sum.saturating_add(o.sum);
-        self.sumsq = self.sumsq.saturating_add(o.sumsq);
+        self.add_sumsq(o.sumsq());
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
     }
@@ -227,9 +269,10 @@ impl Acc {
         // Population variance (n*sumsq - sum^2) / n^2, exact in u128 when
         // it fits.
         let sum = u128::from(self.sum);
-        let var = match (u128::from(n).checked_mul(self.sumsq), sum.checked_mul(sum)) {
+        let sumsq = self.sumsq();
+        let var = match (u128::from(n).checked_mul(sumsq), sum.checked_mul(sum)) {
             (Some(a), Some(b)) => a.saturating_sub(b) as f64 / (nf * nf),
-            _ => (self.sumsq as f64 / nf - mean * mean).max(0.0),
+            _ => (sumsq as f64 / nf - mean * mean).max(0.0),
         };
         Dist {
             count: n,
@@ -248,37 +291,77 @@ impl Acc {
 /// Sparse per-node values (node -> inclusive value) of one rank.
 type RankValues = FxMap<u32, u64>;
 
+/// Key of the (parent, address) edge cache: a [`Loc`] flattened next to
+/// the parent (16 bytes instead of 24, the map holds one per edge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct EdgeKey {
+    addr: u64,
+    /// Module id, `u32::MAX` for [`Loc::Unknown`].
+    module: u32,
+    parent: u32,
+}
+
+impl EdgeKey {
+    fn new(parent: u32, loc: Loc) -> Self {
+        let (module, addr) = match loc {
+            Loc::Module(m, a) => (m, a),
+            Loc::Unknown(a) => (u32::MAX, a),
+        };
+        EdgeKey {
+            addr,
+            module,
+            parent,
+        }
+    }
+}
+
 /// A tree under construction.
 struct TreeBuilder {
     parents: Vec<u32>,
     keys: Vec<Key>,
+    /// Exclusive metrics, column-major: `exclusive[c][node]`. A column is
+    /// only as long as its last non-zero node (missing values are 0), so a
+    /// column that a tree never uses costs nothing.
     exclusive: Vec<Vec<u64>>,
     children: FxMap<(u32, Key), u32>,
     /// (parent, address) -> node at the end of the address's inline chain:
     /// one lookup per profile node instead of one per frame.
-    edges: FxMap<(u32, Loc), u32>,
+    edges: FxMap<EdgeKey, u32>,
     threads: Vec<Acc>,
     ranks: Vec<Acc>,
     /// (rank, inclusive value) per node, for the viewer's rank filter.
     by_rank: Vec<Vec<(u32, u64)>>,
     /// Inclusive value of the current profile at the nodes in `touched`.
     scratch: Vec<u64>,
-    touched: BinaryHeap<u32>,
+    /// Nodes the current profile reached (each once, see `in_touched`).
+    touched: Vec<u32>,
+    /// Per node: in `touched`.
+    in_touched: Vec<bool>,
 }
 
 impl TreeBuilder {
+    /// Frees the tables that only adding profiles needs (descending by
+    /// address, the current profile's values).
+    fn end_profiles(&mut self) {
+        self.edges = FxMap::default();
+        self.scratch = Vec::new();
+        self.touched = Vec::new();
+        self.in_touched = Vec::new();
+    }
+
     fn new() -> Self {
         TreeBuilder {
             parents: vec![u32::MAX],
             keys: vec![Key::Root(0)],
-            exclusive: vec![Vec::new()],
+            exclusive: Vec::new(),
             children: FxMap::default(),
             edges: FxMap::default(),
             threads: vec![Acc::default()],
             ranks: Vec::new(),
             by_rank: Vec::new(),
             scratch: vec![0],
-            touched: BinaryHeap::new(),
+            touched: Vec::new(),
+            in_touched: vec![false],
         }
     }
 
@@ -293,9 +376,9 @@ impl TreeBuilder {
         let id = self.parents.len() as u32;
         self.parents.push(parent);
         self.keys.push(key);
-        self.exclusive.push(Vec::new());
         self.threads.push(Acc::default());
         self.scratch.push(0);
+        self.in_touched.push(false);
         self.children.insert((parent, key), id);
         id
     }
@@ -303,12 +386,13 @@ impl TreeBuilder {
     /// Descends from `parent` through the inline chain of `addr`.
     fn call(&mut self, parent: u32, addr: u64, cx: &mut Resolver<'_>) -> u32 {
         let loc = cx.addrs.locate(addr);
-        if let Some(&n) = self.edges.get(&(parent, loc)) {
+        let key = EdgeKey::new(parent, loc);
+        if let Some(&n) = self.edges.get(&key) {
             return n;
         }
         let chain = cx.chain(loc);
         let n = self.path(parent, &chain);
-        self.edges.insert((parent, loc), n);
+        self.edges.insert(key, n);
         n
     }
 
@@ -319,20 +403,41 @@ impl TreeBuilder {
             .fold(parent, |cur, &f| self.child(cur, Key::Frame(f)))
     }
 
+    /// Adds `v` to the exclusive value of column `c` at `node`.
+    fn add_exclusive(&mut self, c: usize, node: u32, v: u64) {
+        if v == 0 {
+            return;
+        }
+        if self.exclusive.len() <= c {
+            self.exclusive.resize(c + 1, Vec::new());
+        }
+        let column = &mut self.exclusive[c];
+        let i = node as usize;
+        if column.len() <= i {
+            column.resize(i + 1, 0);
+        }
+        column[i] = column[i].saturating_add(v);
+    }
+
+    /// The exclusive value of column `c` at `node`.
+    fn exclusive_value(&self, c: usize, node: usize) -> u64 {
+        self.exclusive
+            .get(c)
+            .and_then(|column| column.get(node))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Adds a profile node's metrics (`cols` maps its columns to ours) and
     /// notes its primary value for the current profile's distribution.
     fn add(&mut self, node: u32, metrics: &[u64], cols: &[usize]) {
-        let exclusive = &mut self.exclusive[node as usize];
         let mut primary = 0;
         for (j, &v) in metrics.iter().enumerate() {
             if v == 0 {
                 continue;
             }
             if let Some(&c) = cols.get(j) {
-                if c >= exclusive.len() {
-                    exclusive.resize(c + 1, 0);
-                }
-                exclusive[c] = exclusive[c].saturating_add(v);
+                self.add_exclusive(c, node, v);
                 if c == 0 {
                     primary = v;
                 }
@@ -345,19 +450,38 @@ impl TreeBuilder {
         if v == 0 {
             return;
         }
+        self.note_touched(node);
         let s = &mut self.scratch[node as usize];
-        if *s == 0 {
+        *s = s.saturating_add(v);
+    }
+
+    /// Adds `node` to `touched` unless it is there already.
+    fn note_touched(&mut self, node: u32) {
+        let seen = &mut self.in_touched[node as usize];
+        if !*seen {
+            *seen = true;
             self.touched.push(node);
         }
-        *s = s.saturating_add(v);
     }
 
     /// Ends a profile: its inclusive value of every node it reached goes
     /// into the thread accumulators (and into `rank`'s sums).
     fn end_profile(&mut self, mut rank: Option<&mut RankValues>) {
-        // Children have larger ids than their parents: popping the largest
-        // first sees every node after all of its descendants.
-        while let Some(n) = self.touched.pop() {
+        // The ancestors of every touched node receive its value too.
+        let mut i = 0;
+        while i < self.touched.len() {
+            let p = self.parents[self.touched[i] as usize];
+            if p != u32::MAX {
+                self.note_touched(p);
+            }
+            i += 1;
+        }
+        // Children have larger ids than their parents: in decreasing order
+        // every node comes after all of its descendants.
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.sort_unstable_by(|a, b| b.cmp(a));
+        for &n in &touched {
+            self.in_touched[n as usize] = false;
             let v = std::mem::take(&mut self.scratch[n as usize]);
             self.threads[n as usize].add(v);
             if let Some(r) = rank.as_deref_mut() {
@@ -366,9 +490,12 @@ impl TreeBuilder {
             }
             let p = self.parents[n as usize];
             if p != u32::MAX {
-                self.touch(p, v);
+                let s = &mut self.scratch[p as usize];
+                *s = s.saturating_add(v);
             }
         }
+        touched.clear();
+        self.touched = touched;
     }
 
     /// Adds one rank's sums to the rank accumulators and per-rank values.
@@ -387,18 +514,16 @@ impl TreeBuilder {
         }
     }
 
-    /// Adds `other`'s node `i` (whose parent maps to `parent`) with key `key`.
-    fn absorb_node(&mut self, parent: u32, key: Key, other: &TreeBuilder, i: usize) -> u32 {
-        let n = self.child(parent, key);
-        let exclusive = &mut self.exclusive[n as usize];
-        let theirs = &other.exclusive[i];
-        if exclusive.len() < theirs.len() {
-            exclusive.resize(theirs.len(), 0);
+    /// Adds `other`'s node `i` into node `n` of this tree (everything but
+    /// the structure: values, accumulators, per-rank values).
+    fn absorb_values(&mut self, n: u32, other: &TreeBuilder, i: usize) {
+        for (c, column) in other.exclusive.iter().enumerate() {
+            if let Some(&v) = column.get(i) {
+                self.add_exclusive(c, n, v);
+            }
         }
-        for (a, b) in exclusive.iter_mut().zip(theirs) {
-            *a = a.saturating_add(*b);
-        }
-        self.threads[n as usize].absorb(&other.threads[i]);
+        let threads = other.threads[i];
+        self.threads[n as usize].absorb(&threads);
         if let Some(acc) = other.ranks.get(i) {
             if self.ranks.len() < self.len() {
                 self.ranks.resize(self.len(), Acc::default());
@@ -411,7 +536,6 @@ impl TreeBuilder {
             }
             self.by_rank[n as usize].extend_from_slice(values);
         }
-        n
     }
 }
 
@@ -421,17 +545,25 @@ impl TreeBuilder {
 struct ObjExtra {
     /// bucket -> sampled accesses.
     histogram: BTreeMap<u32, u64>,
-    /// Inclusive metrics (database columns) of the object in each thread.
-    by_thread: Vec<(ThreadRef, Vec<u64>)>,
+    /// Inclusive metrics (database columns) of the object in each thread,
+    /// by index into the partial result's `InfoAcc::threads`.
+    by_thread: Vec<(u32, Vec<u64>)>,
 }
 
 impl ObjExtra {
-    fn absorb(&mut self, other: ObjExtra) {
+    /// Adds `other`, whose thread indices are `thread_offset` lower than
+    /// ours (its threads follow ours).
+    fn absorb(&mut self, other: ObjExtra, thread_offset: u32) {
         for (b, n) in other.histogram {
             let e = self.histogram.entry(b).or_default();
             *e = e.saturating_add(n);
         }
-        self.by_thread.extend(other.by_thread);
+        self.by_thread.extend(
+            other
+                .by_thread
+                .into_iter()
+                .map(|(t, values)| (t + thread_offset, values)),
+        );
     }
 }
 
@@ -710,7 +842,8 @@ impl Partial {
             index: p.thread.index,
             tid: p.thread.tid,
         };
-        info.threads.push(thread.clone());
+        let thread_index = info.threads.len() as u32;
+        info.threads.push(thread);
 
         let cols = shared.columns.map(p);
         let mut ranges = Vec::new();
@@ -833,7 +966,7 @@ impl Partial {
         for (id, values) in obj_values {
             data.extras[id as usize]
                 .by_thread
-                .push((thread.clone(), values));
+                .push((thread_index, values));
         }
         if !p.object_stats.is_empty() {
             let layout = *info.layout.get_or_insert(p.histogram_layout);
@@ -931,7 +1064,10 @@ impl Partial {
         let mut st = ProcState::default();
         for &i in items {
             match (input.load)(i) {
-                Ok(profile) => self.add_profile(shared, &profile, &mut st),
+                Ok(profile) => {
+                    self.add_profile(shared, &profile, &mut st);
+                    shared.symbols.profile_done();
+                }
                 Err(reason) => self.info.skipped.push(((input.name)(i), reason)),
             }
         }
@@ -942,6 +1078,13 @@ impl Partial {
         }
     }
 
+    /// No profile will be added any more: frees what only that needs.
+    fn end_profiles(&mut self) {
+        self.cache = FxMap::default();
+        self.code.end_profiles();
+        self.data.tb.end_profiles();
+    }
+
     /// Adds another worker's result to this one.
     fn absorb(mut self, mut other: Partial) -> Partial {
         // Keep the larger one and add the smaller one to it.
@@ -949,14 +1092,18 @@ impl Partial {
             std::mem::swap(&mut self, &mut other);
         }
         let mut objs = Vec::with_capacity(other.data.objects.len());
+        let thread_offset = self.info.threads.len() as u32;
         let extras = std::mem::take(&mut other.data.extras);
         for ((key, o), extra) in other.data.keys.iter().zip(&other.data.objects).zip(extras) {
             let id = self.data.object(key);
             let mine = &mut self.data.objects[id as usize];
             mine.bytes = mine.bytes.max(o.bytes);
-            self.data.extras[id as usize].absorb(extra);
+            self.data.extras[id as usize].absorb(extra, thread_offset);
             objs.push(id);
         }
+        // Only the structure of `other` is needed.
+        other.code.children = FxMap::default();
+        other.data.tb.children = FxMap::default();
         let code_map = absorb_tree(&mut self.code, &other.code, &[]);
         let data_map = absorb_tree(&mut self.data.tb, &other.data.tb, &objs);
         for (path, (a, b)) in other.site_counts {
@@ -996,42 +1143,18 @@ fn absorb_tree(tb: &mut TreeBuilder, other: &TreeBuilder, objs: &[u32]) -> Vec<u
     let mut map = Vec::with_capacity(other.len());
     map.push(0);
     // The root's own values.
-    tb.absorb_root(other);
+    tb.absorb_values(0, other, 0);
     for i in 1..other.len() {
         let parent = map[other.parents[i] as usize];
         let key = match other.keys[i] {
             Key::Object(o) => Key::Object(objs[o as usize]),
             k => k,
         };
-        map.push(tb.absorb_node(parent, key, other, i));
+        let n = tb.child(parent, key);
+        tb.absorb_values(n, other, i);
+        map.push(n);
     }
     map
-}
-
-impl TreeBuilder {
-    fn absorb_root(&mut self, other: &TreeBuilder) {
-        let theirs = &other.exclusive[0];
-        let mine = &mut self.exclusive[0];
-        if mine.len() < theirs.len() {
-            mine.resize(theirs.len(), 0);
-        }
-        for (a, b) in mine.iter_mut().zip(theirs) {
-            *a = a.saturating_add(*b);
-        }
-        self.threads[0].absorb(&other.threads[0]);
-        if let Some(acc) = other.ranks.first() {
-            if self.ranks.is_empty() {
-                self.ranks.resize(self.len(), Acc::default());
-            }
-            self.ranks[0].absorb(acc);
-        }
-        if let Some(values) = other.by_rank.first().filter(|v| !v.is_empty()) {
-            if self.by_rank.is_empty() {
-                self.by_rank.resize(self.len(), Vec::new());
-            }
-            self.by_rank[0].extend_from_slice(values);
-        }
-    }
 }
 
 /// How a merge gets its profiles.
@@ -1043,7 +1166,7 @@ struct Input<'a> {
 }
 
 /// Runs the merge over `groups` of input indices (one group per process).
-fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)>) -> Merged {
+fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)>) -> Streamed {
     let shared = Shared {
         symbols: Symbolizer::default(),
         columns: Columns::new(),
@@ -1075,6 +1198,8 @@ fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)
                 };
                 partial.merge_item(&shared, files, whole, input);
             }
+            // Every work item has been taken: no more profiles.
+            partial.end_profiles();
             if timings {
                 eprintln!(
                     "hpcprof-rs: timings: worker done at {:.3}s ({} + {} nodes)",
@@ -1116,7 +1241,7 @@ pub fn merge(profiles: &[ThreadProfile], skipped: Vec<(String, String)>) -> Merg
         load: &load,
         name: &name,
     };
-    run(groups.into_values().collect(), &input, skipped)
+    run(groups.into_values().collect(), &input, skipped).into_merged()
 }
 
 /// The process part of a measurement file name (`<exe>.<host>.<pid>` of
@@ -1135,7 +1260,7 @@ fn process_of_file(path: &std::path::Path) -> String {
 /// Reads, decodes and merges `files`, streaming (see the module
 /// documentation). `progress` is told the size of every file read.
 /// Unusable files are skipped with their reason.
-pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Merged {
+pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Streamed {
     let mut groups: BTreeMap<(PathBuf, String), Vec<usize>> = BTreeMap::new();
     for (i, f) in files.iter().enumerate() {
         let dir = f.parent().map(PathBuf::from).unwrap_or_default();
@@ -1162,21 +1287,21 @@ fn frame_order(f: &Frame) -> (&str, &str, Option<&str>, Option<u32>, bool) {
 }
 
 /// Finishes the combined partial: allocation counts, canonical order,
-/// names, distributions.
-fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>) -> Merged {
+/// names, distributions. Every part of the partial is freed as soon as its
+/// content has moved on.
+fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>) -> Streamed {
     let pending = std::mem::take(&mut part.pending);
     if !pending.is_empty() {
         part.flush(pending);
     }
-    // The lookup tables are not needed any more: free them before the
-    // database is built next to the trees.
-    part.cache = FxMap::default();
+    // The lookup tables are not needed any more.
+    part.end_profiles();
     for tb in [&mut part.code, &mut part.data.tb] {
         tb.children = FxMap::default();
-        tb.edges = FxMap::default();
-        tb.scratch = Vec::new();
     }
     let metrics = shared.columns.finish();
+    // Closes every module (the mapped debug information counts in the
+    // resident memory).
     let (frame_table, mut warnings) = shared.symbols.finish();
     let columns = metrics.len();
     let threads = part.info.profiles;
@@ -1190,11 +1315,11 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
     }
 
     // Allocation counts into the heap objects.
-    for (path, (allocations, bytes)) in &part.site_counts {
-        if let Some(&id) = part.data.object_ids.get(&ObjKey::Heap(path.clone())) {
+    for (path, (allocations, bytes)) in std::mem::take(&mut part.site_counts) {
+        if let Some(&id) = part.data.object_ids.get(&ObjKey::Heap(path)) {
             let o = &mut part.data.objects[id as usize];
-            o.allocations = o.allocations.saturating_add(*allocations);
-            o.bytes = o.bytes.saturating_add(*bytes);
+            o.allocations = o.allocations.saturating_add(allocations);
+            o.bytes = o.bytes.saturating_add(bytes);
         }
     }
 
@@ -1227,9 +1352,11 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
         .iter()
         .map(|&f| old_frames[f as usize].take().unwrap_or_default())
         .collect();
+    drop(old_frames);
 
     // Objects: sorted by kind, then what identifies them.
     let mut data = part.data;
+    data.object_ids = HashMap::new();
     let mut extras: Vec<Option<ObjExtra>> = std::mem::take(&mut data.extras)
         .into_iter()
         .map(Some)
@@ -1250,23 +1377,33 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
         }
     };
     let mut obj_order: Vec<usize> = (0..data.objects.len()).collect();
-    let obj_keys: Vec<_> = data.keys.iter().map(sort_key).collect();
+    let obj_keys: Vec<_> = std::mem::take(&mut data.keys)
+        .iter()
+        .map(sort_key)
+        .collect();
     obj_order.sort_by(|&a, &b| obj_keys[a].cmp(&obj_keys[b]));
+    drop(obj_keys);
     let mut obj_map = vec![0u32; data.objects.len()];
     for (new, &old) in obj_order.iter().enumerate() {
         obj_map[old] = new as u32;
     }
 
     let rank_count = rank_dists.then_some(ranks);
-    let (code, _) = canonical_tree(
+    let code = FinishedTree::new(
         part.code, &frame_map, &obj_map, columns, threads, rank_count,
     );
-    let (data_tree, node_map) =
-        canonical_tree(data.tb, &frame_map, &obj_map, columns, threads, rank_count);
+    let data_tree = FinishedTree::new(data.tb, &frame_map, &obj_map, columns, threads, rank_count);
     // Threads, in canonical order, for the per-thread values.
-    let mut thread_list = std::mem::take(&mut part.info.threads);
+    let merged_threads = std::mem::take(&mut part.info.threads);
+    let mut thread_list = merged_threads.clone();
     thread_list.sort();
     thread_list.dedup();
+    // Partial's thread index -> index into `thread_list`.
+    let thread_index: Vec<u32> = merged_threads
+        .iter()
+        .map(|t| thread_list.binary_search(t).unwrap_or_default() as u32)
+        .collect();
+    drop(merged_threads);
     let keep_threads = thread_list.len() <= MAX_THREAD_VALUES;
     let layout = part
         .info
@@ -1293,10 +1430,8 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
             if keep_threads {
                 let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
                 for (t, mut values) in extra.by_thread {
-                    if let Ok(i) = thread_list.binary_search(&t) {
-                        values.resize(columns, 0);
-                        add_values(by.entry(i as u32).or_default(), &values);
-                    }
+                    values.resize(columns, 0);
+                    add_values(by.entry(thread_index[t as usize]).or_default(), &values);
                 }
                 obj.by_thread = by.into_iter().collect();
             }
@@ -1308,10 +1443,12 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
                 .iter()
                 .map(|&f| frame_map[f as usize])
                 .collect();
-            o.node = node_map[o.node as usize];
+            o.node = data_tree.final_index(o.node);
             o
         })
         .collect();
+    drop(old_objects);
+    drop(extras);
 
     // Heap object names from the source of their allocation paths.
     let mut sources = SourceCache::default();
@@ -1325,11 +1462,12 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
             obj.name = heap_name(&path, &mut sources);
         }
     }
+    drop(sources);
 
     let info = part.info;
     skipped.extend(info.skipped);
     skipped.sort();
-    let db = Database {
+    let db = MergedDb {
         info: DbInfo {
             events: info.events.into_iter().collect(),
             ranks: info.ranks.into_iter().collect(),
@@ -1348,95 +1486,13 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
         data: data_tree,
         objects,
     };
-    Merged { db, warnings }
+    Streamed { db, warnings }
 }
 
-/// The finished tree in canonical order (depth first, children by root
-/// rank, then frames, then objects, in their final order), with the
-/// distributions summarised; also old node -> new node.
-///
-/// Thread distributions are kept when there are at least two threads, rank
-/// distributions when `ranks` is given.
-fn canonical_tree(
-    mut tb: TreeBuilder,
-    frame_map: &[u32],
-    obj_map: &[u32],
-    columns: usize,
-    threads: u32,
-    ranks: Option<u32>,
-) -> (Tree, Vec<u32>) {
-    let n = tb.len();
-    // Children lists, compressed: kids[start[p]..start[p + 1]].
-    let mut start = vec![0usize; n + 1];
-    for &p in &tb.parents[1..] {
-        start[p as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut kids = vec![0u32; n.saturating_sub(1)];
-    for (i, &p) in tb.parents.iter().enumerate().skip(1) {
-        kids[fill[p as usize]] = i as u32;
-        fill[p as usize] += 1;
-    }
-    let order = |k: Key| -> (u8, u32) {
-        match k {
-            Key::Root(r) => (0, u32::from(r)),
-            Key::Frame(f) => (1, frame_map[f as usize]),
-            Key::Object(o) => (2, obj_map[o as usize]),
-        }
-    };
-    for p in 0..n {
-        kids[start[p]..start[p + 1]].sort_by_key(|&k| order(tb.keys[k as usize]));
-    }
-    let mut new_of = vec![u32::MAX; n];
-    let mut nodes = Vec::with_capacity(n);
-    let mut stack = vec![0u32];
-    while let Some(old) = stack.pop() {
-        let old = old as usize;
-        new_of[old] = nodes.len() as u32;
-        let parent = match tb.parents[old] {
-            u32::MAX => u32::MAX,
-            p => new_of[p as usize],
-        };
-        let kind = match tb.keys[old] {
-            Key::Root(r) => NodeKind::Root(ROOTS[r as usize].to_string()),
-            Key::Frame(f) => NodeKind::Frame(frame_map[f as usize]),
-            Key::Object(o) => NodeKind::Object(obj_map[o as usize]),
-        };
-        let mut exclusive = std::mem::take(&mut tb.exclusive[old]);
-        exclusive.resize(columns, 0);
-        nodes.push(TreeNode {
-            parent,
-            kind,
-            exclusive,
-            threads: (threads >= 2).then(|| tb.threads[old].dist(threads)),
-            ranks: ranks.map(|r| tb.ranks.get(old).copied().unwrap_or_default().dist(r)),
-            by_rank: match tb.by_rank.get_mut(old) {
-                Some(v) if ranks.is_some_and(|r| r as usize <= MAX_RANK_VALUES) => {
-                    let mut v = std::mem::take(v);
-                    v.sort_unstable();
-                    // A rank split over several partials: add its parts.
-                    v.dedup_by(|b, a| {
-                        let same = a.0 == b.0;
-                        if same {
-                            a.1 = a.1.saturating_add(b.1);
-                        }
-                        same
-                    });
-                    v
-                }
-                _ => Vec::new(),
-            },
-        });
-        stack.extend(kids[start[old]..start[old + 1]].iter().rev());
-    }
-    (Tree { nodes }, new_of)
-}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use formats::database::NodeKind;
     use formats::measurement::{
         AllocSite, Cct, CctNode, EventInfo, ObjectStats, ProcessInfo, StaticVar, ThreadInfo,
     };
@@ -1865,6 +1921,11 @@ mod tests {
                 })
                 .db
             });
+            // Encoded node by node, the bytes of the whole database.
+            let mut streamed = Vec::new();
+            db.write_to(&mut streamed).unwrap();
+            let db = db.into_database();
+            assert_eq!(streamed, db.to_bytes().unwrap());
             (db, seen.into_inner())
         };
         let (one, bytes) = with(1);

@@ -168,8 +168,50 @@ impl Frames {
 struct ModuleSlot {
     path: String,
     build_id: Option<String>,
-    /// `None` until opened; then `Some(None)` when it cannot be read.
-    loader: Mutex<Option<Option<Loader>>>,
+    loader: Mutex<LoaderState>,
+}
+
+/// The loader of a module and how much it is used.
+#[derive(Default)]
+struct LoaderState {
+    /// `None` until opened (or after it was closed); then `Some(None)`
+    /// when it cannot be read.
+    loader: Option<Option<Loader>>,
+    /// Lookups since the last [`Symbolizer::profile_done`].
+    lookups: u64,
+    /// Profiles merged in a row without a lookup.
+    idle: u32,
+    /// Idle profiles after which the loader is closed (doubles at every
+    /// reopening); 0 until first opened.
+    patience: u32,
+}
+
+impl LoaderState {
+    /// The loader, opened (again) if needed; counts the lookup.
+    fn get(&mut self, open: impl FnOnce() -> Option<Loader>) -> Option<&Loader> {
+        self.lookups += 1;
+        self.idle = 0;
+        if self.loader.is_none() {
+            self.patience = (self.patience * 2).max(1);
+        }
+        self.loader.get_or_insert_with(open).as_ref()
+    }
+
+    /// A profile was merged: closes a loader that has been idle long
+    /// enough.
+    fn profile_done(&mut self) {
+        if self.lookups > 0 {
+            self.lookups = 0;
+            return;
+        }
+        if matches!(self.loader, Some(Some(_))) {
+            self.idle += 1;
+            if self.idle >= self.patience {
+                self.loader = None;
+                self.idle = 0;
+            }
+        }
+    }
 }
 
 /// (path, build-id) -> module id, and the slots by id.
@@ -212,7 +254,7 @@ impl Symbolizer {
         slots.push(Arc::new(ModuleSlot {
             path: key.0.clone(),
             build_id: key.1.clone(),
-            loader: Mutex::new(None),
+            loader: Mutex::new(LoaderState::default()),
         }));
         ids.insert(key, id);
         id
@@ -235,11 +277,14 @@ impl Symbolizer {
             }],
             Loc::Module(m, rel) => {
                 let slot = lock(&self.modules).1[m as usize].clone();
-                let mut loader = lock(&slot.loader);
-                let loader = loader.get_or_insert_with(|| {
+                let mut state = lock(&slot.loader);
+                let loader = state.get(|| {
                     let mut warnings = Vec::new();
                     let l = open_module(&slot.path, slot.build_id.as_deref(), &mut warnings);
-                    lock(&self.warnings).extend(warnings);
+                    let mut all = lock(&self.warnings);
+                    // A module opened again warns again: keep one copy.
+                    warnings.retain(|w| !all.contains(w));
+                    all.extend(warnings);
                     l
                 });
                 match loader {
@@ -253,6 +298,22 @@ impl Symbolizer {
             frames.into_iter().map(|f| table.intern(f)).collect()
         };
         lock(&self.chains).entry(loc).or_insert(ids).clone()
+    }
+
+    /// Tells the symboliser that a profile has been merged. A module whose
+    /// debug information served no lookup during the last profile is
+    /// closed: its mapped DWARF sections (tens of MB for a large program,
+    /// all of it resident once the lookups have touched it) and parsed
+    /// tables would otherwise stay in memory until the end of the merge,
+    /// while the threads of a program mostly share their code and new
+    /// addresses become rare after the first profiles. A later lookup
+    /// opens it again, and it then waits twice as many idle profiles
+    /// before it is closed again (so at most log2(profiles) reopenings).
+    pub fn profile_done(&self) {
+        let slots = lock(&self.modules).1.clone();
+        for slot in slots {
+            lock(&slot.loader).profile_done();
+        }
     }
 
     /// The frame table and the warnings; the symboliser is done.
