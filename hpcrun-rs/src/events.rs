@@ -12,11 +12,13 @@ pub struct Chosen {
 }
 
 /// Default period of the timer sources (`mem:soft`, `cpu-time`) in ns of
-/// thread CPU time: 1 ms, 1,000 samples per second per thread. At 500 us
-/// the kernel's share alone (timer interrupt, signal delivery) cost 1.5-2%
-/// of CPU time on a KVM guest (docs/PERFORMANCE.md), too close to the 3%
-/// overhead budget.
-pub const DEFAULT_SOFT_PERIOD_NS: u64 = 1_000_000;
+/// thread CPU time: 2 ms, 500 samples per second per thread. Each sample
+/// costs the kernel a timer interrupt and a signal frame (about 20 us in a
+/// KVM guest, empty handler), so 500 us cost 4-9% of wall time and 1 ms
+/// still 2-4.5% on memory-bound examples (docs/PERFORMANCE.md), over the
+/// 3% budget. Signal-based samplers default coarser still (gperftools:
+/// 100 Hz); `-e mem:soft@NS` sets any period.
+pub const DEFAULT_SOFT_PERIOD_NS: u64 = 2_000_000;
 
 /// The attributes of hardware memory event `name` (`mem:latency`,
 /// `mem:stores`) on this machine (sysfs, procfs, then `perf_event_open`),
@@ -141,7 +143,7 @@ pub fn env_value(chosen: &[Chosen]) -> String {
         .join(",")
 }
 
-/// "mem:soft every 1000000 ns, page-faults every 1 faults".
+/// "mem:soft every 2000000 ns, page-faults every 1 faults".
 pub fn describe(chosen: &[Chosen]) -> String {
     chosen
         .iter()

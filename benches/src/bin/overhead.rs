@@ -612,6 +612,63 @@ fn time_table(series: &[Series], tools: &[Tool], what: &str, f: fn(&Run) -> f64)
     rows
 }
 
+/// Every per-round ratio (tool / native - 1) of `tool`, over all workloads.
+fn paired_ratios(series: &[Series], tool: Tool, f: fn(&Run) -> f64) -> Vec<f64> {
+    let mut all = Vec::new();
+    for s in series {
+        if let (Some(native), Some(runs)) = (s.of(Tool::Native), s.of(tool)) {
+            all.extend(runs.iter().zip(native).map(|(r, n)| f(r) / f(n) - 1.0));
+        }
+    }
+    all
+}
+
+/// The 2.5th and 97.5th percentiles of the median of `values`, by a
+/// percentile bootstrap of 2,000 resamples (fixed-seed xorshift: the same
+/// input gives the same interval).
+fn bootstrap_median_ci(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut medians: Vec<f64> = (0..2000)
+        .map(|_| {
+            let mut sample: Vec<f64> = (0..values.len())
+                .map(|_| values[(next() % values.len() as u64) as usize])
+                .collect();
+            median(&mut sample)
+        })
+        .collect();
+    medians.sort_by(|a, b| a.total_cmp(b));
+    (medians[50], medians[1949])
+}
+
+/// The overhead over all workloads at once: the median of every per-round
+/// ratio and its bootstrap 95% interval. One workload's median moves with
+/// the machine's noise (several percent on a shared VM); pooling all
+/// rounds of all workloads narrows that.
+fn pooled_table(series: &[Series], tools: &[Tool], f: fn(&Run) -> f64) -> Table {
+    let header = ["tool", "paired runs", "pooled median %", "95% interval"];
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect()];
+    for t in &tools[1..] {
+        let mut ratios = paired_ratios(series, *t, f);
+        let (lo, hi) = bootstrap_median_ci(&ratios);
+        rows.push(vec![
+            t.name().to_string(),
+            ratios.len().to_string(),
+            pct(median(&mut ratios)),
+            format!("{} .. {}", pct(lo), pct(hi)),
+        ]);
+    }
+    rows
+}
+
 /// Samples taken and megabytes written (medians).
 fn output_table(series: &[Series], tools: &[Tool]) -> Table {
     let mut header = vec!["workload".to_string()];
@@ -641,6 +698,10 @@ fn report(series: &[Series], tools: &[Tool], markdown: bool) {
     print_table(&time_table(series, tools, "wall", |r| r.wall), markdown);
     println!("## CPU time (user + system, whole process tree)\n");
     print_table(&time_table(series, tools, "CPU", |r| r.cpu), markdown);
+    println!("## all workloads pooled: wall time\n");
+    print_table(&pooled_table(series, tools, |r| r.wall), markdown);
+    println!("## all workloads pooled: CPU time\n");
+    print_table(&pooled_table(series, tools, |r| r.cpu), markdown);
     println!("## samples and output\n");
     print_table(&output_table(series, tools), markdown);
 }

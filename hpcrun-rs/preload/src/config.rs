@@ -12,11 +12,13 @@ pub const ENV_HISTOGRAM: &str = "HPCRUN_HISTOGRAM";
 pub const ENV_NUMA: &str = "HPCRUN_NUMA";
 
 /// Default period of the timer sources (`mem:soft`, `cpu-time`) in ns of
-/// thread CPU time: 1 ms, 1,000 samples per second per thread. At 500 us
-/// the kernel's share alone (timer interrupt, signal delivery) cost 1.5-2%
-/// of CPU time on a KVM guest (docs/PERFORMANCE.md), too close to the 3%
-/// overhead budget.
-pub const DEFAULT_SOFT_PERIOD_NS: u64 = 1_000_000;
+/// thread CPU time: 2 ms, 500 samples per second per thread. Each sample
+/// costs the kernel a timer interrupt and a signal frame (about 20 us in a
+/// KVM guest, empty handler), so 500 us cost 4-9% of wall time and 1 ms
+/// still 2-4.5% on memory-bound examples (docs/PERFORMANCE.md), over the
+/// 3% budget. Signal-based samplers default coarser still (gperftools:
+/// 100 Hz); `-e mem:soft@NS` sets any period.
+pub const DEFAULT_SOFT_PERIOD_NS: u64 = 2_000_000;
 /// Default period of `page-faults`: every fault (first touch needs them all).
 pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
 
