@@ -339,13 +339,19 @@ fn real_binary_in_tmux() {
     let s = tmux.wait_for("the shell after q", exited);
     assert!(s.contains("VIEWER-EXIT-0"), "{s}");
     assert!(!s.contains("Data-centric"), "viewer still on screen:\n{s}");
+    assert_terminal_restored(&tmux);
+}
+
+/// The shell's own screen is back (with the line printed before the
+/// viewer, without the viewer) and raw mode is off: Enter ends a typed
+/// line and the shell runs it.
+fn assert_terminal_restored(tmux: &Tmux) {
     let all = tmux.capture_with_history();
     assert!(all.contains("BEFORE-VIEWER"), "screen not restored:\n{all}");
     assert!(
         !all.contains("Data-centric"),
         "viewer left on the main screen:\n{all}"
     );
-    // Raw mode is off again: typed text echoes and runs.
     tmux.keys(&["echo AFTER-$((40+2))", "Enter"]);
     tmux.wait_for("a working shell", |s| s.contains("AFTER-42"));
 }
@@ -384,15 +390,7 @@ fn panic_restores_the_terminal() {
         s.contains("panicked") && s.contains("HPCVIEW_TEST_PANIC is set"),
         "no panic message on the restored screen:\n{s}"
     );
-    let all = tmux.capture_with_history();
-    assert!(all.contains("BEFORE-VIEWER"), "screen not restored:\n{all}");
-    assert!(
-        !all.contains("Data-centric"),
-        "viewer left on the main screen:\n{all}"
-    );
-    // Raw mode is off: Enter ends the line and the shell runs it.
-    tmux.keys(&["echo AFTER-$((40+2))", "Enter"]);
-    tmux.wait_for("a working shell", |s| s.contains("AFTER-42"));
+    assert_terminal_restored(&tmux);
 }
 
 /// True if `screen` (tmux `capture-pane -e`) holds an SGR sequence that

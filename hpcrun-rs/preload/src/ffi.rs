@@ -520,34 +520,24 @@ pub fn open_page_faults(
     Ok((fd, ring))
 }
 
-/// Routes `fd`'s overflow signal to the calling thread and enables it;
-/// closes `fd` on failure.
+/// Routes `fd`'s overflow signal to the calling thread
+/// ([`route_perf_signal`]), resets and enables it; closes `fd` on failure.
 fn signal_and_enable(fd: c_int, signal: c_int) -> Result<(), c_int> {
     use perf_event_open_sys::bindings as pe;
-    #[repr(C)]
-    struct FOwnerEx {
-        kind: c_int,
-        pid: libc::pid_t,
-    }
-    let owner = FOwnerEx {
-        kind: F_OWNER_TID,
-        pid: gettid() as libc::pid_t,
-    };
-    // SAFETY: fcntl/ioctl on our own fd with valid arguments.
-    let ok = unsafe {
-        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
-            && libc::fcntl(fd, F_SETSIG, signal) == 0
-            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
-            && libc::ioctl(fd, pe::RESET as _, 0) == 0
-            && libc::ioctl(fd, pe::ENABLE as _, 0) == 0
-    };
-    if !ok {
-        let e = errno();
+    let result = route_perf_signal(fd, signal).and_then(|()| {
+        // SAFETY: ioctl on our own fd with valid arguments.
+        let reset = unsafe { libc::ioctl(fd, pe::RESET as _, 0) } == 0;
+        if reset && enable_event(fd) {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    });
+    if result.is_err() {
         // SAFETY: closing our own fd.
         unsafe { libc::close(fd) };
-        return Err(e);
     }
-    Ok(())
+    result
 }
 
 /// Stops and closes a sampling event.

@@ -36,43 +36,39 @@ pub const MAX_FRAMES: usize = 128;
 /// Longest distance from a function start that is decoded forward.
 const MAX_FORWARD_DECODE: u64 = 64 * 1024;
 
-/// The signal handler (installed with SA_SIGINFO | SA_RESTART).
-pub extern "C" fn on_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+/// The common entry of every sampling signal handler: saves errno, ignores
+/// late signals (after the profile was written) and counts re-entry as a
+/// dropped sample; otherwise runs `work` on the thread's state and the
+/// interrupted registers (RIP, RSP, RBP).
+fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))) {
     let saved_errno = ffi::errno();
     if let Some(state) = threads::current() {
         if state.finished.load(Relaxed) || !sampling::active() {
             // Late signal after the profile was written: ignore.
         } else if state.in_handler.swap(true, Acquire) {
+            // (Hardware and page-fault records stay in their ring for the
+            // next signal.)
             state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
         } else {
             // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
             // handlers; it lives for the duration of the handler.
             let uc = unsafe { &*(context as *const libc::ucontext_t) };
-            sample(state, registers(uc));
+            work(state, registers(uc));
             state.in_handler.store(false, Release);
         }
     }
     ffi::set_errno(saved_errno);
 }
 
+/// The signal handler (installed with SA_SIGINFO | SA_RESTART).
+pub extern "C" fn on_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+    enter(context, sample);
+}
+
 /// The handler of the page-fault event's signal: drains the thread's
 /// ring and records each fault at its data address.
 pub extern "C" fn on_page_fault(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
-    let saved_errno = ffi::errno();
-    if let Some(state) = threads::current() {
-        if state.finished.load(Relaxed) || !sampling::active() {
-            // Late signal after the profile was written: ignore.
-        } else if state.in_handler.swap(true, Acquire) {
-            state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
-        } else {
-            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
-            // handlers; it lives for the duration of the handler.
-            let uc = unsafe { &*(context as *const libc::ucontext_t) };
-            page_faults(state, registers(uc));
-            state.in_handler.store(false, Release);
-        }
-    }
-    ffi::set_errno(saved_errno);
+    enter(context, page_faults);
 }
 
 fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
@@ -114,19 +110,32 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
 /// See `page_faults`.
 const MAX_IDLE_FAULT_SIGNALS: u32 = 1_000;
 
+/// The module snapshot, for a sample of the program at `ip`; `None`
+/// (counted) without a snapshot, or when `ip` is in this library: time
+/// inside the profiler itself (allocation hooks unwinding, its tables
+/// being touched) is overhead, not the program's.
+fn program_snapshot(state: &ThreadState, ip: u64) -> Option<&'static Snapshot> {
+    let dropped = &state.stats.dropped;
+    let Some(snap) = modules::get() else {
+        dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+        return None;
+    };
+    if snap.is_own_code(ip) {
+        dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return None;
+    }
+    Some(snap)
+}
+
 /// One sampled page fault of user code at `ip` on data address `addr`.
 fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
     let stats = &state.stats;
     stats.page_faults.fetch_add(1, Relaxed);
-    let Some(snap) = modules::get() else {
-        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+    // (A fault in the profiler's own code: its trees and tables being
+    // touched.)
+    let Some(snap) = program_snapshot(state, ip) else {
         return;
     };
-    if snap.is_own_code(ip) {
-        // The profiler's own memory (trees, tables) being touched.
-        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
-        return;
-    }
     // A page that faults again and again (a program writing the control
     // page of its own perf ring: each of our signals makes it write again)
     // is a feedback loop, not first touches.
@@ -437,17 +446,10 @@ pub fn record(
 pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
     let stats = &state.stats;
     stats.samples.fetch_add(1, Relaxed);
-    let Some(snap) = modules::get() else {
-        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+    let regs = &ctx.0;
+    let Some(snap) = program_snapshot(state, regs.rip) else {
         return;
     };
-    let regs = &ctx.0;
-    // Time inside the profiler itself (allocation hooks unwinding) is
-    // overhead, not the program's: counted, not attributed.
-    if snap.is_own_code(regs.rip) {
-        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
-        return;
-    }
     let (leaf, access, source) = if sampling::code_only() {
         (regs.rip, Access::NotMemory, Source::Previous)
     } else {
@@ -534,25 +536,14 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
 /// records in the thread's perf ring (one wakeup per sample); every usable
 /// sample goes to [`hardware_sample`].
 pub extern "C" fn on_hw_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
-    let saved_errno = ffi::errno();
-    if let (Some(state), Some(setup)) = (threads::current(), crate::pmu::sampler::get()) {
-        if state.finished.load(Relaxed) || !sampling::active() {
-            // Late signal after the profile was written: ignore.
-        } else if state.in_handler.swap(true, Acquire) {
-            // The records stay in the ring for the next signal.
-            state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
-        } else {
-            // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
-            // handlers; it lives for the duration of the handler.
-            let uc = unsafe { &*(context as *const libc::ucontext_t) };
-            let interrupted = registers(uc);
-            crate::pmu::sampler::drain(&state.hw, setup, |s| {
-                hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access)
-            });
-            state.in_handler.store(false, Release);
-        }
-    }
-    ffi::set_errno(saved_errno);
+    let Some(setup) = crate::pmu::sampler::get() else {
+        return;
+    };
+    enter(context, |state, interrupted| {
+        crate::pmu::sampler::drain(&state.hw, setup, |s| {
+            hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access)
+        });
+    });
 }
 
 /// The hardware sample sources: attributes one PEBS/IBS sample of
@@ -576,14 +567,9 @@ pub fn hardware_sample(
     let (level, is_store, tlb_miss) = (access.level, access.is_store, access.tlb_miss);
     let stats = &state.stats;
     stats.samples.fetch_add(1, Relaxed);
-    let Some(snap) = modules::get() else {
-        stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
+    let Some(snap) = program_snapshot(state, ip) else {
         return;
     };
-    if snap.is_own_code(ip) {
-        stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
-        return;
-    }
     // SAFETY: the frame buffer is used only by this thread's handlers,
     // which block each other's signals (no re-entry).
     let frames = unsafe { &mut *state.handler_frames.get() };
