@@ -140,7 +140,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// Blocks of at least this size get their own mapping from glibc's malloc.
+const MMAP_THRESHOLD: i32 = 128 * 1024;
+
+/// Fixes glibc's mmap threshold at 128 KiB (its starting value, which it
+/// otherwise raises up to 32 MiB after the first large block is freed).
+/// The merge's per-node vectors and tables grow by doubling: as their own
+/// mappings they grow in place with `mremap` and go back to the kernel when
+/// freed; from the heap, every growth copies and old and new are resident
+/// together. Measured on 1,000 profiles: peak memory -3 to -4 MB.
+fn keep_large_blocks_mapped() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a malloc parameter; it is called before
+    // any worker thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}
+
 fn run_merge(args: MergeArgs) -> Result<ExitCode> {
+    keep_large_blocks_mapped();
     if let Some(n) = args.jobs {
         rayon::ThreadPoolBuilder::new()
             .num_threads(n)

@@ -315,6 +315,9 @@ impl EdgeKey {
     }
 }
 
+/// Entries of a [`TreeBuilder`]'s edge cache (24 bytes each).
+const EDGE_CACHE: usize = 1 << 15;
+
 /// A tree under construction.
 struct TreeBuilder {
     parents: Vec<u32>,
@@ -325,7 +328,10 @@ struct TreeBuilder {
     exclusive: Vec<Vec<u64>>,
     children: FxMap<(u32, Key), u32>,
     /// (parent, address) -> node at the end of the address's inline chain:
-    /// one lookup per profile node instead of one per frame.
+    /// one lookup per profile node instead of one per frame. A cache of at
+    /// most [`EDGE_CACHE`] entries: the edges below one thread's own
+    /// objects (its stack, say) are never met again, and a table that
+    /// grew with the tree would cost as much memory as the tree itself.
     edges: FxMap<EdgeKey, u32>,
     threads: Vec<Acc>,
     ranks: Vec<Acc>,
@@ -392,6 +398,9 @@ impl TreeBuilder {
         }
         let chain = cx.chain(loc);
         let n = self.path(parent, &chain);
+        if self.edges.len() >= EDGE_CACHE {
+            self.edges.clear();
+        }
         self.edges.insert(key, n);
         n
     }

@@ -21,10 +21,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use addr2line::Loader;
 use formats::database::Frame;
 use object::read::elf::{FileHeader, ProgramHeader};
 use rayon::prelude::*;
+
+mod debuginfo;
+pub use debuginfo::DebugInfo;
 
 /// The addresses to resolve in one module.
 #[derive(Debug, Clone)]
@@ -98,7 +100,11 @@ fn resolve_module(req: &ModuleRequest) -> Resolved {
 /// Opens the addr2line context of a module (`None`: frames fall back to
 /// `module+0xOFFSET`). Problems are pushed to `warnings`; pseudo modules
 /// ("[vdso]", "linux-vdso.so.1", "") are quietly `None`.
-fn open_module(path: &str, build_id: Option<&str>, warnings: &mut Vec<String>) -> Option<Loader> {
+fn open_module(
+    path: &str,
+    build_id: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Option<DebugInfo> {
     if !path.starts_with('/') {
         return None;
     }
@@ -121,9 +127,9 @@ fn open_module(path: &str, build_id: Option<&str>, warnings: &mut Vec<String>) -
     };
     let loader = debug_file
         .as_deref()
-        .and_then(|p| Loader::new(p).ok())
+        .and_then(|p| DebugInfo::open(p).ok())
         .map(Ok)
-        .unwrap_or_else(|| Loader::new(path));
+        .unwrap_or_else(|| DebugInfo::open(Path::new(path)));
     match loader {
         Ok(l) => Some(l),
         Err(e) => {
@@ -171,14 +177,19 @@ struct ModuleSlot {
     loader: Mutex<LoaderState>,
 }
 
+/// Lookups after which a module's mapped pages are released.
+const RELEASE_EVERY: u32 = 64;
+
 /// The loader of a module and how much it is used.
 #[derive(Default)]
 struct LoaderState {
     /// `None` until opened (or after it was closed); then `Some(None)`
     /// when it cannot be read.
-    loader: Option<Option<Loader>>,
+    loader: Option<Option<DebugInfo>>,
     /// Lookups since the last [`Symbolizer::profile_done`].
     lookups: u64,
+    /// Lookups since the mapped pages were last released.
+    unreleased: u32,
     /// Profiles merged in a row without a lookup.
     idle: u32,
     /// Idle profiles after which the loader is closed (doubles at every
@@ -188,7 +199,7 @@ struct LoaderState {
 
 impl LoaderState {
     /// The loader, opened (again) if needed; counts the lookup.
-    fn get(&mut self, open: impl FnOnce() -> Option<Loader>) -> Option<&Loader> {
+    fn get(&mut self, open: impl FnOnce() -> Option<DebugInfo>) -> Option<&DebugInfo> {
         self.lookups += 1;
         self.idle = 0;
         if self.loader.is_none() {
@@ -197,11 +208,30 @@ impl LoaderState {
         self.loader.get_or_insert_with(open).as_ref()
     }
 
+    /// A lookup was made: every [`RELEASE_EVERY`] lookups the pages of the
+    /// mapped debug information are given back (see
+    /// [`DebugInfo::release_pages`]), so that they do not add up in the
+    /// merge's peak memory.
+    fn looked_up(&mut self) {
+        self.unreleased += 1;
+        if self.unreleased >= RELEASE_EVERY {
+            self.release_pages();
+        }
+    }
+
+    fn release_pages(&mut self) {
+        if let Some(Some(l)) = &self.loader {
+            l.release_pages();
+        }
+        self.unreleased = 0;
+    }
+
     /// A profile was merged: closes a loader that has been idle long
     /// enough.
     fn profile_done(&mut self) {
         if self.lookups > 0 {
             self.lookups = 0;
+            self.release_pages();
             return;
         }
         if matches!(self.loader, Some(Some(_))) {
@@ -287,10 +317,12 @@ impl Symbolizer {
                     all.extend(warnings);
                     l
                 });
-                match loader {
+                let frames = match loader {
                     Some(l) => lookup(l, &slot.path, rel),
                     None => vec![fallback_frame(&slot.path, rel, None)],
-                }
+                };
+                state.looked_up();
+                frames
             }
         };
         let ids: Arc<[u32]> = {
@@ -328,29 +360,19 @@ impl Symbolizer {
 }
 
 /// The inline chain of one address, outermost first (never empty).
-fn lookup(loader: &Loader, module: &str, rel: u64) -> Vec<Frame> {
-    // addr2line yields innermost first.
-    let mut chain: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
-    if let Ok(mut iter) = loader.find_frames(rel) {
-        while let Ok(Some(frame)) = iter.next() {
-            let function = frame
-                .function
-                .as_ref()
-                .and_then(|f| f.raw_name().ok())
-                .map(|n| demangle(&n));
-            let (file, line) = match frame.location {
-                Some(loc) => (loc.file.map(str::to_string), loc.line),
-                None => (None, None),
-            };
-            chain.push((function, file, line));
-        }
-    }
+fn lookup(loader: &DebugInfo, module: &str, rel: u64) -> Vec<Frame> {
+    // The DWARF yields innermost first.
+    let mut chain: Vec<(Option<String>, Option<String>, Option<u32>)> = loader
+        .frames(rel)
+        .into_iter()
+        .map(|f| (f.function.map(|n| demangle(&n)), f.file, f.line))
+        .collect();
     // An address just past a function's end (a call to a function that
     // does not return was its last instruction) belongs to that function.
     let symbol = || {
         loader
-            .find_symbol(rel)
-            .or_else(|| loader.find_symbol(rel.checked_sub(1)?))
+            .symbol(rel)
+            .or_else(|| loader.symbol(rel.checked_sub(1)?))
             .map(demangle)
     };
     if chain.is_empty() {

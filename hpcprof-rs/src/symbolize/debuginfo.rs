@@ -1,0 +1,271 @@
+//! The debug information of one module: its file memory-mapped, an addr2line
+//! context and a symbol table over the mapping, split DWARF (`.dwo` files and
+//! `.dwp` packages) loaded on demand.
+//!
+//! This replaces addr2line's own `Loader` for one reason: memory. The merge
+//! resolves each address once, so a module's DWARF is read in a burst at
+//! the start of a merge and then hardly at all, but every page of the
+//! mapping the parser touched stays resident and counts in the process's
+//! peak memory. Opening the context of a large program (a CU header and its
+//! ranges in every unit, the symbol table) touches most of the file: 21 MB
+//! of hpcprof-rs's own 32 MB. Here the mapping is ours, and
+//! [`DebugInfo::release_pages`] gives its pages back to the kernel; a later
+//! read maps them again from the page cache. What the context parsed (on the
+//! heap) is kept.
+//!
+//! The bytes the context reads live in the mappings (and, for compressed
+//! sections, in buffers) that [`Storage`] owns. The context refers to them
+//! with a `'static` lifetime, which never leaves this module: every public
+//! method returns owned data or borrows `self`.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use addr2line::{Context, LookupContinuation, LookupResult, SplitDwarfLoad};
+use memmap2::{Mmap, UncheckedAdvice};
+use object::{Object, ObjectSection};
+
+type Reader = gimli::EndianSlice<'static, gimli::RunTimeEndian>;
+
+/// One frame of an inline chain, as the DWARF says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    /// Mangled (linkage) or plain name of the function.
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// The mappings and buffers the context reads. Never shrinks before drop.
+#[derive(Default)]
+struct Storage {
+    maps: RefCell<Vec<Mmap>>,
+    buffers: RefCell<Vec<Box<[u8]>>>,
+}
+
+impl Storage {
+    /// Maps `path` read-only and keeps the mapping.
+    fn map(&self, path: &Path) -> std::io::Result<&'static [u8]> {
+        let file = File::open(path)?;
+        // SAFETY: a read-only mapping; a file changed underneath us can only
+        // yield wrong answers from the parsers, which check every bound.
+        let map = unsafe { Mmap::map(&file)? };
+        // SAFETY: the bytes are the mapping's, not the `Mmap` value's, so
+        // they stay put when the value moves into the vector. They are
+        // unmapped only when `self` drops, after every holder of this
+        // reference (`DebugInfo` declares `inner` before `storage`, and no
+        // `'static` reference leaves this module).
+        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(map.as_ptr(), map.len()) };
+        self.maps.borrow_mut().push(map);
+        Ok(bytes)
+    }
+
+    /// Keeps a buffer (a decompressed section).
+    fn keep(&self, buffer: Vec<u8>) -> &'static [u8] {
+        let buffer = buffer.into_boxed_slice();
+        // SAFETY: as in `map`: the bytes are on the heap, owned by `self`
+        // until it drops, and do not move with the box.
+        let bytes: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(buffer.as_ptr(), buffer.len()) };
+        self.buffers.borrow_mut().push(buffer);
+        bytes
+    }
+
+    /// Drops the resident pages of every mapping (they are read again from
+    /// the page cache, or the file, when touched).
+    fn release_pages(&self) {
+        for map in self.maps.borrow().iter() {
+            // SAFETY: the mapping is read-only, never written: after
+            // MADV_DONTNEED its pages are mapped again from the file (the
+            // page cache) when touched, with the same bytes, so the
+            // references into it stay valid.
+            let _ = unsafe { map.unchecked_advise(UncheckedAdvice::DontNeed) };
+        }
+    }
+}
+
+/// What reads the mappings. Holds `'static` references into [`Storage`].
+struct Inner {
+    ctx: Context<Reader>,
+    symbols: object::SymbolMap<object::SymbolMapName<'static>>,
+    /// `<module>.dwp`, if there is one.
+    package: Option<gimli::DwarfPackage<Reader>>,
+    /// Directory of the module (a `.dwo` file is also looked for there).
+    dir: Option<PathBuf>,
+}
+
+/// The debug information of one module (see the module documentation).
+pub struct DebugInfo {
+    // Declared before `storage`: dropped first, as it refers into it.
+    inner: Inner,
+    storage: Storage,
+}
+
+/// Why a module's debug information cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("not an object file: {0}")]
+    Object(#[from] object::Error),
+    #[error("bad DWARF: {0}")]
+    Dwarf(#[from] gimli::Error),
+}
+
+fn endian(file: &object::File<'_>) -> gimli::RunTimeEndian {
+    if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    }
+}
+
+/// A DWARF section of `file` (decompressed if needed; empty if missing).
+fn section(
+    file: &object::File<'static>,
+    name: Option<&str>,
+    endian: gimli::RunTimeEndian,
+    storage: &Storage,
+) -> Reader {
+    let data = name
+        .and_then(|n| file.section_by_name(n))
+        .and_then(|s| s.uncompressed_data().ok());
+    let bytes = match data {
+        Some(Cow::Borrowed(b)) => b,
+        Some(Cow::Owned(v)) => storage.keep(v),
+        None => &[],
+    };
+    gimli::EndianSlice::new(bytes, endian)
+}
+
+impl DebugInfo {
+    /// Maps `path` (an ELF file with DWARF, or without: then only its
+    /// symbol table answers) and parses its unit index.
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
+        let storage = Storage::default();
+        let file = object::File::parse(storage.map(path)?)?;
+        let endian = endian(&file);
+        let mut dwarf = gimli::Dwarf::load(|id| {
+            Ok::<_, gimli::Error>(section(&file, Some(id.name()), endian, &storage))
+        })?;
+        dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
+        let ctx = Context::from_dwarf(dwarf)?;
+        let symbols = file.symbol_map();
+        let package = Self::open_package(path, &storage);
+        let info = DebugInfo {
+            inner: Inner {
+                ctx,
+                symbols,
+                package,
+                dir: path.parent().map(Path::to_path_buf),
+            },
+            storage,
+        };
+        info.release_pages();
+        Ok(info)
+    }
+
+    /// `<module>.dwp` (the DWARF package of a split-DWARF build), if any.
+    fn open_package(path: &Path, storage: &Storage) -> Option<gimli::DwarfPackage<Reader>> {
+        let mut name = path.file_name()?.to_os_string();
+        name.push(".dwp");
+        let dwp = path.with_file_name(name);
+        if !dwp.is_file() {
+            return None;
+        }
+        let file = object::File::parse(storage.map(&dwp).ok()?).ok()?;
+        let endian = endian(&file);
+        let empty = gimli::EndianSlice::new(&[][..], endian);
+        gimli::DwarfPackage::load(
+            |id| Ok::<_, gimli::Error>(section(&file, id.dwo_name(), endian, storage)),
+            empty,
+        )
+        .ok()
+    }
+
+    /// Gives the resident pages of the mapped files back to the kernel.
+    pub fn release_pages(&self) {
+        self.storage.release_pages();
+    }
+
+    /// The inline chain at `probe` (a file virtual address), innermost
+    /// first; empty when the DWARF does not cover it.
+    pub fn frames(&self, probe: u64) -> Vec<RawFrame> {
+        let mut lookup = self.inner.ctx.find_frames(probe);
+        let iter = loop {
+            match lookup {
+                LookupResult::Output(Ok(iter)) => break iter,
+                LookupResult::Output(Err(_)) => return Vec::new(),
+                LookupResult::Load { load, continuation } => {
+                    lookup = continuation.resume(self.load_dwo(load));
+                }
+            }
+        };
+        let mut iter = iter;
+        let mut out = Vec::new();
+        while let Ok(Some(frame)) = iter.next() {
+            let function = frame
+                .function
+                .as_ref()
+                .and_then(|f| f.raw_name().ok())
+                .map(|n| n.into_owned());
+            let (file, line) = match frame.location {
+                Some(loc) => (loc.file.map(str::to_string), loc.line),
+                None => (None, None),
+            };
+            out.push(RawFrame {
+                function,
+                file,
+                line,
+            });
+        }
+        out
+    }
+
+    /// The (mangled) name of the symbol-table entry containing `probe`.
+    pub fn symbol(&self, probe: u64) -> Option<&str> {
+        self.inner.symbols.containing(probe).map(|s| s.name())
+    }
+
+    /// The split unit a skeleton unit refers to: from the `.dwp` package,
+    /// else from its `.dwo` file (at the recorded compilation directory and
+    /// name, or by its name next to the module); `None` if not found or
+    /// not the right unit.
+    fn load_dwo(&self, load: SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf<Reader>>> {
+        if let Some(package) = &self.inner.package {
+            if let Ok(Some(unit)) = package.find_cu(load.dwo_id, &load.parent) {
+                return Some(Arc::new(unit));
+            }
+        }
+        let name = Path::new(std::str::from_utf8(load.path?.slice()).ok()?).to_path_buf();
+        let mut candidates = Vec::new();
+        match load
+            .comp_dir
+            .and_then(|d| std::str::from_utf8(d.slice()).ok())
+        {
+            Some(dir) => candidates.push(Path::new(dir).join(&name)),
+            None => candidates.push(name.clone()),
+        }
+        if let (Some(dir), Some(base)) = (&self.inner.dir, name.file_name()) {
+            candidates.push(dir.join(base));
+        }
+        candidates.into_iter().find_map(|path| {
+            let file = object::File::parse(self.storage.map(&path).ok()?).ok()?;
+            let endian = endian(&file);
+            let mut dwo = gimli::Dwarf::load(|id| {
+                Ok::<_, gimli::Error>(section(&file, id.dwo_name(), endian, &self.storage))
+            })
+            .ok()?;
+            let header = dwo.units().next().ok()??;
+            let unit = dwo.unit(header).ok()?;
+            if unit.dwo_id != Some(load.dwo_id) {
+                return None;
+            }
+            dwo.make_dwo(&load.parent);
+            Some(Arc::new(dwo))
+        })
+    }
+}
