@@ -1,6 +1,7 @@
 //! hpcprof-rs end to end: heap-object naming, inlined and template frames,
-//! damaged input, the bottleneck/threads exports and split debug info
-//! (found by build-id and `.gnu_debuglink`), on real programs
+//! damaged input, the bottleneck/threads exports, split debug info
+//! (found by build-id and `.gnu_debuglink`) and split DWARF (`.dwo` files
+//! and `.dwp` packages), on real programs
 //! compiled with gcc/g++ and measured with `hpcrun-rs -e mem:soft`.
 
 use std::path::{Path, PathBuf};
@@ -115,8 +116,17 @@ fn inlined_functions_and_templates_are_symbolised() {
     );
     assert!(samples(inlined) > 0);
     // In the tree, gather_loop is an inlined node whose parent is gather.
-    let db = load_db(&p.db);
-    let inlined_below_gather = db.code.nodes.iter().any(|n| {
+    assert!(
+        gather_loop_inlined_in_gather(&p.db),
+        "gather_loop is not an inlined node below gather"
+    );
+}
+
+/// True if the code tree of `db` has an inlined `gather_loop` node whose
+/// parent is `gather` (examples/inline).
+fn gather_loop_inlined_in_gather(db: &Path) -> bool {
+    let db = load_db(db);
+    db.code.nodes.iter().any(|n| {
         let (NodeKind::Frame(f), Some(parent)) = (&n.kind, db.code.nodes.get(n.parent as usize))
         else {
             return false;
@@ -128,10 +138,91 @@ fn inlined_functions_and_templates_are_symbolised() {
         frame.function.starts_with("gather_loop")
             && frame.inlined
             && db.frames[pf as usize].function.starts_with("gather")
-    });
+    })
+}
+
+/// Builds examples/inline with `-gsplit-dwarf` plus `flags` in `dir/build/`
+/// (the skeleton records `build/inline.dwo`), copies the binary to `dir/`
+/// and measures the copy; returns the copy and its measurements.
+fn split_dwarf_run(dir: &Path, flags: &[&str]) -> (PathBuf, PathBuf) {
+    let build = dir.join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let built = build.join("inline");
+    let status = Command::new("g++")
+        .args(["-O2", "-g", "-gsplit-dwarf"])
+        .args(flags)
+        .arg("-o")
+        .arg(&built)
+        .arg(root().join("examples/inline/inline.cpp"))
+        .status()
+        .expect("run g++");
+    assert!(status.success(), "g++ -gsplit-dwarf failed");
+    assert!(build.join("inline.dwo").is_file(), "g++ wrote no .dwo");
+    let exe = dir.join("inline");
+    std::fs::copy(&built, &exe).unwrap();
+    let (out, measurements) = hpcrun(dir, EVENT, &exe, &["4"]);
+    ok_stdout(&out, "hpcrun-rs");
+    (exe, measurements)
+}
+
+/// Merges `measurements` into `dir/name`.
+fn merge_into(dir: &Path, name: &str, measurements: &Path) -> PathBuf {
+    let db = dir.join(name);
+    let out = hpcprof(&["-o".as_ref(), db.as_os_str(), measurements.as_os_str()]);
+    ok_stdout(&out, "hpcprof-rs");
+    db
+}
+
+#[test]
+fn split_dwarf_is_read_from_dwo_files_and_dwp_packages() {
+    // DWARF 5 (gcc's default): the inlined frames are only in the .dwo.
+    let dir = scratch("split-dwarf");
+    let (_, measurements) = split_dwarf_run(&dir, &[]);
     assert!(
-        inlined_below_gather,
-        "gather_loop is not an inlined node below gather"
+        gather_loop_inlined_in_gather(&merge_into(&dir, "db-dwo", &measurements)),
+        "the .dwo at its recorded path"
+    );
+    std::fs::rename(dir.join("build/inline.dwo"), dir.join("inline.dwo")).unwrap();
+    assert!(
+        gather_loop_inlined_in_gather(&merge_into(&dir, "db-moved", &measurements)),
+        "the .dwo next to the binary"
+    );
+    // Without it: no inlined frames, but the functions from the symbol
+    // table and the lines from the skeleton's line table.
+    std::fs::remove_file(dir.join("inline.dwo")).unwrap();
+    let db = merge_into(&dir, "db-none", &measurements);
+    assert!(!gather_loop_inlined_in_gather(&db));
+    let code = export_json(&db, "code");
+    let gather = code["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("gather"))
+        })
+        .unwrap_or_else(|| panic!("no gather in {code:#}"));
+    assert!(gather["file"]
+        .as_str()
+        .is_some_and(|f| f.ends_with("inline.cpp")));
+
+    // A DWARF package (binutils' dwp reads DWARF 4 split units).
+    let dir = scratch("split-dwarf-dwp");
+    let (exe, measurements) = split_dwarf_run(&dir, &["-gdwarf-4"]);
+    binutils(
+        "dwp",
+        &[
+            "-e".as_ref(),
+            exe.as_os_str(),
+            "-o".as_ref(),
+            dir.join("inline.dwp").as_os_str(),
+        ],
+    );
+    std::fs::remove_file(dir.join("build/inline.dwo")).unwrap();
+    assert!(
+        gather_loop_inlined_in_gather(&merge_into(&dir, "db-dwp", &measurements)),
+        "the .dwp package"
     );
 }
 

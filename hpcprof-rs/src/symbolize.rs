@@ -608,25 +608,66 @@ mod tests {
         }
     }
 
+    /// A file address inside the function of this test binary whose
+    /// demangled name ends with `suffix`.
+    fn address_of(exe: &str, suffix: &str) -> u64 {
+        use object::{Object, ObjectSymbol};
+        let data = std::fs::read(exe).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let sym = file
+            .symbols()
+            .find(|s| s.name().is_ok_and(|n| demangle(n).ends_with(suffix)))
+            .unwrap_or_else(|| panic!("no symbol {suffix}"));
+        sym.address() + 4
+    }
+
+    #[test]
+    fn an_idle_module_is_closed_and_opened_again_on_demand() {
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap();
+        let a = address_of(exe, "symbolize::build_id_from_head");
+        let b = address_of(exe, "symbolize::file_crc32");
+        let s = Symbolizer::default();
+        let m = s.module_id(exe, None);
+        let open = |s: &Symbolizer| {
+            let slot = lock(&s.modules).1[m as usize].clone();
+            let open = matches!(lock(&slot.loader).loader, Some(Some(_)));
+            open
+        };
+        let first = s.chain(Loc::Module(m, a));
+        assert!(open(&s));
+        s.profile_done(); // this profile looked up: stays open
+        assert!(open(&s));
+        s.profile_done(); // one idle profile (patience 1): closed
+        assert!(!open(&s));
+        let second = s.chain(Loc::Module(m, b));
+        assert!(open(&s), "opened again");
+        // A resolved address is not looked up again.
+        assert_eq!(s.chain(Loc::Module(m, a)), first);
+        // Patience doubled: two idle profiles before closing again.
+        s.profile_done();
+        s.profile_done();
+        assert!(open(&s));
+        s.profile_done();
+        assert!(!open(&s));
+        let (frames, warnings) = s.finish();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let name = |chain: &[u32]| frames.list[chain[0] as usize].function.clone();
+        assert!(
+            name(&first).contains("build_id_from_head"),
+            "{}",
+            name(&first)
+        );
+        assert!(name(&second).contains("file_crc32"), "{}", name(&second));
+    }
+
     #[test]
     fn symbolises_this_test_binary() {
         // The test binary itself has debug info: resolve the address of a
         // function of ours and expect this file.
         let exe = std::env::current_exe().unwrap();
         let exe = exe.to_str().unwrap().to_string();
-        // Find the symbol address from the file: use the object crate.
-        let data = std::fs::read(&exe).unwrap();
-        let file = object::File::parse(&*data).unwrap();
-        use object::{Object, ObjectSymbol};
-        let sym = file
-            .symbols()
-            .find(|s| {
-                s.name()
-                    .map(|n| demangle(n).ends_with("symbolize::build_id_from_head"))
-                    .unwrap_or(false)
-            })
-            .expect("symbol of build_id_from_head");
-        let addr = sym.address() + 4;
+        let addr = address_of(&exe, "symbolize::build_id_from_head");
         let r = resolve_module(&ModuleRequest {
             path: exe,
             build_id: None,

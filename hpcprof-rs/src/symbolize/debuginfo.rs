@@ -269,3 +269,62 @@ impl DebugInfo {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Resident kB of this process's mappings of `path` (/proc/self/smaps).
+    fn resident_kb(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut ours = false;
+        let mut total = 0;
+        for line in smaps.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields
+                .first()
+                .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+            {
+                ours = fields.get(5).is_some_and(|p| Path::new(p) == path);
+            } else if ours && fields.first() == Some(&"Rss:") {
+                total += fields[1].parse::<u64>().unwrap();
+            }
+        }
+        total
+    }
+
+    #[test]
+    fn released_pages_leave_the_process() {
+        // A copy of this test binary: its mapping is this test's alone.
+        let dir = std::env::temp_dir().join(format!("hpcprof-debuginfo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("module");
+        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+
+        let info = DebugInfo::open(&copy).unwrap();
+        assert_eq!(resident_kb(&copy), 0, "open gives its pages back");
+        let addr = info
+            .inner
+            .symbols
+            .symbols()
+            .iter()
+            .find(|s| {
+                crate::symbolize::demangle(s.name())
+                    .ends_with("debuginfo::tests::released_pages_leave_the_process")
+            })
+            .expect("this test's symbol")
+            .address()
+            + 4;
+        let frames = info.frames(addr);
+        let outer = frames.last().expect("frames of this test");
+        assert!(outer.file.as_deref().unwrap().ends_with("debuginfo.rs"));
+        assert!(resident_kb(&copy) > 0, "the lookup read the mapping");
+        info.release_pages();
+        assert_eq!(resident_kb(&copy), 0);
+        // Pages come back on demand, with the same bytes.
+        assert_eq!(info.frames(addr), frames);
+
+        drop(info);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
