@@ -382,9 +382,12 @@ impl TreeBuilder {
         let id = self.parents.len() as u32;
         self.parents.push(parent);
         self.keys.push(key);
-        self.threads.push(Acc::default());
-        self.scratch.push(0);
-        self.in_touched.push(false);
+        // The per-profile arrays exist while profiles are added (see
+        // `end_profiles`).
+        if !self.in_touched.is_empty() {
+            self.scratch.push(0);
+            self.in_touched.push(false);
+        }
         self.children.insert((parent, key), id);
         id
     }
@@ -489,6 +492,9 @@ impl TreeBuilder {
         // every node comes after all of its descendants.
         let mut touched = std::mem::take(&mut self.touched);
         touched.sort_unstable_by(|a, b| b.cmp(a));
+        if self.threads.len() < self.len() {
+            self.threads.resize(self.len(), Acc::default());
+        }
         for &n in &touched {
             self.in_touched[n as usize] = false;
             let v = std::mem::take(&mut self.scratch[n as usize]);
@@ -520,30 +526,6 @@ impl TreeBuilder {
                 self.ranks[n as usize].add(v);
                 self.by_rank[n as usize].push((rank, v));
             }
-        }
-    }
-
-    /// Adds `other`'s node `i` into node `n` of this tree (everything but
-    /// the structure: values, accumulators, per-rank values).
-    fn absorb_values(&mut self, n: u32, other: &TreeBuilder, i: usize) {
-        for (c, column) in other.exclusive.iter().enumerate() {
-            if let Some(&v) = column.get(i) {
-                self.add_exclusive(c, n, v);
-            }
-        }
-        let threads = other.threads[i];
-        self.threads[n as usize].absorb(&threads);
-        if let Some(acc) = other.ranks.get(i) {
-            if self.ranks.len() < self.len() {
-                self.ranks.resize(self.len(), Acc::default());
-            }
-            self.ranks[n as usize].absorb(acc);
-        }
-        if let Some(values) = other.by_rank.get(i).filter(|v| !v.is_empty()) {
-            if self.by_rank.len() < self.len() {
-                self.by_rank.resize(self.len(), Vec::new());
-            }
-            self.by_rank[n as usize].extend_from_slice(values);
         }
     }
 }
@@ -1110,11 +1092,8 @@ impl Partial {
             self.data.extras[id as usize].absorb(extra, thread_offset);
             objs.push(id);
         }
-        // Only the structure of `other` is needed.
-        other.code.children = FxMap::default();
-        other.data.tb.children = FxMap::default();
-        let code_map = absorb_tree(&mut self.code, &other.code, &[]);
-        let data_map = absorb_tree(&mut self.data.tb, &other.data.tb, &objs);
+        let code_map = absorb_tree(&mut self.code, other.code, &[]);
+        let data_map = absorb_tree(&mut self.data.tb, other.data.tb, &objs);
         for (path, (a, b)) in other.site_counts {
             let e = self.site_counts.entry(path).or_default();
             e.0 = e.0.saturating_add(a);
@@ -1148,20 +1127,53 @@ impl Partial {
 }
 
 /// Adds `other`'s nodes to `tb`; returns other node -> node of `tb`.
-fn absorb_tree(tb: &mut TreeBuilder, other: &TreeBuilder, objs: &[u32]) -> Vec<u32> {
+/// The structure first, then the values one array at a time, each freed
+/// once added: `other` shrinks while `tb` grows, instead of both being
+/// whole at the end.
+fn absorb_tree(tb: &mut TreeBuilder, mut other: TreeBuilder, objs: &[u32]) -> Vec<u32> {
+    other.children = FxMap::default();
+    other.edges = FxMap::default();
     let mut map = Vec::with_capacity(other.len());
     map.push(0);
-    // The root's own values.
-    tb.absorb_values(0, other, 0);
     for i in 1..other.len() {
         let parent = map[other.parents[i] as usize];
         let key = match other.keys[i] {
             Key::Object(o) => Key::Object(objs[o as usize]),
             k => k,
         };
-        let n = tb.child(parent, key);
-        tb.absorb_values(n, other, i);
-        map.push(n);
+        map.push(tb.child(parent, key));
+    }
+    other.parents = Vec::new();
+    other.keys = Vec::new();
+    for (c, column) in std::mem::take(&mut other.exclusive).into_iter().enumerate() {
+        for (i, v) in column.into_iter().enumerate() {
+            tb.add_exclusive(c, map[i], v);
+        }
+    }
+    let threads = std::mem::take(&mut other.threads);
+    if tb.threads.len() < tb.len() {
+        tb.threads.resize(tb.len(), Acc::default());
+    }
+    for (i, acc) in threads.iter().enumerate() {
+        tb.threads[map[i] as usize].absorb(acc);
+    }
+    drop(threads);
+    let ranks = std::mem::take(&mut other.ranks);
+    if !ranks.is_empty() && tb.ranks.len() < tb.len() {
+        tb.ranks.resize(tb.len(), Acc::default());
+    }
+    for (i, acc) in ranks.iter().enumerate() {
+        tb.ranks[map[i] as usize].absorb(acc);
+    }
+    drop(ranks);
+    let by_rank = std::mem::take(&mut other.by_rank);
+    if by_rank.iter().any(|v| !v.is_empty()) && tb.by_rank.len() < tb.len() {
+        tb.by_rank.resize(tb.len(), Vec::new());
+    }
+    for (i, values) in by_rank.into_iter().enumerate() {
+        if !values.is_empty() {
+            tb.by_rank[map[i] as usize].extend(values);
+        }
     }
     map
 }

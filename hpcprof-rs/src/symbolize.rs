@@ -177,6 +177,16 @@ struct ModuleSlot {
     loader: Mutex<LoaderState>,
 }
 
+/// Idle profiles after which a module opened for the first time is closed
+/// (doubling at every reopening). Opening costs a burst of memory (the
+/// parser reads a little of every unit, and the kernel maps 64 KiB around
+/// each read: 21 MB of pages for a 32 MB program, released right after),
+/// so a module is not closed while its threads' first profiles still
+/// bring new addresses now and then: closing after one idle profile
+/// reopened it once more in the merge benchmark and that burst, on top of
+/// the memory freed but kept by malloc, raised the peak by up to 6 MB.
+const FIRST_PATIENCE: u32 = 8;
+
 /// Lookups after which a module's mapped pages are released.
 const RELEASE_EVERY: u32 = 64;
 
@@ -192,8 +202,8 @@ struct LoaderState {
     unreleased: u32,
     /// Profiles merged in a row without a lookup.
     idle: u32,
-    /// Idle profiles after which the loader is closed (doubles at every
-    /// reopening); 0 until first opened.
+    /// Idle profiles after which the loader is closed ([`FIRST_PATIENCE`],
+    /// doubling at every reopening); 0 until first opened.
     patience: u32,
 }
 
@@ -203,7 +213,7 @@ impl LoaderState {
         self.lookups += 1;
         self.idle = 0;
         if self.loader.is_none() {
-            self.patience = (self.patience * 2).max(1);
+            self.patience = (self.patience * 2).max(FIRST_PATIENCE);
         }
         self.loader.get_or_insert_with(open).as_ref()
     }
@@ -333,14 +343,16 @@ impl Symbolizer {
     }
 
     /// Tells the symboliser that a profile has been merged. A module whose
-    /// debug information served no lookup during the last profile is
-    /// closed: its mapped DWARF sections (tens of MB for a large program,
-    /// all of it resident once the lookups have touched it) and parsed
-    /// tables would otherwise stay in memory until the end of the merge,
-    /// while the threads of a program mostly share their code and new
-    /// addresses become rare after the first profiles. A later lookup
-    /// opens it again, and it then waits twice as many idle profiles
-    /// before it is closed again (so at most log2(profiles) reopenings).
+    /// debug information served no lookup during the last
+    /// [`FIRST_PATIENCE`] profiles is closed: its parsed tables (about
+    /// 10 MB for a 32 MB program, more as units are parsed) would otherwise
+    /// stay in memory until the end of the merge, while the threads of a
+    /// program mostly share their code and new addresses become rare after
+    /// the first profiles. A later lookup opens it again, and it then waits
+    /// twice as many idle profiles before it is closed again (so at most
+    /// log2(profiles) reopenings). The mapped pages of an open module are
+    /// released after every profile that used it (and every
+    /// [`RELEASE_EVERY`] lookups).
     pub fn profile_done(&self) {
         let slots = lock(&self.modules).1.clone();
         for slot in slots {
@@ -637,18 +649,20 @@ mod tests {
         let first = s.chain(Loc::Module(m, a));
         assert!(open(&s));
         s.profile_done(); // this profile looked up: stays open
+        let idle = |s: &Symbolizer, profiles: u32| (0..profiles).for_each(|_| s.profile_done());
+        idle(&s, FIRST_PATIENCE - 1);
         assert!(open(&s));
-        s.profile_done(); // one idle profile (patience 1): closed
-        assert!(!open(&s));
+        idle(&s, 1);
+        assert!(!open(&s), "closed after FIRST_PATIENCE idle profiles");
         let second = s.chain(Loc::Module(m, b));
         assert!(open(&s), "opened again");
         // A resolved address is not looked up again.
         assert_eq!(s.chain(Loc::Module(m, a)), first);
-        // Patience doubled: two idle profiles before closing again.
+        // Patience doubled.
         s.profile_done();
-        s.profile_done();
+        idle(&s, 2 * FIRST_PATIENCE - 1);
         assert!(open(&s));
-        s.profile_done();
+        idle(&s, 1);
         assert!(!open(&s));
         let (frames, warnings) = s.finish();
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -102,7 +102,13 @@ impl FinishedTree {
             exclusive: (0..self.columns)
                 .map(|c| tb.exclusive_value(c, old))
                 .collect(),
-            threads: (self.threads >= 2).then(|| tb.threads[old].dist(self.threads)),
+            threads: (self.threads >= 2).then(|| {
+                tb.threads
+                    .get(old)
+                    .copied()
+                    .unwrap_or_default()
+                    .dist(self.threads)
+            }),
             ranks: self
                 .ranks
                 .map(|r| tb.ranks.get(old).copied().unwrap_or_default().dist(r)),
