@@ -1288,11 +1288,23 @@ pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Stream
         groups.entry((dir, process_of_file(f))).or_default().push(i);
     }
     let load = |i: usize| -> Result<Cow<'_, ThreadProfile>, String> {
-        let bytes = std::fs::read(&files[i]).map_err(|e| format!("cannot read: {e}"));
-        progress(bytes.as_ref().map_or(0, |b| b.len() as u64));
-        ThreadProfile::from_bytes(&bytes?)
-            .map(Cow::Owned)
-            .map_err(|e| e.to_string())
+        // One read buffer per worker, reused: a fresh profile-sized block
+        // per file would be mapped, faulted in and unmapped every time.
+        thread_local! {
+            static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUFFER.with_borrow_mut(|bytes| {
+            bytes.clear();
+            let read = std::fs::File::open(&files[i]).and_then(|mut f| {
+                use std::io::Read;
+                f.read_to_end(bytes)
+            });
+            progress(bytes.len() as u64);
+            read.map_err(|e| format!("cannot read: {e}"))?;
+            ThreadProfile::from_bytes(bytes)
+                .map(Cow::Owned)
+                .map_err(|e| e.to_string())
+        })
     };
     let name = |i: usize| files[i].display().to_string();
     let input = Input {
