@@ -195,7 +195,7 @@ impl DebugInfo {
     /// first; empty when the DWARF does not cover it.
     pub fn frames(&self, probe: u64) -> Vec<RawFrame> {
         let mut lookup = self.inner.ctx.find_frames(probe);
-        let iter = loop {
+        let mut iter = loop {
             match lookup {
                 LookupResult::Output(Ok(iter)) => break iter,
                 LookupResult::Output(Err(_)) => return Vec::new(),
@@ -204,7 +204,6 @@ impl DebugInfo {
                 }
             }
         };
-        let mut iter = iter;
         let mut out = Vec::new();
         while let Ok(Some(frame)) = iter.next() {
             let function = frame
