@@ -84,7 +84,7 @@ pub enum DbError {
 
 type Result<T, E = DbError> = std::result::Result<T, E>;
 
-/// What [`write`] needs of a database: its encoding and its frames (whose
+/// What [`write()`] needs of a database: its encoding and its frames (whose
 /// source files are copied). A [`Database`] in memory, or a merge result
 /// that is encoded node by node ([`MergedDb`]).
 pub trait Contents {

@@ -1,11 +1,13 @@
 //! Maps module-relative addresses to source frames with addr2line.
 //!
-//! One addr2line [`Loader`] per module file. [`Symbolizer`] is the streaming
+//! One [`DebugInfo`] (an addr2line context over a mapping of the module's
+//! file that we own, so that its pages can be given back: see
+//! `debuginfo.rs`) per module file. [`Symbolizer`] is the streaming
 //! form used by the merge: modules are registered by (path, build-id) as
-//! profiles arrive, each module's loader is opened on first use and kept
-//! behind its own lock (one context per module; different modules resolve
-//! in parallel), and resolved inline chains are interned once into a shared
-//! frame table. [`resolve_all`] is the batch form (one rayon task per module).
+//! profiles arrive, each module's debug information is opened on first use
+//! and kept behind its own lock (one context per module; different modules
+//! resolve in parallel), closed when idle, and resolved inline chains are
+//! interned once into a shared frame table. [`resolve_all`] is the batch form (one rayon task per module).
 //! Every address yields its inline chain, outermost first;
 //! an address without debug information yields one frame named after the
 //! `.symtab`/`.dynsym` symbol that contains it, or `module+0xOFF`. Nothing
@@ -343,16 +345,15 @@ impl Symbolizer {
     }
 
     /// Tells the symboliser that a profile has been merged. A module whose
-    /// debug information served no lookup during the last
-    /// [`FIRST_PATIENCE`] profiles is closed: its parsed tables (about
-    /// 10 MB for a 32 MB program, more as units are parsed) would otherwise
-    /// stay in memory until the end of the merge, while the threads of a
-    /// program mostly share their code and new addresses become rare after
-    /// the first profiles. A later lookup opens it again, and it then waits
-    /// twice as many idle profiles before it is closed again (so at most
-    /// log2(profiles) reopenings). The mapped pages of an open module are
-    /// released after every profile that used it (and every
-    /// [`RELEASE_EVERY`] lookups).
+    /// debug information served no lookup during the last 8 profiles is
+    /// closed: its parsed tables (about 10 MB for a 32 MB program, more as
+    /// units are parsed) would otherwise stay in memory until the end of
+    /// the merge, while the threads of a program mostly share their code
+    /// and new addresses become rare after the first profiles. A later
+    /// lookup opens it again, and it then waits twice as many idle profiles
+    /// before it is closed again (so at most log2(profiles) reopenings).
+    /// The mapped pages of an open module are released after every profile
+    /// that used it (and every 64 lookups).
     pub fn profile_done(&self) {
         let slots = lock(&self.modules).1.clone();
         for slot in slots {
