@@ -25,6 +25,26 @@ fn compile_cxx(rel: &str, dir: &Path) -> PathBuf {
     out
 }
 
+/// The entry of a code export's `functions` whose name satisfies `pred`;
+/// panics with the names there if there is none.
+fn function<'a>(
+    code: &'a serde_json::Value,
+    what: &str,
+    pred: impl Fn(&str) -> bool,
+) -> &'a serde_json::Value {
+    let functions = code["functions"].as_array().expect("functions");
+    functions
+        .iter()
+        .find(|f| f["function"].as_str().is_some_and(&pred))
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = functions
+                .iter()
+                .filter_map(|f| f["function"].as_str())
+                .collect();
+            panic!("no {what} in {names:?}")
+        })
+}
+
 fn load_db(db: &Path) -> Database {
     Database::from_bytes(&std::fs::read(db.join(FILE_NAME)).expect("read profile.db"))
         .expect("decode profile.db")
@@ -84,28 +104,13 @@ fn inlined_functions_and_templates_are_symbolised() {
     let exe = compile_cxx("inline/inline.cpp", &dir);
     let p = profile(&dir, EVENT, &exe, &["4"]);
     let code = export_json(&p.db, "code");
-    let functions = code["functions"].as_array().expect("functions");
-    let names: Vec<&str> = functions
-        .iter()
-        .filter_map(|f| f["function"].as_str())
-        .collect();
-    let template = functions
-        .iter()
-        .find(|f| {
-            f["function"]
-                .as_str()
-                .is_some_and(|n| n.contains("sum_strided<double>"))
-        })
-        .unwrap_or_else(|| panic!("no demangled template instance in {names:?}"));
+    let template = function(&code, "demangled template instance", |n| {
+        n.contains("sum_strided<double>")
+    });
     assert!(samples(template) > 0);
-    let inlined = functions
-        .iter()
-        .find(|f| {
-            f["function"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("gather_loop"))
-        })
-        .unwrap_or_else(|| panic!("no inlined gather_loop in {names:?}"));
+    let inlined = function(&code, "inlined gather_loop", |n| {
+        n.starts_with("gather_loop")
+    });
     let first = line_of("inline/inline.cpp", "static inline double gather_loop");
     let last = line_of("inline/inline.cpp", "} // end of gather_loop");
     assert!(inlined["file"].as_str().unwrap().ends_with("inline.cpp"));
@@ -193,16 +198,7 @@ fn split_dwarf_is_read_from_dwo_files_and_dwp_packages() {
     let db = merge_into(&dir, "db-none", &measurements);
     assert!(!gather_loop_inlined_in_gather(&db));
     let code = export_json(&db, "code");
-    let gather = code["functions"]
-        .as_array()
-        .expect("functions")
-        .iter()
-        .find(|f| {
-            f["function"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("gather"))
-        })
-        .unwrap_or_else(|| panic!("no gather in {code:#}"));
+    let gather = function(&code, "gather", |n| n.starts_with("gather"));
     assert!(gather["file"]
         .as_str()
         .is_some_and(|f| f.ends_with("inline.cpp")));
@@ -466,11 +462,7 @@ fn split_debug_info_is_found_by_build_id_and_debuglink() {
             .arg(&measurements));
         ok_stdout(&out, "hpcprof-rs");
         let code = export_json(&db, "code");
-        let functions = code["functions"].as_array().expect("functions");
-        let compute = functions
-            .iter()
-            .find(|f| f["function"] == "compute")
-            .unwrap_or_else(|| panic!("{layout}: no compute in {functions:#?}"));
+        let compute = function(&code, &format!("compute ({layout})"), |n| n == "compute");
         assert!(samples(compute) > 0, "{layout}");
         if place.is_none() {
             // Only the symbol table is left in the stripped binary.

@@ -1132,7 +1132,6 @@ impl Partial {
 /// whole at the end.
 fn absorb_tree(tb: &mut TreeBuilder, mut other: TreeBuilder, objs: &[u32]) -> Vec<u32> {
     other.children = FxMap::default();
-    other.edges = FxMap::default();
     let mut map = Vec::with_capacity(other.len());
     map.push(0);
     for i in 1..other.len() {
@@ -1150,22 +1149,14 @@ fn absorb_tree(tb: &mut TreeBuilder, mut other: TreeBuilder, objs: &[u32]) -> Ve
             tb.add_exclusive(c, map[i], v);
         }
     }
-    let threads = std::mem::take(&mut other.threads);
-    if tb.threads.len() < tb.len() {
-        tb.threads.resize(tb.len(), Acc::default());
-    }
-    for (i, acc) in threads.iter().enumerate() {
-        tb.threads[map[i] as usize].absorb(acc);
-    }
-    drop(threads);
-    let ranks = std::mem::take(&mut other.ranks);
-    if !ranks.is_empty() && tb.ranks.len() < tb.len() {
-        tb.ranks.resize(tb.len(), Acc::default());
-    }
-    for (i, acc) in ranks.iter().enumerate() {
-        tb.ranks[map[i] as usize].absorb(acc);
-    }
-    drop(ranks);
+    let len = tb.len();
+    absorb_accs(
+        &mut tb.threads,
+        std::mem::take(&mut other.threads),
+        &map,
+        len,
+    );
+    absorb_accs(&mut tb.ranks, std::mem::take(&mut other.ranks), &map, len);
     let by_rank = std::mem::take(&mut other.by_rank);
     if by_rank.iter().any(|v| !v.is_empty()) && tb.by_rank.len() < tb.len() {
         tb.by_rank.resize(tb.len(), Vec::new());
@@ -1176,6 +1167,17 @@ fn absorb_tree(tb: &mut TreeBuilder, mut other: TreeBuilder, objs: &[u32]) -> Ve
         }
     }
     map
+}
+
+/// Adds the accumulators `from` (by node of the absorbed tree) into `into`
+/// (by node of a tree of `len` nodes) through the node map.
+fn absorb_accs(into: &mut Vec<Acc>, from: Vec<Acc>, map: &[u32], len: usize) {
+    if !from.is_empty() && into.len() < len {
+        into.resize(len, Acc::default());
+    }
+    for (i, acc) in from.iter().enumerate() {
+        into[map[i] as usize].absorb(acc);
+    }
 }
 
 /// How a merge gets its profiles.

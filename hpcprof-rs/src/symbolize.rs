@@ -7,7 +7,8 @@
 //! profiles arrive, each module's debug information is opened on first use
 //! and kept behind its own lock (one context per module; different modules
 //! resolve in parallel), closed when idle, and resolved inline chains are
-//! interned once into a shared frame table. [`resolve_all`] is the batch form (one rayon task per module).
+//! interned once into a shared frame table. [`resolve_all`] is the batch
+//! form (one rayon task per module).
 //! Every address yields its inline chain, outermost first;
 //! an address without debug information yields one frame named after the
 //! `.symtab`/`.dynsym` symbol that contains it, or `module+0xOFF`. Nothing
@@ -28,7 +29,7 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use rayon::prelude::*;
 
 mod debuginfo;
-pub use debuginfo::DebugInfo;
+pub use debuginfo::{DebugInfo, RawFrame};
 
 /// The addresses to resolve in one module.
 #[derive(Debug, Clone)]
@@ -375,11 +376,7 @@ impl Symbolizer {
 /// The inline chain of one address, outermost first (never empty).
 fn lookup(loader: &DebugInfo, module: &str, rel: u64) -> Vec<Frame> {
     // The DWARF yields innermost first.
-    let mut chain: Vec<(Option<String>, Option<String>, Option<u32>)> = loader
-        .frames(rel)
-        .into_iter()
-        .map(|f| (f.function.map(|n| demangle(&n)), f.file, f.line))
-        .collect();
+    let mut chain = loader.frames(rel);
     // An address just past a function's end (a call to a function that
     // does not return was its last instruction) belongs to that function.
     let symbol = || {
@@ -395,22 +392,31 @@ fn lookup(loader: &DebugInfo, module: &str, rel: u64) -> Vec<Frame> {
     chain
         .into_iter()
         .enumerate()
-        .map(|(i, (function, file, line))| {
-            let function = match function {
-                Some(f) => f,
-                None if i == 0 => {
-                    symbol().unwrap_or_else(|| format!("{}+0x{rel:x}", basename(module)))
+        .map(
+            |(
+                i,
+                RawFrame {
+                    function,
+                    file,
+                    line,
+                },
+            )| {
+                let function = match function {
+                    Some(f) => demangle(&f),
+                    None if i == 0 => {
+                        symbol().unwrap_or_else(|| format!("{}+0x{rel:x}", basename(module)))
+                    }
+                    None => "[inlined]".to_string(),
+                };
+                Frame {
+                    function,
+                    file,
+                    line,
+                    module: module.to_string(),
+                    inlined: i > 0,
                 }
-                None => "[inlined]".to_string(),
-            };
-            Frame {
-                function,
-                file,
-                line,
-                module: module.to_string(),
-                inlined: i > 0,
-            }
-        })
+            },
+        )
         .collect()
 }
 

@@ -124,12 +124,7 @@ fn endian(file: &object::File<'_>) -> gimli::RunTimeEndian {
 }
 
 /// A DWARF section of `file` (decompressed if needed; empty if missing).
-fn section(
-    file: &object::File<'static>,
-    name: Option<&str>,
-    endian: gimli::RunTimeEndian,
-    storage: &Storage,
-) -> Reader {
+fn section(file: &object::File<'static>, name: Option<&str>, storage: &Storage) -> Reader {
     let data = name
         .and_then(|n| file.section_by_name(n))
         .and_then(|s| s.uncompressed_data().ok());
@@ -138,7 +133,25 @@ fn section(
         Some(Cow::Owned(v)) => storage.keep(v),
         None => &[],
     };
-    gimli::EndianSlice::new(bytes, endian)
+    gimli::EndianSlice::new(bytes, endian(file))
+}
+
+/// The DWARF of `file`; of a split unit's `.dwo` file if `split` (its
+/// sections are named `.debug_*.dwo`).
+fn load_dwarf(
+    file: &object::File<'static>,
+    split: bool,
+    storage: &Storage,
+) -> gimli::Dwarf<Reader> {
+    let name = |id: gimli::SectionId| {
+        if split {
+            id.dwo_name()
+        } else {
+            Some(id.name())
+        }
+    };
+    gimli::Dwarf::load(|id| Ok::<_, std::convert::Infallible>(section(file, name(id), storage)))
+        .unwrap_or_else(|never| match never {})
 }
 
 impl DebugInfo {
@@ -147,10 +160,7 @@ impl DebugInfo {
     pub fn open(path: &Path) -> Result<Self, OpenError> {
         let storage = Storage::default();
         let file = object::File::parse(storage.map(path)?)?;
-        let endian = endian(&file);
-        let mut dwarf = gimli::Dwarf::load(|id| {
-            Ok::<_, gimli::Error>(section(&file, Some(id.name()), endian, &storage))
-        })?;
+        let mut dwarf = load_dwarf(&file, false, &storage);
         dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
         let ctx = Context::from_dwarf(dwarf)?;
         let symbols = file.symbol_map();
@@ -177,10 +187,9 @@ impl DebugInfo {
             return None;
         }
         let file = object::File::parse(storage.map(&dwp).ok()?).ok()?;
-        let endian = endian(&file);
-        let empty = gimli::EndianSlice::new(&[][..], endian);
+        let empty = gimli::EndianSlice::new(&[][..], endian(&file));
         gimli::DwarfPackage::load(
-            |id| Ok::<_, gimli::Error>(section(&file, id.dwo_name(), endian, storage)),
+            |id| Ok::<_, gimli::Error>(section(&file, id.dwo_name(), storage)),
             empty,
         )
         .ok()
@@ -253,11 +262,7 @@ impl DebugInfo {
         }
         candidates.into_iter().find_map(|path| {
             let file = object::File::parse(self.storage.map(&path).ok()?).ok()?;
-            let endian = endian(&file);
-            let mut dwo = gimli::Dwarf::load(|id| {
-                Ok::<_, gimli::Error>(section(&file, id.dwo_name(), endian, &self.storage))
-            })
-            .ok()?;
+            let mut dwo = load_dwarf(&file, true, &self.storage);
             let header = dwo.units().next().ok()??;
             let unit = dwo.unit(header).ok()?;
             if unit.dwo_id != Some(load.dwo_id) {
