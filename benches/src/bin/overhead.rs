@@ -624,23 +624,17 @@ fn paired_ratios(series: &[Series], tool: Tool, f: fn(&Run) -> f64) -> Vec<f64> 
 }
 
 /// The 2.5th and 97.5th percentiles of the median of `values`, by a
-/// percentile bootstrap of 2,000 resamples (fixed-seed xorshift: the same
-/// input gives the same interval).
+/// percentile bootstrap of 2,000 resamples (fixed-seed [`benches::Rng`]:
+/// the same input gives the same interval).
 fn bootstrap_median_ci(values: &[f64]) -> (f64, f64) {
     if values.is_empty() {
         return (f64::NAN, f64::NAN);
     }
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = benches::Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut medians: Vec<f64> = (0..2000)
         .map(|_| {
             let mut sample: Vec<f64> = (0..values.len())
-                .map(|_| values[(next() % values.len() as u64) as usize])
+                .map(|_| values[rng.below(values.len() as u64) as usize])
                 .collect();
             median(&mut sample)
         })
