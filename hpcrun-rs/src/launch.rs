@@ -177,30 +177,34 @@ pub fn run(args: &Args) -> Result<u8> {
         ld_preload.push(" ");
     }
     ld_preload.push(preload.as_os_str());
-    // OpenMPI forwards only listed variables to ranks on other hosts: add
-    // ours to its list (MPICH's Hydra and Slurm forward the environment).
-    let forwarded =
-        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL;HPCRUN_HISTOGRAM;HPCRUN_NUMA;HPCRUN_HW_ATTR";
-    let env_list = match std::env::var("OMPI_MCA_mca_base_env_list") {
-        Ok(existing) if !existing.is_empty() => format!("{existing};{forwarded}"),
-        _ => forwarded.to_string(),
-    };
+    // The variables the preload reads; only these (all set) are passed.
+    let mut vars: Vec<(&str, OsString)> = vec![
+        ("LD_PRELOAD", ld_preload),
+        ("HPCRUN_OUT", out.clone().into_os_string()),
+        ("HPCRUN_EVENTS", events::env_value(&chosen).into()),
+        ("HPCRUN_HISTOGRAM", args.histogram.clone().into()),
+        ("HPCRUN_NUMA", if args.numa { "1" } else { "0" }.into()),
+        ("HPCRUN_MIN_BYTES", args.min_bytes.to_string().into()),
+        ("HPCRUN_RUN_ID", run_id.into()),
+        ("HPCRUN_SIGNAL", args.signal.to_string().into()),
+    ];
+    if let Some(attr) = &hw_attr {
+        vars.push((crate::pmu::ENV_HW_ATTR, attr.into()));
+    }
     let mut command = Command::new(program);
-    match &hw_attr {
-        Some(attr) => command.env(crate::pmu::ENV_HW_ATTR, attr),
-        None => command.env_remove(crate::pmu::ENV_HW_ATTR),
-    };
+    command.args(&args.command[1..]);
+    if hw_attr.is_none() {
+        command.env_remove(crate::pmu::ENV_HW_ATTR);
+    }
+    for (name, value) in &vars {
+        command.env(name, value);
+    }
+    // Open MPI forwards only listed variables to ranks on other hosts: add
+    // ours to its list (MPICH's Hydra and Slurm forward the environment).
+    // Open MPI warns about every listed variable that is not set, so the
+    // list holds exactly the variables set above.
+    command.env("OMPI_MCA_mca_base_env_list", ompi_env_list(&vars));
     let status = command
-        .env("OMPI_MCA_mca_base_env_list", env_list)
-        .args(&args.command[1..])
-        .env("LD_PRELOAD", ld_preload)
-        .env("HPCRUN_OUT", &out)
-        .env("HPCRUN_EVENTS", events::env_value(&chosen))
-        .env("HPCRUN_HISTOGRAM", &args.histogram)
-        .env("HPCRUN_NUMA", if args.numa { "1" } else { "0" })
-        .env("HPCRUN_MIN_BYTES", args.min_bytes.to_string())
-        .env("HPCRUN_RUN_ID", run_id)
-        .env("HPCRUN_SIGNAL", args.signal.to_string())
         .status()
         .with_context(|| format!("cannot run {program}"))?;
 
@@ -226,4 +230,16 @@ pub fn run(args: &Args) -> Result<u8> {
         (None, Some(sig)) => (128 + sig) as u8,
         _ => 1,
     })
+}
+
+/// Open MPI's `mca_base_env_list`: the user's list (if any), then the names
+/// of `vars`, separated by `;`.
+fn ompi_env_list(vars: &[(&str, OsString)]) -> String {
+    let mut names: Vec<String> = std::env::var("OMPI_MCA_mca_base_env_list")
+        .ok()
+        .filter(|l| !l.is_empty())
+        .into_iter()
+        .collect();
+    names.extend(vars.iter().map(|(name, _)| name.to_string()));
+    names.join(";")
 }
