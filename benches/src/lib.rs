@@ -180,6 +180,7 @@ pub fn program(cfg: &Config) -> Program {
                 allocations,
                 bytes,
                 max_bytes: bytes / allocations,
+                label: None,
             }
         })
         .collect();

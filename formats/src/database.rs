@@ -86,6 +86,11 @@ impl ThreadRef {
 /// Objects of runs with more threads keep no per-thread values.
 pub const MAX_THREAD_VALUES: usize = 4096;
 
+/// Module name of the pseudo-frame that ends the allocation path of blocks
+/// the program named (`hpcrun_label`, `hpcrun_register`): its `function`
+/// is the label. Blocks with different labels are different objects.
+pub const LABEL_MODULE: &str = "[label]";
+
 /// A source location (one inlining level).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Frame {
@@ -98,6 +103,21 @@ pub struct Frame {
     pub module: String,
     /// True when this frame was inlined into its parent.
     pub inlined: bool,
+    /// Allocation paths only, for a frame without line information: the
+    /// return address's offset from the function's start, so that two call
+    /// sites in one function stay apart (`AtomVec::grow+0x1c4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+}
+
+impl Frame {
+    /// `function` with `+0xOFFSET` when the frame has an offset.
+    pub fn function_at(&self) -> String {
+        match self.offset {
+            Some(off) => format!("{}+0x{off:x}", self.function),
+            None => self.function.clone(),
+        }
+    }
 }
 
 /// A tree; node 0 is the root and parents precede children.
@@ -211,6 +231,16 @@ pub struct DataObject {
     pub name: String,
     /// Allocation call path, root (e.g. `main`) first, as frame indices.
     pub alloc_path: Vec<u32>,
+    /// Heap: the allocation site, where the application asked for the
+    /// memory: index into `alloc_path` of the first frame outside the
+    /// allocator and its wrappers (`hpcprof-rs` chooses it, see
+    /// docs/GUIDE.md "Real applications"); `None` for other kinds.
+    #[serde(default)]
+    pub alloc_site: Option<u32>,
+    /// Heap: the name the program gave the object (`hpcrun_label`,
+    /// `hpcrun_register`); then `name` is that label.
+    #[serde(default)]
+    pub label: Option<String>,
     /// Heap: bytes allocated through the path; static: symbol size; stack:
     /// stack size; unknown: 0.
     pub bytes: u64,
@@ -231,6 +261,12 @@ pub struct DataObject {
 }
 
 impl DataObject {
+    /// The frame index (into `Database::frames`) of the allocation site.
+    pub fn site_frame(&self) -> Option<u32> {
+        self.alloc_site
+            .and_then(|i| self.alloc_path.get(i as usize).copied())
+    }
+
     /// This object's inclusive value of column `col` in thread `t` (index
     /// into `DbInfo::thread_list`; 0 if it never reached the object).
     pub fn thread_value(&self, t: u32, col: usize) -> u64 {

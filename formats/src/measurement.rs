@@ -228,6 +228,10 @@ pub struct AllocSite {
     pub bytes: u64,
     /// The largest single allocation.
     pub max_bytes: u64,
+    /// The name the program gave the blocks of this path
+    /// (`hpcrun_label`, `hpcrun_register`); wins over inferred names.
+    #[serde(default)]
+    pub label: Option<String>,
 }
 
 /// A static variable from a module's symbol table.

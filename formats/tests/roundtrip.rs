@@ -31,6 +31,7 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
                 allocations: 1,
                 bytes: 4096,
                 max_bytes: 4096,
+                label: None,
             });
             p.statics.push(StaticVar {
                 name: "A".into(),
@@ -73,11 +74,14 @@ fn sample_db() -> Database {
         line: Some(4),
         module: "abc".into(),
         inlined: false,
+        offset: None,
     });
     db.objects.push(DataObject {
         kind: ObjectKind::Heap,
         name: "C".into(),
         alloc_path: vec![0],
+        alloc_site: None,
+        label: None,
         bytes: 100,
         allocations: 1,
         node: 1,

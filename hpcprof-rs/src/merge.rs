@@ -616,6 +616,8 @@ impl DataBuilder {
             kind: key.kind(),
             name: key.default_name(),
             alloc_path,
+            alloc_site: None,
+            label: None,
             bytes: 0,
             allocations: 0,
             node,
@@ -792,9 +794,12 @@ impl Resolver<'_> {
         let Some(site) = p.alloc_sites.get(site as usize) else {
             return Vec::new();
         };
-        let mut path = Vec::with_capacity(site.frames.len());
+        let mut path = Vec::with_capacity(site.frames.len() + 1);
         for &a in site.frames.iter().rev() {
-            path.extend_from_slice(&self.chain(self.addrs.locate(a)));
+            path.extend_from_slice(&self.symbols.site_chain(self.addrs.locate(a)));
+        }
+        if let Some(label) = &site.label {
+            path.push(self.symbols.label_frame(label));
         }
         path
     }
@@ -1317,8 +1322,15 @@ pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Stream
 }
 
 /// Canonical order key of a frame.
-fn frame_order(f: &Frame) -> (&str, &str, Option<&str>, Option<u32>, bool) {
-    (&f.module, &f.function, f.file.as_deref(), f.line, f.inlined)
+fn frame_order(f: &Frame) -> (&str, &str, Option<&str>, Option<u32>, bool, Option<u64>) {
+    (
+        &f.module,
+        &f.function,
+        f.file.as_deref(),
+        f.line,
+        f.inlined,
+        f.offset,
+    )
 }
 
 /// Finishes the combined partial: allocation counts, canonical order,
@@ -1583,12 +1595,14 @@ mod tests {
                     allocations: 1,
                     bytes: 8,
                     max_bytes: 8,
+                    label: None,
                 },
                 AllocSite {
                     frames: vec![0x1000, 0x2000],
                     allocations: 3,
                     bytes: 3000,
                     max_bytes: 1000,
+                    label: None,
                 },
             ],
             statics: vec![StaticVar {

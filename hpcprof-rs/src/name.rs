@@ -755,6 +755,7 @@ mod tests {
             line,
             module: "/bin/app".into(),
             inlined: false,
+            offset: None,
         }
     }
 

@@ -31,6 +31,8 @@ use rayon::prelude::*;
 mod debuginfo;
 pub use debuginfo::{DebugInfo, RawFrame};
 
+pub use formats::database::LABEL_MODULE;
+
 /// The addresses to resolve in one module.
 #[derive(Debug, Clone)]
 pub struct ModuleRequest {
@@ -84,6 +86,7 @@ fn fallback_frame(module: &str, rel: u64, function: Option<String>) -> Frame {
         line: None,
         module: module.to_string(),
         inlined: false,
+        offset: None,
     }
 }
 
@@ -269,6 +272,8 @@ pub struct Symbolizer {
     modules: Mutex<ModuleTable>,
     frames: Mutex<Frames>,
     chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
+    /// Chains of allocation-path addresses ([`Symbolizer::site_chain`]).
+    site_chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -345,6 +350,54 @@ impl Symbolizer {
         lock(&self.chains).entry(loc).or_insert(ids).clone()
     }
 
+    /// The chain of an allocation-path address: as [`Symbolizer::chain`],
+    /// but a function frame without line information carries the return
+    /// address's offset from the function's start, so that two call sites
+    /// in one function (which only the offset tells apart without debug
+    /// information) stay two allocation sites.
+    pub fn site_chain(&self, loc: Loc) -> Arc<[u32]> {
+        if let Some(c) = lock(&self.site_chains).get(&loc) {
+            return c.clone();
+        }
+        let chain = self.chain(loc);
+        let outer = lock(&self.frames).list[chain[0] as usize].clone();
+        let start = match loc {
+            Loc::Module(m, rel) if outer.line.is_none() && !outer.inlined => {
+                let slot = lock(&self.modules).1[m as usize].clone();
+                let mut state = lock(&slot.loader);
+                let start = state
+                    .get(|| open_module(&slot.path, slot.build_id.as_deref(), &mut Vec::new()))
+                    .and_then(|l| l.symbol_start(rel));
+                start.map(|s| rel + 1 - s)
+            }
+            _ => None,
+        };
+        let ids: Arc<[u32]> = match start {
+            Some(offset) => {
+                let mut table = lock(&self.frames);
+                let mut ids = chain.to_vec();
+                ids[0] = table.intern(Frame {
+                    offset: Some(offset),
+                    ..outer
+                });
+                ids.into()
+            }
+            None => chain,
+        };
+        lock(&self.site_chains).entry(loc).or_insert(ids).clone()
+    }
+
+    /// The frame that carries a label the program gave an allocation path
+    /// (`hpcrun_label`/`hpcrun_register`): module [`LABEL_MODULE`], the
+    /// label as its function; the innermost frame of the path.
+    pub fn label_frame(&self, label: &str) -> u32 {
+        lock(&self.frames).intern(Frame {
+            function: label.to_string(),
+            module: LABEL_MODULE.to_string(),
+            ..Frame::default()
+        })
+    }
+
     /// Tells the symboliser that a profile has been merged. A module whose
     /// debug information served no lookup during the last 8 profiles is
     /// closed: its parsed tables (about 10 MB for a 32 MB program, more as
@@ -414,6 +467,7 @@ fn lookup(loader: &DebugInfo, module: &str, rel: u64) -> Vec<Frame> {
                     line,
                     module: module.to_string(),
                     inlined: i > 0,
+                    offset: None,
                 }
             },
         )

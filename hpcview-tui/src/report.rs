@@ -321,6 +321,7 @@ mod tests {
             line: Some(line),
             module: module.into(),
             inlined: false,
+            offset: None,
         }
     }
 
@@ -388,6 +389,8 @@ mod tests {
                     kind: ObjectKind::Heap,
                     name: "C".into(),
                     alloc_path: vec![0],
+                    alloc_site: None,
+                    label: None,
                     bytes: 800,
                     allocations: 1,
                     node: 3,
@@ -398,6 +401,8 @@ mod tests {
                     kind: ObjectKind::Heap,
                     name: "B".into(),
                     alloc_path: vec![2, 3],
+                    alloc_site: None,
+                    label: None,
                     bytes: 800,
                     allocations: 1,
                     node: 7,

@@ -233,6 +233,11 @@ impl DebugInfo {
         out
     }
 
+    /// The start address of the symbol-table entry containing `probe`.
+    pub fn symbol_start(&self, probe: u64) -> Option<u64> {
+        self.inner.symbols.containing(probe).map(|s| s.address())
+    }
+
     /// The (mangled) name of the symbol-table entry containing `probe`.
     pub fn symbol(&self, probe: u64) -> Option<&str> {
         self.inner.symbols.containing(probe).map(|s| s.name())

@@ -424,6 +424,7 @@ impl SiteTable {
                         allocations: s.allocations.load(Relaxed),
                         bytes: s.bytes.load(Relaxed),
                         max_bytes: s.max_bytes.load(Relaxed),
+                        label: None,
                     })
                     .unwrap_or_default()
             })
