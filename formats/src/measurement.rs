@@ -338,6 +338,11 @@ pub struct SampleStats {
     /// Page-fault samples (the `page-faults` source).
     #[serde(default)]
     pub page_faults: u64,
+    /// `hpcrun_label` calls whose address was in no tracked block (a block
+    /// below `--min-bytes`, stack or static data); process-wide, in the
+    /// main thread's file.
+    #[serde(default)]
+    pub labels_untracked: u64,
     /// Samples lost, by cause (e.g. "tree full", "unwind failed").
     pub dropped: BTreeMap<String, u64>,
 }
@@ -354,6 +359,7 @@ impl SampleStats {
         self.recovered_at_ip += other.recovered_at_ip;
         self.partial_unwinds += other.partial_unwinds;
         self.page_faults += other.page_faults;
+        self.labels_untracked += other.labels_untracked;
         for (cause, n) in &other.dropped {
             *self.dropped.entry(cause.clone()).or_default() += n;
         }

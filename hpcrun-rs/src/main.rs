@@ -20,6 +20,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The public C header for labels from the program (`--print-header`).
+const HEADER: &str = include_str!("../include/hpcrun.h");
+
 /// Measure a program: which data its memory accesses go to, and from where.
 #[derive(Debug, Parser)]
 #[command(
@@ -69,9 +72,14 @@ struct Args {
     #[arg(long)]
     list_events: bool,
 
+    /// Print the C header `hpcrun.h` (hpcrun_label, hpcrun_register,
+    /// hpcrun_unregister: name your program's data), then exit.
+    #[arg(long)]
+    print_header: bool,
+
     /// The program to run, and its arguments.
     #[arg(
-        required_unless_present = "list_events",
+        required_unless_present_any = ["list_events", "print_header"],
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "COMMAND"
@@ -94,6 +102,10 @@ fn parse_histogram(s: &str) -> Result<String, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.print_header {
+        print!("{HEADER}");
+        return ExitCode::SUCCESS;
+    }
     if args.list_events {
         print!("{}", events::list(std::path::Path::new("/")));
         return ExitCode::SUCCESS;

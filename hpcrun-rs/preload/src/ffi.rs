@@ -263,6 +263,30 @@ pub unsafe fn memory(addr: u64, len: usize) -> &'static [u8] {
     unsafe { std::slice::from_raw_parts(addr as *const u8, len) }
 }
 
+/// Copies the bytes of the C string at `s` (up to its NUL, at most
+/// `out.len()` bytes) into `out`; returns how many. A null `s` gives 0.
+///
+/// # Safety
+/// `s` is null or points to a NUL-terminated string, or to at least
+/// `out.len()` readable bytes.
+pub unsafe fn c_string_prefix(s: *const std::ffi::c_char, out: &mut [u8]) -> usize {
+    if s.is_null() {
+        return 0;
+    }
+    let mut n = 0;
+    while n < out.len() {
+        // SAFETY: bytes up to the first NUL (or out.len()) are readable,
+        // per the caller's contract; we stop at the NUL.
+        let b = unsafe { *s.add(n) } as u8;
+        if b == 0 {
+            break;
+        }
+        out[n] = b;
+        n += 1;
+    }
+    n
+}
+
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }

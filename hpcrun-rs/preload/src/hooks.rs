@@ -22,7 +22,7 @@ thread_local! {
 }
 
 /// Runs `f` unless a hook is already active on this thread.
-fn guarded(f: impl FnOnce()) {
+pub(crate) fn guarded(f: impl FnOnce()) {
     if !READY.load(Ordering::Acquire) {
         return;
     }
@@ -73,39 +73,51 @@ fn record(ptr: *mut c_void, size: usize) {
         objects::note_small_block(ptr as u64);
         return;
     }
-    guarded(|| {
-        let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (
-            threads::current(),
-            unwind::get(),
-            objects::get(),
-            modules::get(),
-        ) else {
-            return;
-        };
-        let (pc, sp, bp) = current_registers();
-        let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
-        // SAFETY: the hook cache is used only by this thread's hooks, and
-        // the IN_HOOK guard excludes nested use.
-        let cache = unsafe { &mut *state.hook_cache.get() };
-        let got = unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames);
-        // Drop the frames inside this library (the hook itself, and the
-        // thread trampoline at the root of a thread's paths).
-        let mut len = 0;
-        for i in 0..got.len {
-            if !snap.is_own_code(frames[i]) {
-                frames[len] = frames[i];
-                len += 1;
-            }
+    guarded(|| track(ptr as u64, size as u64, None));
+}
+
+/// Unwinds the call path into this library and enters `[start, start+size)`
+/// in the object map: as a heap block (`label` `None`), or as a range the
+/// program registered with this label (`hpcrun_register`; empty: none).
+/// Runs inside [`guarded`].
+#[inline(never)]
+pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>) {
+    let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (
+        threads::current(),
+        unwind::get(),
+        objects::get(),
+        modules::get(),
+    ) else {
+        return;
+    };
+    let (pc, sp, bp) = current_registers();
+    let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
+    // SAFETY: the hook cache is used only by this thread's hooks, and
+    // the IN_HOOK guard excludes nested use.
+    let cache = unsafe { &mut *state.hook_cache.get() };
+    let got = unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames);
+    // Drop the frames inside this library (the hook itself, and the
+    // thread trampoline at the root of a thread's paths).
+    let mut len = 0;
+    for i in 0..got.len {
+        if !snap.is_own_code(frames[i]) {
+            frames[len] = frames[i];
+            len += 1;
         }
-        let path = &frames[..len];
-        if let Some(site) = objs.site(path) {
-            let head = state.last_record.load(Ordering::Relaxed);
-            let id = objs.insert(ptr as u64, size as u64, site, state.index, head);
-            if id != 0 {
-                state.last_record.store(id, Ordering::Relaxed);
-            }
-        }
-    });
+    }
+    let path = &frames[..len];
+    let head = state.last_record.load(Ordering::Relaxed);
+    let id = match label {
+        None => objs
+            .site(path)
+            .map(|site| objs.insert(start, size, site, state.index, head)),
+        Some(label) => objs
+            .labelled_site(path, label)
+            .map(|site| objs.register(start, size, site, state.index, head)),
+    };
+    if let Some(id) = id.filter(|&id| id != 0) {
+        state.last_record.store(id, Ordering::Relaxed);
+    }
 }
 
 fn forget(ptr: *mut c_void) {

@@ -5,6 +5,8 @@
 //!
 //! * [`hooks`]: interposes the malloc family; every allocation of at least
 //!   `HPCRUN_MIN_BYTES` is unwound ([`unwind`]) and recorded in the object map.
+//! * [`labels`]: `hpcrun_label`, `hpcrun_register`, `hpcrun_unregister`,
+//!   the calls by which a program names its data (`hpcrun.h`).
 //! * [`objects`]: the address -> heap object map (read from the signal
 //!   handler without locks) and the table of allocation sites.
 //! * [`modules`]: loaded ELF modules, their static variables and function
@@ -25,14 +27,15 @@
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
 //! memory never comes from the hooked functions (it has its own global
 //! allocator on glibc's `__libc_*` entry points); the signal handler neither
-//! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`] and
-//! [`handler`].
+//! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`],
+//! [`labels`] (the C entry points) and [`handler`].
 
 pub mod cct;
 pub mod config;
 pub mod ffi;
 pub mod handler;
 pub mod hooks;
+pub mod labels;
 pub mod modules;
 pub mod numa;
 pub mod objects;

@@ -322,6 +322,10 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
         partial_unwinds: s.partial_unwinds.load(Relaxed),
         page_faults: s.page_faults.load(Relaxed),
+        labels_untracked: match (state.index, objs) {
+            (0, Some(o)) => o.labels_untracked.load(Relaxed),
+            _ => 0,
+        },
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)
@@ -424,7 +428,7 @@ impl SiteTable {
                         allocations: s.allocations.load(Relaxed),
                         bytes: s.bytes.load(Relaxed),
                         max_bytes: s.max_bytes.load(Relaxed),
-                        label: None,
+                        label: s.label(),
                     })
                     .unwrap_or_default()
             })

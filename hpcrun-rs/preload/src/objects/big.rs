@@ -95,6 +95,14 @@ impl BigBlocks {
 
     /// The site of the block containing `addr`. Safe in a signal handler.
     pub fn lookup(&self, addr: u64) -> Lookup {
+        self.lookup_nested(addr, 1)
+    }
+
+    /// The block containing `addr` among the `depth` blocks that start last
+    /// at or below it, latest start first: with nested blocks, the innermost
+    /// one (as long as it is at most `depth` entries back). Safe in a signal
+    /// handler.
+    pub fn lookup_nested(&self, addr: u64, depth: usize) -> Lookup {
         for _ in 0..8 {
             let s1 = self.seq.load(Acquire);
             if s1 & 1 == 1 {
@@ -104,8 +112,7 @@ impl BigBlocks {
             let len = (self.len.load(Relaxed) as usize).min(self.entries.len());
             let pos = self.upper_bound(addr, len);
             let mut found = Lookup::NotFound;
-            if pos > 0 {
-                let e = &self.entries[pos - 1];
+            for e in self.entries[pos.saturating_sub(depth)..pos].iter().rev() {
                 let end = e.end.load(Relaxed);
                 if addr < end {
                     found = Lookup::Block {
@@ -113,6 +120,7 @@ impl BigBlocks {
                         start: e.start.load(Relaxed),
                         end,
                     };
+                    break;
                 }
             }
             fence(Acquire);
@@ -121,6 +129,34 @@ impl BigBlocks {
             }
         }
         Lookup::Busy
+    }
+
+    /// The block starting exactly at `start` (under the write lock).
+    pub fn find_block(&self, start: u64) -> Option<Block> {
+        lock(&self.write_lock);
+        let len = self.len.load(Relaxed) as usize;
+        let pos = self.lower_bound(start, len);
+        let found = (pos < len && self.entries[pos].start.load(Relaxed) == start)
+            .then(|| self.block(pos));
+        unlock(&self.write_lock);
+        found
+    }
+
+    /// Gives the block starting at `start` the site `site`; returns the
+    /// block as it was.
+    pub fn set_site(&self, start: u64, site: u32) -> Option<Block> {
+        lock(&self.write_lock);
+        let len = self.len.load(Relaxed) as usize;
+        let pos = self.lower_bound(start, len);
+        let mut old = None;
+        if pos < len && self.entries[pos].start.load(Relaxed) == start {
+            old = Some(self.block(pos));
+            self.begin_write();
+            self.entries[pos].site.store(site as u64, Relaxed);
+            self.end_write();
+        }
+        unlock(&self.write_lock);
+        old
     }
 
     fn block(&self, i: usize) -> Block {

@@ -151,6 +151,46 @@ impl Granules {
         Some(block)
     }
 
+    /// Gives the block starting at `start` the site `site` in every granule
+    /// it is entered in; returns the block as it was. A slot is odd (skipped
+    /// by readers) only while its site is stored.
+    pub fn set_site(&self, start: u64, site: u32) -> Option<Block> {
+        let first = start >> GRANULE_SHIFT;
+        let mut old: Option<Block> = None;
+        let mut g = first;
+        loop {
+            for slot in self.probe(g) {
+                if slot.granule.load(Relaxed) == EMPTY {
+                    break;
+                }
+                let Some((block, s)) = Self::read(slot, g) else {
+                    continue;
+                };
+                if block.start != start {
+                    continue;
+                }
+                if slot
+                    .seq
+                    .compare_exchange(s, s + 1, Acquire, Relaxed)
+                    .is_ok()
+                {
+                    fence(Release);
+                    slot.site.store(site as u64, Relaxed);
+                    slot.seq.store(s + 2, Release);
+                    old.get_or_insert(block);
+                }
+                break;
+            }
+            let Some(block) = old else {
+                return None; // Not in its first granule: not tracked.
+            };
+            if g >= (block.end - 1) >> GRANULE_SHIFT {
+                return Some(block);
+            }
+            g += 1;
+        }
+    }
+
     /// The block starting exactly at `start`.
     pub fn find_start(&self, start: u64) -> Option<Block> {
         let granule = start >> GRANULE_SHIFT;

@@ -18,6 +18,17 @@
 //! can hand them out again, so a reused address maps to the block live at
 //! the sample's time.
 //!
+//! **Registered ranges** (`hpcrun_register`, see [`crate::labels`]) live in
+//! a third map of the [`big`] kind whose lookup scans a few entries back,
+//! so a registered range nested in another one wins. The signal handler
+//! looks there first: a registered sub-range of a pool wins over the pool's
+//! heap block.
+//!
+//! **Labels**: a site's identity is its call path *and* its label (at most
+//! [`LABEL_BYTES`] bytes, written once when the site is created, before the
+//! site is published), so blocks with different labels from one call path
+//! are different sites.
+//!
 //! **Allocation log**: one record per tracked block (address, size, site,
 //! thread, allocation and free times), chained per thread.
 
@@ -25,7 +36,7 @@ pub(crate) mod big;
 pub(crate) mod granules;
 mod small_heap;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
 pub use small_heap::{in_small_heap, note_small_block};
@@ -38,6 +49,11 @@ pub const MAX_ALLOC_FRAMES: usize = 48;
 pub const BIG_BYTES: u64 = 256 << 10;
 const SITE_CAPACITY: usize = 1 << 16;
 const RECORD_CAPACITY: usize = 1 << 20;
+/// Longest label kept (bytes; longer names are cut).
+pub const LABEL_BYTES: usize = 63;
+/// How many registered ranges a lookup checks backwards from the one that
+/// starts last at or below the address (nested registrations).
+const REGISTERED_DEPTH: usize = 16;
 
 pub struct Site {
     hash: AtomicU64,
@@ -46,6 +62,34 @@ pub struct Site {
     pub bytes: AtomicU64,
     pub max_bytes: AtomicU64,
     frames: [AtomicU64; MAX_ALLOC_FRAMES],
+    label_len: AtomicU32,
+    label: [AtomicU8; LABEL_BYTES],
+}
+
+impl Site {
+    /// The site's label, if it has one (invalid UTF-8 replaced; a multi-byte
+    /// character cut by the length limit dropped).
+    pub fn label(&self) -> Option<String> {
+        let n = (self.label_len.load(Relaxed) as usize).min(LABEL_BYTES);
+        if n == 0 {
+            return None;
+        }
+        let bytes: Vec<u8> = self.label[..n].iter().map(|b| b.load(Relaxed)).collect();
+        let valid = match std::str::from_utf8(&bytes) {
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            _ => n,
+        };
+        Some(String::from_utf8_lossy(&bytes[..valid]).into_owned())
+    }
+
+    fn label_equals(&self, label: &[u8]) -> bool {
+        self.label_len.load(Relaxed) as usize == label.len()
+            && self
+                .label
+                .iter()
+                .zip(label)
+                .all(|(a, b)| a.load(Relaxed) == *b)
+    }
 }
 
 /// One tracked allocation, for the allocation log.
@@ -83,21 +127,44 @@ pub struct Objects {
     pub records_dropped: AtomicU64,
     /// Tracked allocations that did not fit in the maps.
     pub map_full: AtomicU64,
+    /// `hpcrun_label` calls whose address was in no tracked block.
+    pub labels_untracked: AtomicU64,
     granules: granules::Granules,
     big: big::BigBlocks,
+    /// Ranges entered by `hpcrun_register`.
+    registered: big::BigBlocks,
+    /// Live registered ranges (0: lookups skip that map).
+    registered_live: AtomicU64,
+}
+
+/// Which map holds a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Map {
+    Registered,
+    Granules,
+    Big,
 }
 
 static OBJECTS: OnceLock<Objects> = OnceLock::new();
 
 /// Creates the tables (at library load).
 pub fn init() -> bool {
-    let (Some(sites), Some(site_index), Some(records), Some(granules), Some(big)) = (
+    let (
+        Some(sites),
+        Some(site_index),
+        Some(records),
+        Some(granules),
+        Some(big),
+        Some(registered),
+    ) = (
         ffi::map_zeroed::<Site>(SITE_CAPACITY),
         ffi::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
         ffi::map_zeroed::<Record>(RECORD_CAPACITY),
         granules::Granules::new(),
         big::BigBlocks::new(),
-    ) else {
+        big::BigBlocks::new(),
+    )
+    else {
         return false;
     };
     OBJECTS
@@ -110,8 +177,11 @@ pub fn init() -> bool {
             record_count: AtomicU64::new(0),
             records_dropped: AtomicU64::new(0),
             map_full: AtomicU64::new(0),
+            labels_untracked: AtomicU64::new(0),
             granules,
             big,
+            registered,
+            registered_live: AtomicU64::new(0),
         })
         .is_ok()
 }
@@ -134,11 +204,15 @@ pub(crate) fn unlock(flag: &AtomicBool) {
     flag.store(false, Release);
 }
 
-fn path_hash(frames: &[u64]) -> u64 {
+fn path_hash(frames: &[u64], label: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for f in frames {
         h ^= f;
         h = h.wrapping_mul(0x100_0000_01b3).rotate_left(23);
+    }
+    for &b in label {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
     }
     h | 1
 }
@@ -171,8 +245,15 @@ impl Objects {
     /// Site id of this call path (innermost first), created if new. `None`
     /// when the table is full.
     pub fn site(&self, frames: &[u64]) -> Option<u32> {
+        self.labelled_site(frames, &[])
+    }
+
+    /// Site id of this call path with this label (cut to [`LABEL_BYTES`];
+    /// empty: no label), created if new. `None` when the table is full.
+    pub fn labelled_site(&self, frames: &[u64], label: &[u8]) -> Option<u32> {
         let frames = &frames[..frames.len().min(MAX_ALLOC_FRAMES)];
-        let hash = path_hash(frames);
+        let label = &label[..label.len().min(LABEL_BYTES)];
+        let hash = path_hash(frames, label);
         let mask = self.site_index.len() - 1;
         let mut slot = hash as usize & mask;
         lock(&self.site_lock);
@@ -189,12 +270,19 @@ impl Objects {
                 for (slot, f) in site.frames.iter().zip(frames) {
                     slot.store(*f, Relaxed);
                 }
+                site.label_len.store(label.len() as u32, Relaxed);
+                for (slot, b) in site.label.iter().zip(label) {
+                    slot.store(*b, Relaxed);
+                }
                 self.site_count.store(id + 1, Release);
                 self.site_index[slot].store(id + 1, Relaxed);
                 break Some(id);
             }
             let site = &self.sites[entry as usize - 1];
-            if site.hash.load(Relaxed) == hash && site_frames_equal(site, frames) {
+            if site.hash.load(Relaxed) == hash
+                && site_frames_equal(site, frames)
+                && site.label_equals(label)
+            {
                 break Some(entry - 1);
             }
             slot = (slot + 1) & mask;
@@ -221,28 +309,7 @@ impl Objects {
     /// record is `thread_head` (index + 1, 0: none); returns this block's
     /// record (index + 1, 0 if the log is full).
     pub fn insert(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
-        if let Some(s) = self.sites.get(site as usize) {
-            s.allocations.fetch_add(1, Relaxed);
-            s.bytes.fetch_add(size, Relaxed);
-            s.max_bytes.fetch_max(size, Relaxed);
-        }
-        let index = self.record_count.fetch_add(1, Relaxed) as usize;
-        let record = match self.records.get(index) {
-            Some(r) => {
-                r.start.store(start, Relaxed);
-                r.size.store(size, Relaxed);
-                r.site.store(site, Relaxed);
-                r.thread.store(thread, Relaxed);
-                r.alloc_ns.store(ffi::now_unix_ns(), Relaxed);
-                r.free_ns.store(0, Relaxed);
-                r.previous.store(thread_head, Relaxed);
-                index as u64 + 1
-            }
-            None => {
-                self.records_dropped.fetch_add(1, Relaxed);
-                0
-            }
-        };
+        let record = self.new_record(start, size, site, thread, thread_head);
         let block = Block {
             start,
             end: start + size.max(1),
@@ -261,6 +328,134 @@ impl Objects {
             self.map_full.fetch_add(1, Relaxed);
         }
         record
+    }
+
+    /// Enters a range named by the program (`hpcrun_register`) in the
+    /// registered map, replacing a registered range that starts at the same
+    /// address; returns its record as [`Objects::insert`] does. Heap blocks
+    /// that contain it stay tracked: lookups find the registered range
+    /// first.
+    pub fn register(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
+        let record = self.new_record(start, size, site, thread, thread_head);
+        self.unregister(start);
+        let block = Block {
+            start,
+            end: start.saturating_add(size.max(1)),
+            site,
+            record,
+        };
+        if self.registered.insert(block) {
+            self.registered_live.fetch_add(1, Relaxed);
+        } else {
+            self.map_full.fetch_add(1, Relaxed);
+        }
+        record
+    }
+
+    /// Forgets the registered range starting at `start`, if any, and stamps
+    /// its free time. True if there was one.
+    pub fn unregister(&self, start: u64) -> bool {
+        let Some(block) = self.registered.remove(start) else {
+            return false;
+        };
+        self.registered_live.fetch_sub(1, Relaxed);
+        if let Some(r) = self.record(block.record) {
+            r.free_ns.store(ffi::now_unix_ns(), Relaxed);
+        }
+        true
+    }
+
+    /// Gives the tracked block (registered range first, as lookups do) that
+    /// contains `addr` the site of its call path with `label` (empty: the
+    /// unlabelled site). False if `addr` is in no tracked block or the site
+    /// table is full.
+    pub fn relabel(&self, addr: u64, label: &[u8]) -> bool {
+        let Some((map, start)) = self.find(addr) else {
+            return false;
+        };
+        let old_site = match map {
+            Map::Registered => self.registered.find_block(start),
+            Map::Granules => self.granules.find_start(start),
+            Map::Big => self.big.find_block(start),
+        }
+        .map(|b| b.site);
+        let Some(old_site) = old_site else {
+            return false; // Freed meanwhile.
+        };
+        let Some((frames, _)) = self.site_info(old_site) else {
+            return false;
+        };
+        let Some(new_site) = self.labelled_site(&frames, label) else {
+            return false;
+        };
+        let changed = match map {
+            Map::Registered => self.registered.set_site(start, new_site),
+            Map::Granules => self.granules.set_site(start, new_site),
+            Map::Big => self.big.set_site(start, new_site),
+        };
+        let Some(block) = changed else {
+            return false;
+        };
+        if block.site != new_site {
+            let size = block.end - block.start;
+            if let Some(s) = self.sites.get(block.site as usize) {
+                s.allocations.fetch_sub(1, Relaxed);
+                s.bytes.fetch_sub(size, Relaxed);
+            }
+            if let Some(s) = self.sites.get(new_site as usize) {
+                s.allocations.fetch_add(1, Relaxed);
+                s.bytes.fetch_add(size, Relaxed);
+                s.max_bytes.fetch_max(size, Relaxed);
+            }
+            if let Some(r) = self.record(block.record) {
+                r.site.store(new_site, Relaxed);
+            }
+        }
+        true
+    }
+
+    /// The map and start of the block containing `addr`, in lookup order.
+    fn find(&self, addr: u64) -> Option<(Map, u64)> {
+        let start = |l: Lookup| match l {
+            Lookup::Block { start, .. } => Some(start),
+            _ => None,
+        };
+        if self.registered_live.load(Relaxed) > 0 {
+            if let Some(s) = start(self.registered.lookup_nested(addr, REGISTERED_DEPTH)) {
+                return Some((Map::Registered, s));
+            }
+        }
+        if let Some(s) = start(self.granules.lookup(addr)) {
+            return Some((Map::Granules, s));
+        }
+        start(self.big.lookup(addr)).map(|s| (Map::Big, s))
+    }
+
+    /// Counts the allocation at its site and appends its log record
+    /// (index + 1, 0 if the log is full).
+    fn new_record(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
+        if let Some(s) = self.sites.get(site as usize) {
+            s.allocations.fetch_add(1, Relaxed);
+            s.bytes.fetch_add(size, Relaxed);
+            s.max_bytes.fetch_max(size, Relaxed);
+        }
+        let index = self.record_count.fetch_add(1, Relaxed) as usize;
+        match self.records.get(index) {
+            Some(r) => {
+                r.start.store(start, Relaxed);
+                r.size.store(size, Relaxed);
+                r.site.store(site, Relaxed);
+                r.thread.store(thread, Relaxed);
+                r.alloc_ns.store(ffi::now_unix_ns(), Relaxed);
+                r.free_ns.store(0, Relaxed);
+                r.previous.store(thread_head, Relaxed);
+                index as u64 + 1
+            }
+            None => {
+                self.records_dropped.fetch_add(1, Relaxed);
+                0
+            }
+        }
     }
 
     /// Allocation record `id` (index + 1).
@@ -289,6 +484,12 @@ impl Objects {
 
     /// The site of the block containing `addr`. Safe in a signal handler.
     pub fn lookup(&self, addr: u64) -> Lookup {
+        if self.registered_live.load(Relaxed) > 0 {
+            match self.registered.lookup_nested(addr, REGISTERED_DEPTH) {
+                Lookup::NotFound => {}
+                found => return found,
+            }
+        }
         match self.granules.lookup(addr) {
             Lookup::NotFound => self.big.lookup(addr),
             found => found,
@@ -305,6 +506,7 @@ impl Objects {
     pub fn reset_locks_after_fork(&self) {
         self.site_lock.store(false, Relaxed);
         self.big.reset_after_fork();
+        self.registered.reset_after_fork();
         self.granules.reset_after_fork();
     }
 }
