@@ -553,6 +553,80 @@ mod tests {
     }
 
     #[test]
+    fn labels_are_part_of_a_sites_identity() {
+        assert!(init() || get().is_some());
+        let objs = get().unwrap();
+        let plain = objs.site(&[71, 72]).unwrap();
+        let a = objs.labelled_site(&[71, 72], b"particles").unwrap();
+        let b = objs.labelled_site(&[71, 72], b"cells").unwrap();
+        assert_ne!(plain, a);
+        assert_ne!(a, b);
+        assert_eq!(objs.labelled_site(&[71, 72], b"cells"), Some(b));
+        assert_eq!(objs.labelled_site(&[71, 72], b""), Some(plain));
+        let (frames, site) = objs.site_info(b).unwrap();
+        assert_eq!(frames, vec![71, 72]);
+        assert_eq!(site.label().as_deref(), Some("cells"));
+        assert_eq!(objs.site_info(plain).unwrap().1.label(), None);
+        // Cut to LABEL_BYTES, without a split character at the end.
+        let long = "é".repeat(40);
+        let cut = objs.labelled_site(&[71, 72], long.as_bytes()).unwrap();
+        let label = objs.site_info(cut).unwrap().1.label().unwrap();
+        assert_eq!(label, "é".repeat(31));
+        let bad = objs.labelled_site(&[71, 72], b"a\xffb").unwrap();
+        assert_eq!(objs.site_info(bad).unwrap().1.label().unwrap(), "a\u{fffd}b");
+    }
+
+    #[test]
+    fn registered_ranges_win_over_the_blocks_around_them() {
+        assert!(init() || get().is_some());
+        let objs = get().unwrap();
+        let pool_site = objs.site(&[81]).unwrap();
+        let inner = objs.labelled_site(&[82], b"inner").unwrap();
+        let outer = objs.labelled_site(&[82], b"outer").unwrap();
+        let pool = 0x7300_0000_0000u64;
+        objs.insert(pool, 64 << 20, pool_site, 0, 0);
+        // A registered range at the pool's start, a small and a big one
+        // inside, and one registered range nested in another.
+        objs.register(pool, 1 << 20, inner, 0, 0);
+        objs.register(pool + (2 << 20), 100, inner, 0, 0);
+        objs.register(pool + (8 << 20), 16 << 20, outer, 0, 0);
+        for i in 0..20 {
+            objs.register(pool + (10 << 20) + i * 4096, 2048, inner, 0, 0);
+        }
+        let site = |addr| objs.lookup(addr).site();
+        assert_eq!(site(pool), Some(inner));
+        assert_eq!(site(pool + (1 << 20)), Some(pool_site));
+        assert_eq!(site(pool + (2 << 20) + 99), Some(inner));
+        assert_eq!(site(pool + (2 << 20) + 100), Some(pool_site));
+        assert_eq!(site(pool + (8 << 20) + 5), Some(outer));
+        assert_eq!(site(pool + (10 << 20) + 3 * 4096 + 10), Some(inner));
+        // Between nested ranges: the enclosing one, up to 16 back...
+        assert_eq!(site(pool + (10 << 20) + 3 * 4096 + 3000), Some(outer));
+        // ... beyond that the heap block around it.
+        assert_eq!(site(pool + (10 << 20) + 19 * 4096 + 3000), Some(pool_site));
+        // hpcrun_label on a registered range and on the pool.
+        assert!(objs.relabel(pool + 10, b"renamed"));
+        let renamed = objs.labelled_site(&[82], b"renamed").unwrap();
+        assert_eq!(site(pool + 20), Some(renamed));
+        assert!(objs.relabel(pool + (1 << 20), b"pool"));
+        let named_pool = objs.labelled_site(&[81], b"pool").unwrap();
+        assert_eq!(site(pool + (1 << 20)), Some(named_pool));
+        assert_eq!(objs.site_info(named_pool).unwrap().1.allocations.load(Relaxed), 1);
+        assert!(!objs.relabel(0x10, b"nowhere"));
+        // Unregistered: the pool again.
+        assert!(objs.unregister(pool));
+        assert!(!objs.unregister(pool));
+        assert_eq!(site(pool), Some(named_pool));
+        for i in 0..20 {
+            assert!(objs.unregister(pool + (10 << 20) + i * 4096));
+        }
+        objs.unregister(pool + (2 << 20));
+        objs.unregister(pool + (8 << 20));
+        objs.remove(pool);
+        assert_eq!(objs.lookup(pool + 5), Lookup::NotFound);
+    }
+
+    #[test]
     fn many_small_blocks_and_churn() {
         assert!(init() || get().is_some());
         let objs = get().unwrap();
