@@ -55,12 +55,15 @@ fn records_by_label(profiles: &[ThreadProfile]) -> HashMap<Option<String>, (u64,
 fn registered_ranges_and_labelled_blocks_are_objects_of_their_own() {
     let dir = scratch("labels");
     let exe = compile_with_header("labels.c", &dir, &[]);
-    let native = run(&mut Command::new(&exe).arg("100"));
+    let native = run(Command::new(&exe).arg("100"));
     let native_out = ok_stdout(&native, "labels without the profiler");
     assert!(native_out.starts_with("particles "), "{native_out}");
 
     let p = profile(&dir, "mem:soft@100000", &exe, &["100"]);
-    assert_eq!(p.program_stdout, native_out, "output changed under the profiler");
+    assert_eq!(
+        p.program_stdout, native_out,
+        "output changed under the profiler"
+    );
 
     // What the program said, from the measurement (no sampling involved).
     let profiles = read_profiles(&p.measurements);
@@ -68,9 +71,17 @@ fn registered_ranges_and_labelled_blocks_are_objects_of_their_own() {
     assert_eq!(untracked, 1, "the 100-byte block is below --min-bytes");
     let log = records_by_label(&profiles);
     let label = |s: &str| Some(s.to_string());
-    assert_eq!(log.get(&label("particles")), Some(&(1, 1, 8 * MIB)), "{log:?}");
+    assert_eq!(
+        log.get(&label("particles")),
+        Some(&(1, 1, 8 * MIB)),
+        "{log:?}"
+    );
     assert_eq!(log.get(&label("cells")), Some(&(1, 1, 4 * MIB)), "{log:?}");
-    assert_eq!(log.get(&label("scratch")), Some(&(1, 1, 2 * MIB)), "{log:?}");
+    assert_eq!(
+        log.get(&label("scratch")),
+        Some(&(1, 1, 2 * MIB)),
+        "{log:?}"
+    );
     // hpcrun_label moves the block (its log record) to the labelled site.
     assert_eq!(log.get(&label("grid")), Some(&(1, 1, 16 * MIB)), "{log:?}");
     assert!(!log.contains_key(&label("tiny")), "{log:?}");
@@ -128,7 +139,11 @@ fn labels_from_many_threads_while_sampling() {
         let name = Some(format!("t{t}"));
         assert_eq!(log.get(&name), Some(&(2000, 2000, 16384)), "{log:?}");
     }
-    assert_eq!(log.get(&Some("sub".into())), Some(&(8000, 8000, 1024)), "{log:?}");
+    assert_eq!(
+        log.get(&Some("sub".into())),
+        Some(&(8000, 8000, 1024)),
+        "{log:?}"
+    );
 }
 
 #[test]
@@ -170,6 +185,10 @@ fn print_header_is_the_shipped_header_and_compiles_as_c_and_cxx() {
     let (profiled, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
     assert_eq!(ok_stdout(&profiled, "uses_header profiled"), "1048576 1\n");
     let log = records_by_label(&read_profiles(&measurements));
-    assert_eq!(log.get(&Some("v".into())), Some(&(1, 1, 8 * MIB)), "{log:?}");
+    assert_eq!(
+        log.get(&Some("v".into())),
+        Some(&(1, 1, 8 * MIB)),
+        "{log:?}"
+    );
     assert_eq!(log.get(&Some("part".into())), Some(&(1, 1, 64)), "{log:?}");
 }

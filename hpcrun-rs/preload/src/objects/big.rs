@@ -136,8 +136,8 @@ impl BigBlocks {
         lock(&self.write_lock);
         let len = self.len.load(Relaxed) as usize;
         let pos = self.lower_bound(start, len);
-        let found = (pos < len && self.entries[pos].start.load(Relaxed) == start)
-            .then(|| self.block(pos));
+        let found =
+            (pos < len && self.entries[pos].start.load(Relaxed) == start).then(|| self.block(pos));
         unlock(&self.write_lock);
         found
     }

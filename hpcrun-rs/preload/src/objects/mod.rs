@@ -149,22 +149,14 @@ static OBJECTS: OnceLock<Objects> = OnceLock::new();
 
 /// Creates the tables (at library load).
 pub fn init() -> bool {
-    let (
-        Some(sites),
-        Some(site_index),
-        Some(records),
-        Some(granules),
-        Some(big),
-        Some(registered),
-    ) = (
+    let (Some(sites), Some(site_index), Some(records), Some(granules), Some(big), Some(registered)) = (
         ffi::map_zeroed::<Site>(SITE_CAPACITY),
         ffi::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
         ffi::map_zeroed::<Record>(RECORD_CAPACITY),
         granules::Granules::new(),
         big::BigBlocks::new(),
         big::BigBlocks::new(),
-    )
-    else {
+    ) else {
         return false;
     };
     OBJECTS
@@ -573,7 +565,10 @@ mod tests {
         let label = objs.site_info(cut).unwrap().1.label().unwrap();
         assert_eq!(label, "é".repeat(31));
         let bad = objs.labelled_site(&[71, 72], b"a\xffb").unwrap();
-        assert_eq!(objs.site_info(bad).unwrap().1.label().unwrap(), "a\u{fffd}b");
+        assert_eq!(
+            objs.site_info(bad).unwrap().1.label().unwrap(),
+            "a\u{fffd}b"
+        );
     }
 
     #[test]
@@ -611,7 +606,14 @@ mod tests {
         assert!(objs.relabel(pool + (1 << 20), b"pool"));
         let named_pool = objs.labelled_site(&[81], b"pool").unwrap();
         assert_eq!(site(pool + (1 << 20)), Some(named_pool));
-        assert_eq!(objs.site_info(named_pool).unwrap().1.allocations.load(Relaxed), 1);
+        assert_eq!(
+            objs.site_info(named_pool)
+                .unwrap()
+                .1
+                .allocations
+                .load(Relaxed),
+            1
+        );
         assert!(!objs.relabel(0x10, b"nowhere"));
         // Unregistered: the pool again.
         assert!(objs.unregister(pool));
