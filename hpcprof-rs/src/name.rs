@@ -59,9 +59,42 @@ impl SourceCache {
     }
 }
 
-/// The name of a heap object from its allocation path (root first).
-pub fn heap_name(path: &[&Frame], sources: &mut SourceCache) -> String {
-    heap_name_with(path, |file| sources.lines(file).map(<[String]>::to_vec))
+/// The name of a heap object from its allocation path (root first) and its
+/// allocation site (index into `path`, chosen by `crate::site`); `ordinal`
+/// is (this object's rank, how many objects) among the objects allocated
+/// at the same source line by different call instructions (a Fortran
+/// `ALLOCATE(a(n), b(m))` makes one `malloc` call per array).
+pub fn heap_name(
+    path: &[&Frame],
+    site: usize,
+    ordinal: Option<(usize, usize)>,
+    sources: &mut SourceCache,
+) -> String {
+    heap_name_with(path, site, ordinal, |file| {
+        sources.lines(file).map(<[String]>::to_vec)
+    })
+}
+
+/// What line `line` (1-based) of `lines` says of an allocation made there:
+/// `None` if there is no such line, `Some(None)` if it returns the
+/// allocation (a wrapper: `return malloc(n);`, or `p = malloc(n);` with
+/// `return p;` a few lines later), `Some(Some(true))` if it names what it
+/// allocates, `Some(Some(false))` otherwise.
+pub fn names_at(lines: &[String], line: usize) -> Option<Option<bool>> {
+    if line == 0 || line > lines.len() {
+        return None;
+    }
+    if is_return(&lines[line - 1]) {
+        return Some(None);
+    }
+    if fortran_allocated(&lines[line - 1]).is_some() {
+        return Some(Some(true));
+    }
+    Some(match line_name(lines, line, true) {
+        Some(Named::Var { name, .. }) if returned_later(&lines[line..], &name) => None,
+        Some(_) => Some(true),
+        None => Some(false),
+    })
 }
 
 /// True for source files of language and third-party libraries rather than
@@ -95,30 +128,46 @@ enum Named {
 /// [`heap_name`] with a custom source reader (for tests).
 pub fn heap_name_with(
     path: &[&Frame],
+    site: usize,
+    ordinal: Option<(usize, usize)>,
     mut read: impl FnMut(&str) -> Option<Vec<String>>,
 ) -> String {
-    // The frame the fallback name refers to: the last one of the program's
-    // own sources examined.
-    let mut named_frame: Option<&Frame> = None;
+    let Some(site_frame) = path.get(site) else {
+        return "heap@[unknown]".to_string();
+    };
     // A member found in a constructor, waiting for the object that holds
     // it: (`pressure` or `grid.pressure`, the class).
     let mut member: Option<(String, String)> = None;
-    for frame in path.iter().rev() {
+    for (i, frame) in path[..=site].iter().enumerate().rev() {
         let (Some(file), Some(line)) = (frame.file.as_deref(), frame.line) else {
+            if i == site {
+                break;
+            }
             continue;
         };
         if is_library_source(file) {
             continue;
         }
         let Some(lines) = read(file) else {
+            if i == site {
+                break;
+            }
             continue;
         };
         let idx = line as usize;
         if idx == 0 || idx > lines.len() {
             continue;
         }
-        named_frame = Some(frame);
         let text = &lines[idx - 1];
+        if i == site {
+            if let Some(names) = fortran_allocated(text) {
+                match ordinal {
+                    Some((k, n)) if n == names.len() => return names[k].clone(),
+                    _ if names.len() == 1 => return names[0].clone(),
+                    _ => return names.join("|"),
+                }
+            }
+        }
         if is_return(text) {
             continue;
         }
@@ -148,14 +197,48 @@ pub fn heap_name_with(
             format!("{class}::{chain}")
         };
     }
-    let frame = named_frame.or_else(|| path.last().copied());
-    match frame {
-        Some(f) => match f.line {
-            Some(line) => format!("heap@{}:{line}", f.function),
-            None => format!("heap@{}", f.function),
-        },
-        None => "heap@[unknown]".to_string(),
+    let function = crate::site::short_function(&site_frame.function);
+    match (site_frame.line, site_frame.offset) {
+        (Some(line), _) => format!("heap@{function}:{line}"),
+        (None, Some(off)) => format!("heap@{function}+0x{off:x}"),
+        (None, None) => format!("heap@{function}"),
     }
+}
+
+/// The arrays a Fortran `ALLOCATE` statement allocates, in order:
+/// `allocate(a(n), grid%u(n,m), stat=ierr)` -> `a`, `grid%u`.
+pub fn fortran_allocated(line: &str) -> Option<Vec<String>> {
+    let code = match line.find('!') {
+        Some(i) => &line[..i],
+        None => line,
+    }
+    .trim();
+    // An optional statement label, then `allocate`.
+    let code = code
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    if code.len() < 8 || !code[..8].eq_ignore_ascii_case("allocate") {
+        return None;
+    }
+    let rest = code[8..].trim_start();
+    if !rest.starts_with('(') {
+        return None;
+    }
+    let close = matching_close(rest, 0)?;
+    let names: Vec<String> = split_top_level(&rest[1..close], ',')
+        .into_iter()
+        .filter_map(|item| {
+            let item = item.trim();
+            let name = item[..item.find('(').unwrap_or(item.len())].trim();
+            let is_keyword = item.contains('=') && !item.contains('(');
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '%');
+            (ok && !is_keyword).then(|| name.to_string())
+        })
+        .collect();
+    (!names.is_empty()).then_some(names)
 }
 
 /// What line `idx` (1-based) of `lines` names; `in_constructor` allows
@@ -424,7 +507,7 @@ fn method_receiver(line: &str) -> Option<String> {
             } else {
                 continue;
             };
-            let receiver = lvalue_suffix(&code[..receiver_end])?;
+            let receiver = lvalue_suffix(&code[..receiver_end]).filter(|r| !r.contains('('))?;
             // Only a statement that starts with the receiver (possibly after
             // a loop or condition header: `for (...) v.push_back(x);`).
             let rest = code[..receiver_end - receiver.len()].trim();
@@ -442,17 +525,30 @@ fn method_receiver(line: &str) -> Option<String> {
 }
 
 /// The identifier chain at the end of `text` (identifiers, `.`, `->`,
-/// `::`, bracketed indices), or `None` if brackets do not balance.
+/// `::`, bracketed indices, and macro or function calls such as
+/// `hypre_CSRMatrixJ(S_diag)`), or `None` if brackets do not balance.
 fn lvalue_suffix(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut start = chars.len();
-    let mut depth = 0i32;
+    // Closing brackets seen and not yet opened, innermost last.
+    let mut open: Vec<char> = Vec::new();
     while start > 0 {
         let c = chars[start - 1];
-        if depth > 0 {
+        if let Some(&want) = open.last() {
             match c {
-                ']' => depth += 1,
-                '[' => depth -= 1,
+                ']' | ')' => open.push(if c == ']' { '[' } else { '(' }),
+                '[' | '(' if c == want => {
+                    open.pop();
+                    // A call's parentheses must follow a name.
+                    if c == '('
+                        && open.is_empty()
+                        && !(start >= 2
+                            && (chars[start - 2].is_alphanumeric() || chars[start - 2] == '_'))
+                    {
+                        return None;
+                    }
+                }
+                '[' | '(' => return None,
                 _ => {}
             }
             start -= 1;
@@ -460,10 +556,14 @@ fn lvalue_suffix(text: &str) -> Option<String> {
         }
         let ok = match c {
             ']' => {
-                depth += 1;
+                open.push('[');
                 true
             }
-            '[' => return None,
+            ')' => {
+                open.push('(');
+                true
+            }
+            '[' | '(' => return None,
             c if c.is_alphanumeric() || c == '_' || c == '.' => true,
             '>' => start >= 2 && chars[start - 2] == '-',
             '-' => chars.get(start) == Some(&'>'),
@@ -475,7 +575,7 @@ fn lvalue_suffix(text: &str) -> Option<String> {
         }
         start -= 1;
     }
-    if depth != 0 {
+    if !open.is_empty() {
         return None;
     }
     Some(chars[start..].iter().collect())
@@ -660,6 +760,28 @@ fn valid(name: String) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// Names one object as the merge does: the site is the innermost frame
+    /// that rules 1 and 3 of `crate::site` do not skip.
+    fn named(path: &[&Frame], mut read: impl FnMut(&str) -> Option<Vec<String>>) -> String {
+        let site = (0..path.len())
+            .rev()
+            .find(|&i| {
+                let f = path[i];
+                if crate::site::is_runtime(f) {
+                    return false;
+                }
+                match (f.file.as_deref(), f.line) {
+                    (Some(file), Some(line)) => match read(file) {
+                        Some(lines) => names_at(&lines, line as usize) != Some(None),
+                        None => true,
+                    },
+                    _ => true,
+                }
+            })
+            .unwrap_or(path.len().saturating_sub(1));
+        heap_name_with(path, site, None, read)
+    }
+
     #[test]
     fn assignments() {
         assert_eq!(
@@ -788,27 +910,24 @@ mod tests {
         let main = frame("main", Some("/src/app.c"), Some(9));
         let make = frame("make", Some("/src/app.c"), Some(7));
         let xmalloc = frame("xmalloc", Some("/src/app.c"), Some(3));
-        let libc = frame("helper", Some("/usr/src/missing.c"), Some(3));
-        assert_eq!(
-            heap_name_with(&[&main, &make, &xmalloc, &libc], source()),
-            "C"
-        );
+        let libc = Frame {
+            module: "/lib/x86_64-linux-gnu/libc.so.6".into(),
+            ..frame("helper", Some("/usr/src/missing.c"), Some(3))
+        };
+        assert_eq!(named(&[&main, &make, &xmalloc, &libc], source()), "C");
         let call = frame("main", Some("/src/app.c"), Some(10));
-        assert_eq!(
-            heap_name_with(&[&call, &make, &xmalloc], source()),
-            "heap@main:10"
-        );
+        assert_eq!(named(&[&call, &make, &xmalloc], source()), "heap@main:10");
         let split = frame("main", Some("/src/app.c"), Some(12));
-        assert_eq!(heap_name_with(&[&split], source()), "D");
+        assert_eq!(named(&[&split], source()), "D");
     }
 
     #[test]
     fn falls_back() {
         let nofile = frame("alloc_it", None, None);
-        assert_eq!(heap_name_with(&[&nofile], source()), "heap@alloc_it");
+        assert_eq!(named(&[&nofile], source()), "heap@alloc_it");
         let unreadable = frame("g", Some("/nope.c"), Some(4));
-        assert_eq!(heap_name_with(&[&unreadable], source()), "heap@g:4");
-        assert_eq!(heap_name_with(&[], source()), "heap@[unknown]");
+        assert_eq!(named(&[&unreadable], source()), "heap@g:4");
+        assert_eq!(named(&[], source()), "heap@[unknown]");
     }
 
     #[test]
@@ -1026,7 +1145,7 @@ mod tests {
         );
         let ctor = |line| at("Grid::Grid(unsigned long)", "/src/grid.cpp", line);
         let main = |line| at("main", "/src/grid.cpp", line);
-        let name = |frames: &[&Frame]| heap_name_with(frames, cpp_and_rust_source());
+        let name = |frames: &[&Frame]| named(frames, cpp_and_rust_source());
         // Member initialisers, through std::vector's inlined frames.
         let (pressure, velocity, density, extra) = (ctor(6), ctor(7), ctor(8), ctor(9));
         assert_eq!(
@@ -1091,7 +1210,7 @@ mod tests {
         );
         let alloc = frame("alloc::alloc::alloc_zeroed", None, None);
         let main = |line| at("rust_vec::main", "/src/main.rs", line);
-        let name = |frames: &[&Frame]| heap_name_with(frames, cpp_and_rust_source());
+        let name = |frames: &[&Frame]| named(frames, cpp_and_rust_source());
         assert_eq!(name(&[&main(2), &from_elem, &raw_vec, &alloc]), "table");
         assert_eq!(name(&[&main(3), &raw_vec, &alloc]), "hist");
         assert_eq!(name(&[&main(4), &raw_vec, &alloc]), "hist");
