@@ -79,8 +79,9 @@ pub fn heap_name(
 /// `None` if there is no such line, `Some(None)` if it returns the
 /// allocation (a wrapper: `return malloc(n);`, or `p = malloc(n);` with
 /// `return p;` a few lines later), `Some(Some(true))` if it names what it
-/// allocates, `Some(Some(false))` otherwise.
-pub fn names_at(lines: &[String], line: usize) -> Option<Option<bool>> {
+/// allocates, `Some(Some(false))` otherwise. `function` is the frame's
+/// function (a constructor's lines may name members).
+pub fn names_at(lines: &[String], line: usize, function: &str) -> Option<Option<bool>> {
     if line == 0 || line > lines.len() {
         return None;
     }
@@ -90,11 +91,13 @@ pub fn names_at(lines: &[String], line: usize) -> Option<Option<bool>> {
     if fortran_allocated(&lines[line - 1]).is_some() {
         return Some(Some(true));
     }
-    Some(match line_name(lines, line, true) {
-        Some(Named::Var { name, .. }) if returned_later(&lines[line..], &name) => None,
-        Some(_) => Some(true),
-        None => Some(false),
-    })
+    Some(
+        match line_name(lines, line, constructor_class(function).is_some()) {
+            Some(Named::Var { name, .. }) if returned_later(&lines[line..], &name) => None,
+            Some(_) => Some(true),
+            None => Some(false),
+        },
+    )
 }
 
 /// True for source files of language and third-party libraries rather than
@@ -772,7 +775,7 @@ mod tests {
                 }
                 match (f.file.as_deref(), f.line) {
                     (Some(file), Some(line)) => match read(file) {
-                        Some(lines) => names_at(&lines, line as usize) != Some(None),
+                        Some(lines) => names_at(&lines, line as usize, &f.function) != Some(None),
                         None => true,
                     },
                     _ => true,
@@ -919,6 +922,61 @@ mod tests {
         assert_eq!(named(&[&call, &make, &xmalloc], source()), "heap@main:10");
         let split = frame("main", Some("/src/app.c"), Some(12));
         assert_eq!(named(&[&split], source()), "D");
+    }
+
+    #[test]
+    fn macro_call_left_hand_sides() {
+        assert_eq!(
+            assigned_name("   hypre_CSRMatrixJ(S_diag) = hypre_CTAlloc(int, num_nonzeros_diag);"),
+            Some("hypre_CSRMatrixJ(S_diag)".into())
+        );
+        assert_eq!(
+            assigned_name("  hypre_ParCSRMatrixDiag(A)->data = hypre_CTAlloc(double, n);"),
+            Some("hypre_ParCSRMatrixDiag(A)->data".into())
+        );
+        assert_eq!(assigned_name("  if (x) a = malloc(n);"), None);
+        assert_eq!(assigned_name("  (p) = malloc(n);"), None);
+    }
+
+    #[test]
+    fn fortran_allocate_statements() {
+        assert_eq!(
+            fortran_allocated("  allocate(a(n), b(2*n))"),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        assert_eq!(
+            fortran_allocated("10 ALLOCATE (grid%u(n, m), stat=ierr) ! the grid"),
+            Some(vec!["grid%u".to_string()])
+        );
+        assert_eq!(fortran_allocated("  deallocate(a)"), None);
+        assert_eq!(fortran_allocated("  call allocate_all(a)"), None);
+        let lines: Vec<String> = ["  allocate(a(n), b(m))".to_string()].to_vec();
+        let site = Frame {
+            offset: Some(0x40),
+            ..frame("MAIN__", Some("/src/a.f90"), Some(1))
+        };
+        let read = |_: &str| Some(lines.clone());
+        assert_eq!(heap_name_with(&[&site], 0, Some((1, 2)), read), "b");
+        assert_eq!(heap_name_with(&[&site], 0, Some((0, 2)), read), "a");
+        // Fewer objects than arrays (one was too small to track): both.
+        assert_eq!(heap_name_with(&[&site], 0, Some((0, 1)), read), "a|b");
+    }
+
+    #[test]
+    fn without_line_information_the_site_names_the_object() {
+        let grow = Frame {
+            offset: Some(0x1cd),
+            ..frame("LAMMPS_NS::AtomVec::grow(int)", None, None)
+        };
+        let srealloc = frame(
+            "LAMMPS_NS::Memory::srealloc(void*, long, char const*)",
+            None,
+            None,
+        );
+        assert_eq!(
+            heap_name_with(&[&grow, &srealloc], 0, None, |_| None),
+            "heap@AtomVec::grow+0x1cd"
+        );
     }
 
     #[test]

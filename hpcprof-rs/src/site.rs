@@ -207,7 +207,7 @@ fn source_of(frame: &Frame, sources: &mut SourceCache) -> Source {
     let Some(lines) = sources.lines(file) else {
         return Source::Unknown;
     };
-    match names_at(lines, line as usize) {
+    match names_at(lines, line as usize, &frame.function) {
         None => Source::Unknown,
         Some(None) => Source::Returns,
         Some(Some(true)) => Source::Names,
@@ -399,6 +399,44 @@ mod tests {
             &mut SourceCache::default(),
         );
         assert_eq!(sites, vec![Some(2), Some(2), Some(2), Some(0)]);
+    }
+
+    /// hypre: `hypre_CAlloc` returns what it allocates (rule 3), so the
+    /// site is the line that calls the `hypre_CTAlloc` macro.
+    #[test]
+    fn wrappers_by_source() {
+        let dir = std::env::temp_dir().join(format!("site-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let memory = dir.join("hypre_memory.c");
+        std::fs::write(
+            &memory,
+            "char *hypre_CAlloc(int count, int elt_size)\n{\n   char *ptr;\n   \
+             int size = count*elt_size;\n   if (size > 0)\n   {\n      \
+             ptr = calloc(count, elt_size);\n   }\n   else\n   {\n      ptr = NULL;\n   }\n   \
+             return(ptr);\n}\n",
+        )
+        .unwrap();
+        let creates = dir.join("par_strength.c");
+        std::fs::write(
+            &creates,
+            "void f(void)\n{\n   hypre_CSRMatrixJ(S_diag) = hypre_CTAlloc(int, num_nonzeros_diag);\n}\n",
+        )
+        .unwrap();
+        let (m, c) = (memory.to_str().unwrap(), creates.to_str().unwrap());
+        let frames = vec![
+            frame("main", "/amg", Some(c), Some(1)), // 0
+            frame("hypre_BoomerAMGCreateS", "/amg", Some(c), Some(3)), // 1
+            frame("hypre_CAlloc", "/amg", Some(m), Some(7)), // 2
+        ];
+        let a = [0, 1, 2];
+        let paths: Vec<&[u32]> = vec![&a];
+        let mut sources = SourceCache::default();
+        let sites = choose_sites(&paths, &frames, &Wrappers::default(), &mut sources);
+        assert_eq!(sites, vec![Some(1)]);
+        let path: Vec<&Frame> = a.iter().map(|&f| &frames[f as usize]).collect();
+        let name = crate::name::heap_name(&path, 1, None, &mut sources);
+        assert_eq!(name, "hypre_CSRMatrixJ(S_diag)");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
