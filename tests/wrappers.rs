@@ -71,8 +71,8 @@ fn with_debug_info_sites_and_names_are_the_callers_lines() {
     let expected: BTreeMap<String, (String, Option<u64>)> = [
         ("pressure", "main", line("double *pressure = my_alloc(N);")),
         ("velocity", "main", line("double *velocity = my_alloc(N);")),
-        ("g->density", "init_grid", line("g->density = my_alloc(N);")),
-        ("g->energy", "init_grid", line("g->energy = my_alloc(N);")),
+        ("g.density", "init_grid", line("g->density = my_alloc(N);")),
+        ("g.energy", "init_grid", line("g->energy = my_alloc(N);")),
         ("halo", "main", line("double *halo = make_buffer();")),
     ]
     .into_iter()

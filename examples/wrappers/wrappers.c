@@ -5,7 +5,7 @@
  * Known answer: each array's allocation site is where the program asked
  * for it (main, init_grid, and main's call of make_buffer), never inside
  * my_alloc, xcalloc or calloc; with -g the objects are named pressure,
- * velocity, g->density, g->energy and halo. See README.md.
+ * velocity, g.density, g.energy (through init_grid(&g)) and halo. See README.md.
  *
  * Usage: wrappers [ROUNDS]   (default 20)
  */

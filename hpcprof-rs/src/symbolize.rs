@@ -176,6 +176,9 @@ impl Frames {
     }
 }
 
+/// Allocation-path chains by (address, innermost call of the path).
+type SiteChains = HashMap<(Loc, bool), Arc<[u32]>>;
+
 /// One module of a [`Symbolizer`]; its loader is opened on first use.
 struct ModuleSlot {
     path: String,
@@ -273,7 +276,7 @@ pub struct Symbolizer {
     frames: Mutex<Frames>,
     chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
     /// Chains of allocation-path addresses ([`Symbolizer::site_chain`]).
-    site_chains: Mutex<HashMap<(Loc, bool), Arc<[u32]>>>,
+    site_chains: Mutex<SiteChains>,
     warnings: Mutex<Vec<String>>,
 }
 

@@ -911,6 +911,23 @@ impl SearchIndex {
     }
 }
 
+/// An allocation site in a few characters: `abc.c:32`, or without line
+/// information `AtomVec::grow+0x1cd` (parameters left out).
+fn short_site(f: &Frame) -> String {
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => {
+            format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
+        }
+        _ => {
+            let bare = f.function.split('(').next().unwrap_or(&f.function);
+            match f.offset {
+                Some(off) => format!("{bare}+0x{off:x}"),
+                None => bare.to_string(),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1028,22 +1045,5 @@ mod tests {
         let f = root(&pane, "f");
         // f -> f -> g: inclusive 10, not 20.
         assert_eq!(pane.items[f as usize].inc[0], 10);
-    }
-}
-
-/// An allocation site in a few characters: `abc.c:32`, or without line
-/// information `AtomVec::grow+0x1cd` (parameters left out).
-fn short_site(f: &Frame) -> String {
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => {
-            format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
-        }
-        _ => {
-            let bare = f.function.split('(').next().unwrap_or(&f.function);
-            match f.offset {
-                Some(off) => format!("{bare}+0x{off:x}"),
-                None => bare.to_string(),
-            }
-        }
     }
 }

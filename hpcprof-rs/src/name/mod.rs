@@ -32,6 +32,8 @@ use std::collections::HashMap;
 
 use formats::database::Frame;
 
+mod through_params;
+
 /// How many lines after an assignment are searched for `return NAME;`.
 const RETURN_WINDOW: usize = 30;
 
@@ -189,7 +191,9 @@ pub fn heap_name_with(
                 let sep = if pointer { "->" } else { "." };
                 return format!("{name}{sep}{chain}");
             }
-            (Some(Named::Var { name, .. }), None) => return name,
+            (Some(Named::Var { name, .. }), None) => {
+                return through_callers(path, i, name, &lines, &mut read);
+            }
             (None, _) => break,
         }
     }
@@ -206,6 +210,45 @@ pub fn heap_name_with(
         (None, Some(off)) => format!("heap@{function}+0x{off:x}"),
         (None, None) => format!("heap@{function}"),
     }
+}
+
+/// `name`, assigned in `path[i]` (whose source is `lines`), rewritten
+/// through the parameters it uses, one caller at a time (at most 4):
+/// `hypre_CSRMatrixData(matrix)` -> `hypre_CSRMatrixData(A_diag)`.
+fn through_callers(
+    path: &[&Frame],
+    mut i: usize,
+    mut name: String,
+    lines: &[String],
+    read: &mut impl FnMut(&str) -> Option<Vec<String>>,
+) -> String {
+    let mut lines = lines.to_vec();
+    for _ in 0..4 {
+        let (Some(callee_line), Some(caller)) = (path[i].line, i.checked_sub(1).map(|c| path[c]))
+        else {
+            break;
+        };
+        let (Some(file), Some(line)) = (caller.file.as_deref(), caller.line) else {
+            break;
+        };
+        let Some(caller_lines) = read(file) else {
+            break;
+        };
+        match through_params::through_caller(
+            &name,
+            &lines,
+            callee_line as usize,
+            &path[i].function,
+            &caller_lines,
+            line as usize,
+        ) {
+            Some(n) => name = n,
+            None => break,
+        }
+        lines = caller_lines;
+        i -= 1;
+    }
+    name
 }
 
 /// The arrays a Fortran `ALLOCATE` statement allocates, in order:
@@ -321,6 +364,41 @@ fn makes_pointer(line: &str, name: &str) -> bool {
             && !after.is_some_and(is_ident)
             && code[..at].trim_end().ends_with('*')
     })
+}
+
+/// A statement without the condition that guards it on the same line:
+/// `if (n) a = malloc(n);` -> `a = malloc(n);` (also `else`, `while`).
+fn without_guard(code: &str) -> &str {
+    let mut code = code.trim_start();
+    loop {
+        if let Some(rest) = code.strip_prefix("else") {
+            if !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                code = rest.trim_start();
+                continue;
+            }
+        }
+        let keyword = ["if", "while"].into_iter().find(|k| {
+            code.strip_prefix(k)
+                .is_some_and(|r| r.trim_start().starts_with('('))
+        });
+        let Some(k) = keyword else {
+            return code;
+        };
+        let open = k.len() + (code.len() - k.len() - code[k.len()..].trim_start().len());
+        match matching_close(code, open) {
+            Some(close) => code = code[close + 1..].trim_start(),
+            None => return code,
+        }
+    }
+}
+
+/// `(x)` -> `x` (repeatedly, trimmed); other text as it is.
+fn without_parens(text: &str) -> &str {
+    let mut t = text.trim();
+    while t.starts_with('(') && matching_close(t, 0) == Some(t.len() - 1) {
+        t = t[1..t.len() - 1].trim();
+    }
+    t
 }
 
 /// Byte index of the bracket that closes the one at `open`.
@@ -661,12 +739,13 @@ fn returned_later(after: &[String], name: &str) -> bool {
         let code = code_part(line);
         if let Some(rest) = code.strip_prefix("return") {
             let rest = rest.trim().trim_end_matches(';').trim();
-            let rest = rest
-                .strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .unwrap_or(rest)
-                .trim();
-            if rest == name {
+            let rest = without_parens(rest);
+            // A cast: `return (char*)ptr;`, `return (void *) (ptr);`.
+            let uncast = match rest.strip_prefix('(') {
+                Some(_) => matching_close(rest, 0).map_or(rest, |c| without_parens(&rest[c + 1..])),
+                None => rest,
+            };
+            if rest == name || uncast == name {
                 return true;
             }
         }
@@ -709,7 +788,7 @@ pub fn assigned_name(line: &str) -> Option<String> {
 /// [`assigned_name`], and whether the line declares it (a type or `let`
 /// before the name).
 fn assignment_target(line: &str) -> Option<(String, bool)> {
-    let code = code_part(line);
+    let code = without_guard(code_part(line));
     if is_return(code) {
         return None;
     }
@@ -841,7 +920,9 @@ mod tests {
         assert_eq!(assigned_name("foo(malloc(n));"), None);
         assert_eq!(assigned_name("x += malloc(3);"), None);
         assert_eq!(assigned_name("return p = malloc(3);"), None);
-        assert_eq!(assigned_name("if (x) a = malloc(3);"), None);
+        // A guard on the same line is not part of the name (hypre's `if
+        // (n_fine) assigned = hypre_CTAlloc(...)`).
+        assert_eq!(assigned_name("if (x) a = malloc(3);"), Some("a".into()));
         assert_eq!(assigned_name("a[i].b(c = 3);"), None);
         assert_eq!(assigned_name("   "), None);
         assert_eq!(assigned_name("= malloc(3);"), None);
@@ -925,6 +1006,18 @@ mod tests {
     }
 
     #[test]
+    fn returned_through_a_cast() {
+        let after: Vec<String> = ["   if (!ptr) oom();", "   return (char*)ptr;", "}"]
+            .map(String::from)
+            .to_vec();
+        assert!(returned_later(&after, "ptr"));
+        let after: Vec<String> = ["   return (void *) (p);"].map(String::from).to_vec();
+        assert!(returned_later(&after, "p"));
+        let after: Vec<String> = ["   return (double)n;"].map(String::from).to_vec();
+        assert!(!returned_later(&after, "p"));
+    }
+
+    #[test]
     fn macro_call_left_hand_sides() {
         assert_eq!(
             assigned_name("   hypre_CSRMatrixJ(S_diag) = hypre_CTAlloc(int, num_nonzeros_diag);"),
@@ -934,7 +1027,12 @@ mod tests {
             assigned_name("  hypre_ParCSRMatrixDiag(A)->data = hypre_CTAlloc(double, n);"),
             Some("hypre_ParCSRMatrixDiag(A)->data".into())
         );
-        assert_eq!(assigned_name("  if (x) a = malloc(n);"), None);
+        assert_eq!(
+            assigned_name("  if (n_fine) assigned = hypre_CTAlloc(HYPRE_Int, n_fine);"),
+            Some("assigned".into())
+        );
+        assert_eq!(assigned_name("  else if (x) { p = malloc(n); }"), None);
+        assert_eq!(assigned_name("  if (x == y) a = 1;"), Some("a".into()));
         assert_eq!(assigned_name("  (p) = malloc(n);"), None);
     }
 
