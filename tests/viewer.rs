@@ -93,7 +93,7 @@ fn panes_on_a_real_abc_database() {
     assert_eq!(bars.chars().filter(|c| *c != ' ').count(), 33, "{detail}");
     assert!(detail.contains("by thread: thread 0 100.0%"), "{detail}");
     assert!(detail.contains("first touch: not measured"), "{detail}");
-    assert!(detail.contains(&format!("allocated at: main ")), "{detail}");
+    assert!(detail.contains("allocated at: main "), "{detail}");
     assert!(detail.contains(&c_site), "{detail}");
 
     // Expanded: allocation path (main at the C line), then access paths.
