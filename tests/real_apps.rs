@@ -6,8 +6,8 @@
 //!
 //! Asserted: the program's output and exit status are unchanged, its stderr
 //! is the unprofiled stderr plus hpcrun-rs's own lines (no MPI warning),
-//! and the top heap objects' allocation sites lie outside the allocator
-//! wrappers and libc. CI installs `lammps lammps-examples hpcc gfortran`;
+//! and every sampled heap object's allocation site lies outside the
+//! allocator wrappers and libc. CI installs `lammps lammps-examples hpcc gfortran`;
 //! elsewhere the tests say what is missing and pass.
 
 use std::path::{Path, PathBuf};
@@ -59,23 +59,8 @@ fn native_and_profiled(dir: &Path, event: &str, argv: &[String]) -> (Output, Out
         "exit status changed: {profiled:?}"
     );
     assert!(native.status.success(), "{native:?}");
-    // stderr: the unprofiled stderr plus hpcrun-rs's own lines.
-    let err = String::from_utf8_lossy(&profiled.stderr);
-    let own: Vec<&str> = err
-        .lines()
-        .filter(|l| l.starts_with("hpcrun-rs: "))
-        .collect();
-    let rest: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.starts_with("hpcrun-rs: "))
-        .collect();
-    let native_err = String::from_utf8_lossy(&native.stderr);
-    assert_eq!(
-        rest,
-        native_err.lines().collect::<Vec<_>>(),
-        "profiling changed stderr:\n{err}"
-    );
-    assert_eq!(own.len(), 1, "{err}");
+    let own = assert_stderr_is_the_programs_own(&profiled, &native);
+    assert_eq!(own.len(), 1, "{own:?}");
     (native, profiled, measurements)
 }
 
@@ -153,18 +138,24 @@ fn lammps_melt_two_ranks_sites_outside_wrappers() {
         "MyPage<int>::allocate",
         "Memory::sfree",
     ];
-    for o in heap.iter().take(3) {
+    // Every sampled heap object (their order is sampling noise, so all of
+    // them, not the top few).
+    for o in &heap {
         let site = &o["alloc_site"];
         let f = site["function"].as_str().unwrap();
         assert!(
             !wrappers.iter().any(|w| f.contains(w)) && !is_libc(site),
             "site inside a wrapper or libc: {o:#}"
         );
-        // No debug information: `heap@Class::function+0xOFFSET`.
+        // No debug information: `heap@Class::function+0xOFFSET`, or the
+        // address in the module where there is no symbol either.
         let name = o["name"].as_str().unwrap();
         assert!(name.starts_with("heap@") && name.contains("+0x"), "{name}");
         assert!(!name.contains('('), "{name}");
-        assert!(site["offset"].as_u64().is_some(), "{site}");
+        assert!(
+            site["offset"].as_u64().is_some() || f.contains("+0x"),
+            "{site}"
+        );
     }
     // The atoms' arrays (x, v, f) are grown by AtomVec::grow, the real
     // requester behind Memory::srealloc.
@@ -176,51 +167,18 @@ fn lammps_melt_two_ranks_sites_outside_wrappers() {
     );
 }
 
-const HPCC_INPUT: &str = "HPLinpack benchmark input file
-Innovative Computing Laboratory, University of Tennessee
-HPL.out      output file name (if any)
-8            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-1000         Ns
-1            # of NBs
-80           NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-1            # of process grids (P x Q)
-1            Ps
-1            Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-##### This line (no. 32) is ignored (it serves as a separator). ######
-0                      		Number of additional problem sizes for PTRANS
-1200 10000 30000        	values of N
-0                       	number of additional blocking sizes for PTRANS
-40 9 8 13 13 20 16 32 64       	values of NB
-";
-
 #[test]
 fn hpcc_one_rank_sites_outside_libc() {
     if !installed("hpcc", "hpcc") || !installed("mpirun", "openmpi-bin") {
         return;
     }
     let dir = scratch("hpcc");
-    std::fs::write(dir.join("hpccinf.txt"), HPCC_INPUT).unwrap();
+    // Debian's example input with one process and N = 1000.
+    std::fs::copy(
+        root().join("benches/inputs/hpccinf.txt"),
+        dir.join("hpccinf.txt"),
+    )
+    .unwrap();
     let mut argv = mpirun("1");
     argv.push("hpcc".into());
     let output = dir.join("hpccoutf.txt");
@@ -235,7 +193,7 @@ fn hpcc_one_rank_sites_outside_libc() {
     let export = merge_and_export(&dir, &measurements);
     let heap = hot_heap_objects(&export);
     assert!(heap.len() >= 3, "{export:#}");
-    for o in heap.iter().take(3) {
+    for o in &heap {
         assert!(!is_libc(&o["alloc_site"]), "site in libc: {o:#}");
         assert!(o["name"].as_str().unwrap().starts_with("heap@"), "{o:#}");
     }

@@ -34,7 +34,7 @@ use std::collections::{HashMap, HashSet};
 
 use formats::database::{Frame, LABEL_MODULE};
 
-use crate::name::{is_library_source, names_at, SourceCache};
+use crate::name::{is_library_source, names_at, scope_parts, SourceCache};
 
 /// Module file names (prefixes of the base name) of runtimes and system
 /// libraries whose frames are never an allocation site.
@@ -127,50 +127,15 @@ pub fn without_parameters(function: &str) -> &str {
 /// The last `::` component of a name without parameters, outside template
 /// brackets: `LAMMPS_NS::MyPage<int>::allocate` -> `allocate`.
 fn last_component(name: &str) -> &str {
-    let mut depth = 0i32;
-    let bytes = name.as_bytes();
-    let mut start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'<' => depth += 1,
-            b'>' => depth -= 1,
-            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
-                start = i + 2;
-                i += 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    &name[start..]
+    scope_parts(name).last().copied().unwrap_or(name)
 }
 
 /// A short form of a function name for object names: no parameters, at
 /// most the class and the function (`LAMMPS_NS::AtomVec::grow(int)` ->
 /// `AtomVec::grow`).
 pub fn short_function(function: &str) -> String {
-    let bare = without_parameters(function);
-    let mut depth = 0i32;
-    let mut cuts = Vec::new();
-    let bytes = bare.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'<' | b'(' => depth += 1,
-            b'>' | b')' => depth -= 1,
-            b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
-                cuts.push(i + 2);
-                i += 1;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    match cuts.len() {
-        0 | 1 => bare.to_string(),
-        n => bare[cuts[n - 2]..].to_string(),
-    }
+    let parts = scope_parts(without_parameters(function));
+    parts[parts.len().saturating_sub(2)..].join("::")
 }
 
 fn module_base(module: &str) -> &str {

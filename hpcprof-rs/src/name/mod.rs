@@ -437,16 +437,26 @@ pub fn constructor_class(function: &str) -> Option<String> {
             _ => {}
         }
     }
-    let name = &function[..end];
-    // Split on `::` outside template arguments.
+    let parts = scope_parts(&function[..end]);
+    let [.., class, last] = parts.as_slice() else {
+        return None;
+    };
+    let base = class.split('<').next().unwrap_or(class);
+    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (is_ident(last) && *last == base).then(|| parts[..parts.len() - 1].join("::"))
+}
+
+/// The `::`-separated parts of a name, split outside template arguments
+/// and parentheses: `ns::Grid<a::b>::Grid` -> `ns`, `Grid<a::b>`, `Grid`.
+pub fn scope_parts(name: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     let bytes = name.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'<' => depth += 1,
-            b'>' => depth -= 1,
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
             b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
                 parts.push(&name[start..i]);
                 start = i + 2;
@@ -457,12 +467,7 @@ pub fn constructor_class(function: &str) -> Option<String> {
         i += 1;
     }
     parts.push(&name[start..]);
-    let [.., class, last] = parts.as_slice() else {
-        return None;
-    };
-    let base = class.split('<').next().unwrap_or(class);
-    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
-    (is_ident(last) && *last == base).then(|| parts[..parts.len() - 1].join("::"))
+    parts
 }
 
 /// The member a constructor's initialiser line initialises:
