@@ -158,6 +158,22 @@ pub fn ok_stdout(out: &Output, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Asserts that the stderr of a profiled run is the unprofiled run's
+/// stderr plus hpcrun-rs's own lines (`hpcrun-rs: ...`), in order; returns
+/// hpcrun-rs's lines.
+pub fn assert_stderr_is_the_programs_own(profiled: &Output, native: &Output) -> Vec<String> {
+    let err = String::from_utf8_lossy(&profiled.stderr);
+    let (own, rest): (Vec<&str>, Vec<&str>) =
+        err.lines().partition(|l| l.starts_with("hpcrun-rs: "));
+    let native_err = String::from_utf8_lossy(&native.stderr);
+    assert_eq!(
+        rest,
+        native_err.lines().collect::<Vec<_>>(),
+        "profiling changed stderr:\n{err}"
+    );
+    own.into_iter().map(str::to_string).collect()
+}
+
 /// Result of a full pipeline run.
 pub struct Pipeline {
     /// stdout of the profiled program.

@@ -192,3 +192,51 @@ fn hpcrun_inside_mpirun() {
         .collect();
     assert_eq!(before, after);
 }
+
+/// stderr of `hpcrun-rs LAUNCHER ...` minus hpcrun-rs's own lines equals
+/// the unprofiled run's stderr (no Open MPI warning box about
+/// `mca_base_env_list`, nothing from MPICH's Hydra), with both MPIs.
+#[test]
+fn profiled_stderr_is_the_programs_own_with_open_mpi_and_mpich() {
+    if !mpi_available() {
+        return;
+    }
+    let mut launchers = vec![(
+        "mpicc",
+        "mpirun",
+        vec!["--allow-run-as-root", "--oversubscribe"],
+    )];
+    if have_tool("mpicc.mpich", "mpich") {
+        launchers.push(("mpicc.mpich", "mpirun.mpich", vec![]));
+    }
+    for (cc, launcher, flags) in launchers {
+        let dir = scratch(&format!("mpi-stderr-{cc}"));
+        let exe = dir.join("mpi_stencil");
+        let status = Command::new(cc)
+            .args(["-O2", "-g", "-fopenmp", "-o"])
+            .arg(&exe)
+            .arg(root().join("examples/mpi_stencil/mpi_stencil.c"))
+            .status()
+            .expect("run mpicc");
+        assert!(status.success());
+        let native = run(Command::new(launcher)
+            .args(&flags)
+            .args(["-np", "2"])
+            .arg(&exe)
+            .arg("2")
+            .env("OMP_NUM_THREADS", "1"));
+        let profiled = run(Command::new(tool("hpcrun-rs"))
+            .args(["-o"])
+            .arg(dir.join("m"))
+            .arg(launcher)
+            .args(&flags)
+            .args(["-np", "2"])
+            .arg(&exe)
+            .arg("2")
+            .env("OMP_NUM_THREADS", "1"));
+        assert_eq!(ok_stdout(&profiled, launcher), ok_stdout(&native, launcher));
+        assert_stderr_is_the_programs_own(&profiled, &native);
+        let err = String::from_utf8_lossy(&profiled.stderr);
+        assert!(!err.contains("mca_base_env_list"), "{err}");
+    }
+}

@@ -7,6 +7,11 @@ use std::process::Command;
 
 use pipeline_tests::*;
 
+/// 100 us: tests that assert "sampling went on" (`memory_samples > 10`)
+/// get about 20 times more samples than that from their sweeps, instead of
+/// about 10 at the default 2 ms (which flipped those assertions).
+const EVENT: &str = "mem:soft@100000";
+
 #[test]
 fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
     let dir = scratch("alloc-semantics");
@@ -14,7 +19,7 @@ fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
     let native = run(&mut Command::new(&exe));
     let native_out = ok_stdout(&native, "native alloc_semantics");
     assert!(native_out.starts_with("ok "), "{native_out}");
-    let (profiled, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    let (profiled, measurements) = hpcrun(&dir, EVENT, &exe, &[]);
     assert_eq!(ok_stdout(&profiled, "profiled alloc_semantics"), native_out);
 
     let profiles = read_profiles(&measurements);
@@ -76,7 +81,7 @@ fn fork_without_exec_profiles_both_processes() {
     let dir = scratch("fork");
     let exe = compile_test_program("processes.c", &dir, &[]);
     let native = run(Command::new(&exe).arg("fork"));
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["fork"]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &["fork"]);
     assert_eq!(out.stdout, native.stdout);
     assert_eq!(out.status.code(), Some(0));
     let profiles = read_profiles(&measurements);
@@ -99,7 +104,7 @@ fn posix_spawn_and_exec_are_profiled_through_ld_preload() {
     let dir = scratch("spawn");
     let exe = compile_test_program("processes.c", &dir, &[]);
     let native = run(Command::new(&exe).arg("spawn"));
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["spawn"]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &["spawn"]);
     assert_eq!(out.stdout, native.stdout);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -157,7 +162,7 @@ fn address_reused_after_free_goes_to_the_new_object() {
 fn a_thousand_threads() {
     let dir = scratch("threads1000");
     let exe = compile_test_program("threads1000.c", &dir, &["-pthread"]);
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &[]);
     assert_eq!(ok_stdout(&out, "threads1000"), "threads ok 1000\n");
     let profiles = read_profiles(&measurements);
     assert_eq!(profiles.len(), 1001, "one profile per thread plus main");
@@ -219,7 +224,7 @@ fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
     ] {
         let sub = dir.join(mode);
         std::fs::create_dir_all(&sub).unwrap();
-        let (out, measurements) = hpcrun(&sub, "mem:soft", &exe, &[mode]);
+        let (out, measurements) = hpcrun(&sub, EVENT, &exe, &[mode]);
         assert_eq!(out.status.code(), Some(status), "{mode}");
         assert!(
             String::from_utf8_lossy(&out.stdout).starts_with("sum "),
@@ -242,7 +247,7 @@ fn vfork_and_exec_work() {
     let dir = scratch("vfork");
     let exe = compile_test_program("processes.c", &dir, &[]);
     let native = run(Command::new(&exe).arg("vfork"));
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["vfork"]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &["vfork"]);
     assert_eq!(out.stdout, native.stdout);
     assert!(String::from_utf8_lossy(&out.stdout).contains("vfork exit 6"));
     let profiles = read_profiles(&measurements);
@@ -259,7 +264,7 @@ fn vfork_and_exec_work() {
 fn process_ending_with_the_last_thread_writes_every_profile() {
     let dir = scratch("pthread-exit");
     let exe = compile_test_program("processes.c", &dir, &["-pthread"]);
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["pthread_exit"]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &["pthread_exit"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("worker "));
     let profiles = read_profiles(&measurements);
@@ -273,7 +278,7 @@ fn process_ending_with_the_last_thread_writes_every_profile() {
 fn statically_linked_programs_are_refused_up_front() {
     let dir = scratch("static");
     let exe = compile_test_program("threads1000.c", &dir, &["-static", "-pthread"]);
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &[]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("statically linked"), "{err}");
@@ -324,7 +329,7 @@ fn programs_with_their_own_sigprof_timers_keep_working() {
         ok_stdout(&native, "native sigprof"),
         "SIGPROF ticks seen: yes, SIGALRM seen: yes\n"
     );
-    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &[]);
     assert_eq!(out.stdout, native.stdout);
     assert_eq!(out.status.code(), Some(0));
     let profiles = read_profiles(&measurements);

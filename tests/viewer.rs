@@ -68,6 +68,9 @@ fn panes_on_a_real_abc_database() {
         .find(|l| l.contains("[heap] C"))
         .unwrap_or_else(|| panic!("no C row:\n{s}"));
     assert!(row.contains(&pct) && row.contains('›'), "{row}\n{s}");
+    // The object row shows where C was allocated.
+    let c_site = format!("abc.c:{}", line_of("abc/abc.c", "cube *C = malloc"));
+    assert!(row.contains(&c_site), "no site in the C row: {row}");
     for obj in ["[heap] B", "[heap] A"] {
         assert!(s.contains(obj), "{obj} missing:\n{s}");
     }
@@ -90,6 +93,8 @@ fn panes_on_a_real_abc_database() {
     assert_eq!(bars.chars().filter(|c| *c != ' ').count(), 33, "{detail}");
     assert!(detail.contains("by thread: thread 0 100.0%"), "{detail}");
     assert!(detail.contains("first touch: not measured"), "{detail}");
+    assert!(detail.contains("allocated at: main "), "{detail}");
+    assert!(detail.contains(&c_site), "{detail}");
 
     // Expanded: allocation path (main at the C line), then access paths.
     app.apply(Action::Toggle);

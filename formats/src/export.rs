@@ -88,6 +88,8 @@ pub struct BottleneckOut<'a> {
     pub line: Option<u32>,
     /// Objects: allocation path, root first (empty unless heap).
     pub alloc_path: Vec<FrameOut<'a>>,
+    /// Heap objects: the allocation site.
+    pub alloc_site: Option<SiteOut<'a>>,
     pub metrics: serde_json::Map<String, serde_json::Value>,
     pub share: f64,
     /// Memory samples over the cpu_samples of the code the region runs in.
@@ -153,13 +155,44 @@ pub struct FrameOut<'a> {
     pub function: &'a str,
     pub file: Option<&'a str>,
     pub line: Option<u32>,
+    /// Without line information: the call's offset in `function`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+}
+
+/// A heap object's allocation site: where the application asked for the
+/// memory, outside allocator wrappers.
+#[derive(Debug, Serialize)]
+pub struct SiteOut<'a> {
+    pub function: &'a str,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+    pub module: &'a str,
+    /// The return address's offset in `function` (always set when line
+    /// information is missing).
+    pub offset: Option<u64>,
+}
+
+fn site_out(f: &Frame) -> SiteOut<'_> {
+    SiteOut {
+        function: &f.function,
+        file: f.file.as_deref(),
+        line: f.line,
+        module: &f.module,
+        offset: f.offset,
+    }
 }
 
 #[derive(Debug, Serialize)]
 pub struct ObjectOut<'a> {
     pub kind: &'static str,
     pub name: &'a str,
+    /// The name the program gave the object (`hpcrun_label`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<&'a str>,
     pub alloc_path: Vec<FrameOut<'a>>,
+    /// Heap objects: where the application asked for the memory.
+    pub alloc_site: Option<SiteOut<'a>>,
     pub bytes: u64,
     pub allocations: u64,
     pub metrics: serde_json::Map<String, serde_json::Value>,
@@ -281,6 +314,7 @@ fn frame_out(f: &Frame) -> FrameOut<'_> {
         function: &f.function,
         file: f.file.as_deref(),
         line: f.line,
+        offset: f.offset.filter(|_| f.line.is_none()),
     }
 }
 
@@ -339,7 +373,9 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                         ObjectOut {
                             kind: o.kind.as_str(),
                             name: o.name,
+                            label: o.label,
                             alloc_path: o.alloc_path.iter().map(|f| frame_out(f)).collect(),
+                            alloc_site: o.alloc_site.map(site_out),
                             bytes: o.bytes,
                             allocations: o.allocations,
                             metrics: metric_map(db, &o.metrics),
@@ -416,6 +452,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                         file: r.file,
                         line: r.line,
                         alloc_path: r.alloc_path.iter().map(|f| frame_out(f)).collect(),
+                        alloc_site: r.alloc_site.map(site_out),
                         metrics: metric_map(db, &r.metrics),
                         share: r.share,
                         mem_time_share: r.mem_time_share,
@@ -493,7 +530,7 @@ fn csv_field(s: &str) -> String {
 fn frame_text(f: &Frame) -> String {
     match (&f.file, f.line) {
         (Some(file), Some(line)) => format!("{}@{}:{}", f.function, file, line),
-        _ => f.function.clone(),
+        _ => f.function_at(),
     }
 }
 
@@ -509,7 +546,7 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 out.push(',');
                 out.push_str(m);
             }
-            out.push_str(",share,alloc_path,first_touch_thread\n");
+            out.push_str(",share,alloc_path,first_touch_thread,alloc_site\n");
             for o in views::objects(db).into_iter().take(top) {
                 let path: Vec<String> = o.alloc_path.iter().map(|f| frame_text(f)).collect();
                 let first_touch = o
@@ -527,10 +564,11 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                     out.push_str(&format!(",{v}"));
                 }
                 out.push_str(&format!(
-                    ",{:.6},{},{}\n",
+                    ",{:.6},{},{},{}\n",
                     o.share,
                     csv_field(&path.join(" > ")),
-                    csv_field(&first_touch)
+                    csv_field(&first_touch),
+                    csv_field(&o.alloc_site.map(frame_text).unwrap_or_default())
                 ));
             }
         }

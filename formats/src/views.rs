@@ -13,6 +13,11 @@ pub struct ObjectRow<'a> {
     pub name: &'a str,
     /// Root first.
     pub alloc_path: Vec<&'a Frame>,
+    /// Heap: where the application asked for the memory (a frame of
+    /// `alloc_path` outside allocator wrappers).
+    pub alloc_site: Option<&'a Frame>,
+    /// Heap: the name the program gave the object, if any.
+    pub label: Option<&'a str>,
     pub bytes: u64,
     pub allocations: u64,
     /// Inclusive values, one per metric column.
@@ -93,6 +98,8 @@ pub fn objects(db: &Database) -> Vec<ObjectRow<'_>> {
                     .iter()
                     .map(|&f| &db.frames[f as usize])
                     .collect(),
+                alloc_site: o.site_frame().map(|f| &db.frames[f as usize]),
+                label: o.label.as_deref(),
                 bytes: o.bytes,
                 allocations: o.allocations,
                 share: share(metrics[primary], total),
@@ -256,6 +263,8 @@ pub struct BottleneckRow<'a> {
     pub name: &'a str,
     /// Objects: root-first allocation path (heap); functions: empty.
     pub alloc_path: Vec<&'a Frame>,
+    /// Heap objects: the allocation site.
+    pub alloc_site: Option<&'a Frame>,
     /// Functions: module; objects: `None`.
     pub module: Option<&'a str>,
     /// Functions: file and line of the hottest line.
@@ -381,6 +390,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             region: Region::Object(o.kind),
             name: o.name,
             alloc_path: o.alloc_path,
+            alloc_site: o.alloc_site,
             module: None,
             file: None,
             line: None,
@@ -401,6 +411,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             region: Region::Function,
             name: f.function,
             alloc_path: Vec::new(),
+            alloc_site: None,
             module: Some(f.module),
             file: f.file,
             line: f.line,

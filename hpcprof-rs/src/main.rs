@@ -71,6 +71,14 @@ struct MergeArgs {
     #[arg(long)]
     strict: bool,
 
+    /// A function that wraps the allocator (glob on the demangled name,
+    /// with or without its parameters, e.g. 'hypre_*Alloc' or
+    /// '*Memory::s*alloc'): allocation sites are shown in its callers.
+    /// Repeatable; common wrappers are found without it (docs/GUIDE.md,
+    /// "Real applications").
+    #[arg(long = "alloc-wrapper", value_name = "PATTERN")]
+    alloc_wrapper: Vec<String>,
+
     /// Directory of *.hpcrun files written by hpcrun-rs.
     #[arg(value_name = "MEASUREMENTS_DIR")]
     measurements: PathBuf,
@@ -167,11 +175,15 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
             .context("cannot start the worker threads")?;
     }
     // Refuse before doing any work.
+    let wrappers =
+        hpcprof_rs::site::Wrappers::new(&args.alloc_wrapper).map_err(anyhow::Error::msg)?;
     let files = read::find(&args.measurements)?;
     db::check_output(&args.output, args.force)?;
     let progress = progress_bar(&files);
-    let merged = merge::merge_files(&files, &|bytes| progress.inc(bytes));
+    let mut merged = merge::merge_files(&files, &|bytes| progress.inc(bytes));
     progress.finish_and_clear();
+    let db = &mut merged.db;
+    hpcprof_rs::naming::name_objects(&mut db.objects, &db.frames, &wrappers);
     let skipped = merged.db.info.skipped.len();
     for (file, reason) in &merged.db.info.skipped {
         eprintln!("hpcprof-rs: warning: skipping {file}: {reason}");

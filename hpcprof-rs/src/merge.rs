@@ -48,10 +48,9 @@ use formats::measurement::{
 };
 use rayon::prelude::*;
 
-use crate::name::{heap_name, SourceCache};
-
 mod output;
 
+use crate::site::Wrappers;
 use crate::symbolize::{self, Loc, Symbolizer};
 use output::FinishedTree;
 pub use output::MergedDb;
@@ -795,8 +794,10 @@ impl Resolver<'_> {
             return Vec::new();
         };
         let mut path = Vec::with_capacity(site.frames.len() + 1);
-        for &a in site.frames.iter().rev() {
-            path.extend_from_slice(&self.symbols.site_chain(self.addrs.locate(a)));
+        let innermost = site.frames.len().saturating_sub(1);
+        for (i, &a) in site.frames.iter().rev().enumerate() {
+            let loc = self.addrs.locate(a);
+            path.extend_from_slice(&self.symbols.site_chain(loc, i == innermost));
         }
         if let Some(label) = &site.label {
             path.push(self.symbols.label_frame(label));
@@ -1269,7 +1270,10 @@ pub fn merge(profiles: &[ThreadProfile], skipped: Vec<(String, String)>) -> Merg
         load: &load,
         name: &name,
     };
-    run(groups.into_values().collect(), &input, skipped).into_merged()
+    let mut merged = run(groups.into_values().collect(), &input, skipped).into_merged();
+    let db = &mut merged.db;
+    crate::naming::name_objects(&mut db.objects, &db.frames, &Wrappers::default());
+    merged
 }
 
 /// The process part of a measurement file name (`<exe>.<host>.<pid>` of
@@ -1463,7 +1467,7 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
         );
     }
     let mut old_objects: Vec<Option<DataObject>> = data.objects.into_iter().map(Some).collect();
-    let mut objects: Vec<DataObject> = obj_order
+    let objects: Vec<DataObject> = obj_order
         .iter()
         .filter_map(|&o| {
             let mut obj = old_objects[o].take()?;
@@ -1496,20 +1500,6 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
         .collect();
     drop(old_objects);
     drop(extras);
-
-    // Heap object names from the source of their allocation paths.
-    let mut sources = SourceCache::default();
-    for obj in objects.iter_mut() {
-        if obj.kind == ObjectKind::Heap && !obj.alloc_path.is_empty() {
-            let path: Vec<&Frame> = obj
-                .alloc_path
-                .iter()
-                .map(|&f| &frames[f as usize])
-                .collect();
-            obj.name = heap_name(&path, &mut sources);
-        }
-    }
-    drop(sources);
 
     let info = part.info;
     skipped.extend(info.skipped);
@@ -1985,6 +1975,8 @@ mod tests {
         // Same as the in-memory merge of the same profiles (up to the
         // skipped list, which is empty in both).
         let memory = merge(&profiles, Vec::new()).db;
+        let mut one = one;
+        crate::naming::name_objects(&mut one.objects, &one.frames, &Wrappers::default());
         assert_eq!(one, memory);
         // Rank 0 is the split process (1 + ... + 12), ranks 1-5 have
         // 0, 3, 6, 9, 12.

@@ -176,6 +176,9 @@ impl Frames {
     }
 }
 
+/// Allocation-path chains by (address, innermost call of the path).
+type SiteChains = HashMap<(Loc, bool), Arc<[u32]>>;
+
 /// One module of a [`Symbolizer`]; its loader is opened on first use.
 struct ModuleSlot {
     path: String,
@@ -273,7 +276,7 @@ pub struct Symbolizer {
     frames: Mutex<Frames>,
     chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
     /// Chains of allocation-path addresses ([`Symbolizer::site_chain`]).
-    site_chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
+    site_chains: Mutex<SiteChains>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -354,15 +357,17 @@ impl Symbolizer {
     /// but a function frame without line information carries the return
     /// address's offset from the function's start, so that two call sites
     /// in one function (which only the offset tells apart without debug
-    /// information) stay two allocation sites.
-    pub fn site_chain(&self, loc: Loc) -> Arc<[u32]> {
-        if let Some(c) = lock(&self.site_chains).get(&loc) {
+    /// information) stay two allocation sites. The `innermost` address of
+    /// a path (the call of the allocator) always carries it: the calls of
+    /// one line (`ALLOCATE(a(n), b(m))`) are different sites.
+    pub fn site_chain(&self, loc: Loc, innermost: bool) -> Arc<[u32]> {
+        if let Some(c) = lock(&self.site_chains).get(&(loc, innermost)) {
             return c.clone();
         }
         let chain = self.chain(loc);
         let outer = lock(&self.frames).list[chain[0] as usize].clone();
         let start = match loc {
-            Loc::Module(m, rel) if outer.line.is_none() && !outer.inlined => {
+            Loc::Module(m, rel) if (innermost || outer.line.is_none()) && !outer.inlined => {
                 let slot = lock(&self.modules).1[m as usize].clone();
                 let mut state = lock(&slot.loader);
                 let start = state
@@ -384,7 +389,10 @@ impl Symbolizer {
             }
             None => chain,
         };
-        lock(&self.site_chains).entry(loc).or_insert(ids).clone()
+        lock(&self.site_chains)
+            .entry((loc, innermost))
+            .or_insert(ids)
+            .clone()
     }
 
     /// The frame that carries a label the program gave an allocation path

@@ -121,6 +121,30 @@ fn location(file: Option<&str>, line: Option<u32>) -> String {
     }
 }
 
+/// `function file:line` of an allocation site, or `function+0xOFFSET
+/// (module)` without line information.
+pub fn site_text(f: &Frame) -> String {
+    let loc = location(f.file.as_deref(), f.line);
+    if !loc.is_empty() {
+        return format!("{} {loc}", f.function);
+    }
+    let module = f.module.rsplit('/').next().unwrap_or("");
+    if module.is_empty() || f.function.starts_with(module) {
+        f.function_at()
+    } else {
+        format!("{} ({module})", f.function_at())
+    }
+}
+
+/// The allocation site of an object: the one the database chose, else (a
+/// database written before sites were chosen) the innermost user frame.
+pub fn object_site(site: Option<&Frame>, path: &[&Frame]) -> String {
+    match site {
+        Some(f) => site_text(f),
+        None => alloc_site(path),
+    }
+}
+
 /// `function file:line` of the innermost user frame of an allocation path.
 pub fn alloc_site(path: &[&Frame]) -> String {
     let with_line = |f: &&&Frame| f.file.is_some() && f.line.is_some();
@@ -187,7 +211,7 @@ pub fn data_table(db: &Database, top: usize) -> String {
         let site = if row.alloc_path.is_empty() {
             "-".to_string()
         } else {
-            alloc_site(&row.alloc_path)
+            object_site(row.alloc_site, &row.alloc_path)
         };
         let _ = writeln!(
             out,

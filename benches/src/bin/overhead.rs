@@ -281,48 +281,20 @@ fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
     Ok((list, notes))
 }
 
-/// hpcc's input: Debian's example with one process (P = Q = 1) and HPL size
-/// `n` (RandomAccess, STREAM, DGEMM and FFT sizes follow from it).
+/// hpcc's input: Debian's example with one process (P = Q = 1)
+/// (`benches/inputs/hpccinf.txt`, also used by tests/real_apps.rs) with
+/// HPL size `n` (RandomAccess, STREAM, DGEMM and FFT sizes follow from it).
 fn hpcc_input(n: u32) -> String {
-    format!(
-        "HPLinpack benchmark input file
-Innovative Computing Laboratory, University of Tennessee
-HPL.out      output file name (if any)
-8            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-{n:<12} Ns
-1            # of NBs
-80           NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-1            # of process grids (P x Q)
-1            Ps
-1            Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-##### This line (no. 32) is ignored (it serves as a separator). ######
-0                      		Number of additional problem sizes for PTRANS
-1200 10000 30000        	values of N
-0                       	number of additional blocking sizes for PTRANS
-40 9 8 13 13 20 16 32 64       	values of NB
-"
-    )
+    include_str!("../../inputs/hpccinf.txt")
+        .lines()
+        .map(|l| {
+            if l.ends_with(" Ns") {
+                format!("{n:<12} Ns\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
 }
 
 /// Samples and bytes of one hpcrun-rs output directory.

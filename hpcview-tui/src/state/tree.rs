@@ -25,7 +25,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use formats::database::{NodeKind, ObjectKind};
+use formats::database::{Frame, NodeKind, ObjectKind};
 
 use super::bottleneck::Quadrant;
 use super::bottleneck::{self, ratio, Bottleneck};
@@ -82,6 +82,9 @@ pub struct Item {
     /// False when the item has no children for sure.
     pub expandable: bool,
     pub label: String,
+    /// Heap objects: where the application allocated them, shown dimmed
+    /// after the label (`abc.c:32`, `AtomVec::grow+0x1cd`).
+    pub site: Option<String>,
     /// Short kind tag shown before the label (`heap`, `static`, ...).
     pub tag: &'static str,
     /// Inclusive values (empty for rows without metrics).
@@ -260,6 +263,7 @@ impl Pane {
             expanded: false,
             expandable: false,
             label: String::new(),
+            site: None,
             tag: "",
             inc: Vec::new(),
             exc: Vec::new(),
@@ -301,10 +305,13 @@ impl Pane {
                 item.expandable =
                     !obj.alloc_path.is_empty() || !model.data.children(obj.node).is_empty();
                 item.label = obj.name.clone();
+                item.site = obj
+                    .site_frame()
+                    .map(|f| short_site(&model.db.frames[f as usize]));
                 item.tag = object_tag(obj.kind, &obj.name);
                 item.object = Some(o);
                 item.dist_node = Some(Node::Data(obj.node));
-                item.frame = obj.alloc_path.last().copied();
+                item.frame = obj.site_frame().or(obj.alloc_path.last().copied());
             }
             Node::AllocPath(o) => {
                 let n = model.db.objects[o as usize].alloc_path.len();
@@ -900,6 +907,23 @@ impl SearchIndex {
             }
             Node::AllocPath(_) => true,
             _ => false,
+        }
+    }
+}
+
+/// An allocation site in a few characters: `abc.c:32`, or without line
+/// information `AtomVec::grow+0x1cd` (parameters left out).
+fn short_site(f: &Frame) -> String {
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => {
+            format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
+        }
+        _ => {
+            let bare = f.function.split('(').next().unwrap_or(&f.function);
+            match f.offset {
+                Some(off) => format!("{bare}+0x{off:x}"),
+                None => bare.to_string(),
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use ratatui::Frame;
 
 use super::tree::{count, percent};
 use super::Theme;
-use crate::report::alloc_site;
+use crate::report::object_site;
 use crate::state::tree::Node;
 use crate::state::{AppState, Filter};
 use formats::database::Dist;
@@ -68,7 +68,11 @@ pub fn lines(app: &AppState) -> Vec<String> {
                 .iter()
                 .map(|&f| &model.db.frames[f as usize])
                 .collect();
-            out.push(format!("allocated at: {}", alloc_site(&path)));
+            let site = obj.site_frame().map(|f| &model.db.frames[f as usize]);
+            out.push(format!("allocated at: {}", object_site(site, &path)));
+            if let Some(label) = &obj.label {
+                out.push(format!("named by the program: {label}"));
+            }
         }
     } else if let Some(f) = item.frame {
         let frame = &model.db.frames[f as usize];

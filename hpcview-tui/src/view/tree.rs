@@ -214,7 +214,12 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
         let tag_len = tag.chars().count().min(room);
         spans.push(Span::raw(format!("{}{marker}", " ".repeat(indent))));
         spans.push(Span::styled(fit(&tag, tag_len), theme.dim()));
-        spans.push(Span::raw(fit(&item.label, room - tag_len)));
+        let label = fit(&item.label, room - tag_len);
+        let left = room - tag_len - label.chars().count();
+        spans.push(Span::raw(label));
+        if let Some(site) = item.site.as_deref().filter(|_| left > 4) {
+            spans.push(Span::styled(fit(&format!("  {site}"), left), theme.dim()));
+        }
         let mut line = Line::from(spans);
         if pos == pane.selected {
             line = line.style(sel_style);

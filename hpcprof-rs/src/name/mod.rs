@@ -32,6 +32,8 @@ use std::collections::HashMap;
 
 use formats::database::Frame;
 
+mod through_params;
+
 /// How many lines after an assignment are searched for `return NAME;`.
 const RETURN_WINDOW: usize = 30;
 
@@ -59,9 +61,45 @@ impl SourceCache {
     }
 }
 
-/// The name of a heap object from its allocation path (root first).
-pub fn heap_name(path: &[&Frame], sources: &mut SourceCache) -> String {
-    heap_name_with(path, |file| sources.lines(file).map(<[String]>::to_vec))
+/// The name of a heap object from its allocation path (root first) and its
+/// allocation site (index into `path`, chosen by `crate::site`); `ordinal`
+/// is (this object's rank, how many objects) among the objects allocated
+/// at the same source line by different call instructions (a Fortran
+/// `ALLOCATE(a(n), b(m))` makes one `malloc` call per array).
+pub fn heap_name(
+    path: &[&Frame],
+    site: usize,
+    ordinal: Option<(usize, usize)>,
+    sources: &mut SourceCache,
+) -> String {
+    heap_name_with(path, site, ordinal, |file| {
+        sources.lines(file).map(<[String]>::to_vec)
+    })
+}
+
+/// What line `line` (1-based) of `lines` says of an allocation made there:
+/// `None` if there is no such line, `Some(None)` if it returns the
+/// allocation (a wrapper: `return malloc(n);`, or `p = malloc(n);` with
+/// `return p;` a few lines later), `Some(Some(true))` if it names what it
+/// allocates, `Some(Some(false))` otherwise. `function` is the frame's
+/// function (a constructor's lines may name members).
+pub fn names_at(lines: &[String], line: usize, function: &str) -> Option<Option<bool>> {
+    if line == 0 || line > lines.len() {
+        return None;
+    }
+    if is_return(&lines[line - 1]) {
+        return Some(None);
+    }
+    if fortran_allocated(&lines[line - 1]).is_some() {
+        return Some(Some(true));
+    }
+    Some(
+        match line_name(lines, line, constructor_class(function).is_some()) {
+            Some(Named::Var { name, .. }) if returned_later(&lines[line..], &name) => None,
+            Some(_) => Some(true),
+            None => Some(false),
+        },
+    )
 }
 
 /// True for source files of language and third-party libraries rather than
@@ -95,30 +133,46 @@ enum Named {
 /// [`heap_name`] with a custom source reader (for tests).
 pub fn heap_name_with(
     path: &[&Frame],
+    site: usize,
+    ordinal: Option<(usize, usize)>,
     mut read: impl FnMut(&str) -> Option<Vec<String>>,
 ) -> String {
-    // The frame the fallback name refers to: the last one of the program's
-    // own sources examined.
-    let mut named_frame: Option<&Frame> = None;
+    let Some(site_frame) = path.get(site) else {
+        return "heap@[unknown]".to_string();
+    };
     // A member found in a constructor, waiting for the object that holds
     // it: (`pressure` or `grid.pressure`, the class).
     let mut member: Option<(String, String)> = None;
-    for frame in path.iter().rev() {
+    for (i, frame) in path[..=site].iter().enumerate().rev() {
         let (Some(file), Some(line)) = (frame.file.as_deref(), frame.line) else {
+            if i == site {
+                break;
+            }
             continue;
         };
         if is_library_source(file) {
             continue;
         }
         let Some(lines) = read(file) else {
+            if i == site {
+                break;
+            }
             continue;
         };
         let idx = line as usize;
         if idx == 0 || idx > lines.len() {
             continue;
         }
-        named_frame = Some(frame);
         let text = &lines[idx - 1];
+        if i == site {
+            if let Some(names) = fortran_allocated(text) {
+                match ordinal {
+                    Some((k, n)) if n == names.len() => return names[k].clone(),
+                    _ if names.len() == 1 => return names[0].clone(),
+                    _ => return names.join("|"),
+                }
+            }
+        }
         if is_return(text) {
             continue;
         }
@@ -137,7 +191,9 @@ pub fn heap_name_with(
                 let sep = if pointer { "->" } else { "." };
                 return format!("{name}{sep}{chain}");
             }
-            (Some(Named::Var { name, .. }), None) => return name,
+            (Some(Named::Var { name, .. }), None) => {
+                return through_callers(path, i, name, &lines, &mut read);
+            }
             (None, _) => break,
         }
     }
@@ -148,14 +204,87 @@ pub fn heap_name_with(
             format!("{class}::{chain}")
         };
     }
-    let frame = named_frame.or_else(|| path.last().copied());
-    match frame {
-        Some(f) => match f.line {
-            Some(line) => format!("heap@{}:{line}", f.function),
-            None => format!("heap@{}", f.function),
-        },
-        None => "heap@[unknown]".to_string(),
+    let function = crate::site::short_function(&site_frame.function);
+    match (site_frame.line, site_frame.offset) {
+        (Some(line), _) => format!("heap@{function}:{line}"),
+        (None, Some(off)) => format!("heap@{function}+0x{off:x}"),
+        (None, None) => format!("heap@{function}"),
     }
+}
+
+/// `name`, assigned in `path[i]` (whose source is `lines`), rewritten
+/// through the parameters it uses, one caller at a time (at most 4):
+/// `hypre_CSRMatrixData(matrix)` -> `hypre_CSRMatrixData(A_diag)`.
+fn through_callers(
+    path: &[&Frame],
+    mut i: usize,
+    mut name: String,
+    lines: &[String],
+    read: &mut impl FnMut(&str) -> Option<Vec<String>>,
+) -> String {
+    let mut lines = lines.to_vec();
+    for _ in 0..4 {
+        let (Some(callee_line), Some(caller)) = (path[i].line, i.checked_sub(1).map(|c| path[c]))
+        else {
+            break;
+        };
+        let (Some(file), Some(line)) = (caller.file.as_deref(), caller.line) else {
+            break;
+        };
+        let Some(caller_lines) = read(file) else {
+            break;
+        };
+        match through_params::through_caller(
+            &name,
+            &lines,
+            callee_line as usize,
+            &path[i].function,
+            &caller_lines,
+            line as usize,
+        ) {
+            Some(n) => name = n,
+            None => break,
+        }
+        lines = caller_lines;
+        i -= 1;
+    }
+    name
+}
+
+/// The arrays a Fortran `ALLOCATE` statement allocates, in order:
+/// `allocate(a(n), grid%u(n,m), stat=ierr)` -> `a`, `grid%u`.
+pub fn fortran_allocated(line: &str) -> Option<Vec<String>> {
+    let code = match line.find('!') {
+        Some(i) => &line[..i],
+        None => line,
+    }
+    .trim();
+    // An optional statement label, then `allocate`.
+    let code = code
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    if code.len() < 8 || !code[..8].eq_ignore_ascii_case("allocate") {
+        return None;
+    }
+    let rest = code[8..].trim_start();
+    if !rest.starts_with('(') {
+        return None;
+    }
+    let close = matching_close(rest, 0)?;
+    let names: Vec<String> = split_top_level(&rest[1..close], ',')
+        .into_iter()
+        .filter_map(|item| {
+            let item = item.trim();
+            let name = item[..item.find('(').unwrap_or(item.len())].trim();
+            let is_keyword = item.contains('=') && !item.contains('(');
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '%');
+            (ok && !is_keyword).then(|| name.to_string())
+        })
+        .collect();
+    (!names.is_empty()).then_some(names)
 }
 
 /// What line `idx` (1-based) of `lines` names; `in_constructor` allows
@@ -237,6 +366,41 @@ fn makes_pointer(line: &str, name: &str) -> bool {
     })
 }
 
+/// A statement without the condition that guards it on the same line:
+/// `if (n) a = malloc(n);` -> `a = malloc(n);` (also `else`, `while`).
+fn without_guard(code: &str) -> &str {
+    let mut code = code.trim_start();
+    loop {
+        if let Some(rest) = code.strip_prefix("else") {
+            if !rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+                code = rest.trim_start();
+                continue;
+            }
+        }
+        let keyword = ["if", "while"].into_iter().find(|k| {
+            code.strip_prefix(k)
+                .is_some_and(|r| r.trim_start().starts_with('('))
+        });
+        let Some(k) = keyword else {
+            return code;
+        };
+        let open = k.len() + (code.len() - k.len() - code[k.len()..].trim_start().len());
+        match matching_close(code, open) {
+            Some(close) => code = code[close + 1..].trim_start(),
+            None => return code,
+        }
+    }
+}
+
+/// `(x)` -> `x` (repeatedly, trimmed); other text as it is.
+fn without_parens(text: &str) -> &str {
+    let mut t = text.trim();
+    while t.starts_with('(') && matching_close(t, 0) == Some(t.len() - 1) {
+        t = t[1..t.len() - 1].trim();
+    }
+    t
+}
+
 /// Byte index of the bracket that closes the one at `open`.
 fn matching_close(code: &str, open: usize) -> Option<usize> {
     let mut depth = 0i32;
@@ -273,16 +437,26 @@ pub fn constructor_class(function: &str) -> Option<String> {
             _ => {}
         }
     }
-    let name = &function[..end];
-    // Split on `::` outside template arguments.
+    let parts = scope_parts(&function[..end]);
+    let [.., class, last] = parts.as_slice() else {
+        return None;
+    };
+    let base = class.split('<').next().unwrap_or(class);
+    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    (is_ident(last) && *last == base).then(|| parts[..parts.len() - 1].join("::"))
+}
+
+/// The `::`-separated parts of a name, split outside template arguments
+/// and parentheses: `ns::Grid<a::b>::Grid` -> `ns`, `Grid<a::b>`, `Grid`.
+pub fn scope_parts(name: &str) -> Vec<&str> {
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0usize);
     let bytes = name.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'<' => depth += 1,
-            b'>' => depth -= 1,
+            b'<' | b'(' => depth += 1,
+            b'>' | b')' => depth -= 1,
             b':' if depth == 0 && bytes.get(i + 1) == Some(&b':') => {
                 parts.push(&name[start..i]);
                 start = i + 2;
@@ -293,12 +467,7 @@ pub fn constructor_class(function: &str) -> Option<String> {
         i += 1;
     }
     parts.push(&name[start..]);
-    let [.., class, last] = parts.as_slice() else {
-        return None;
-    };
-    let base = class.split('<').next().unwrap_or(class);
-    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
-    (is_ident(last) && *last == base).then(|| parts[..parts.len() - 1].join("::"))
+    parts
 }
 
 /// The member a constructor's initialiser line initialises:
@@ -424,7 +593,7 @@ fn method_receiver(line: &str) -> Option<String> {
             } else {
                 continue;
             };
-            let receiver = lvalue_suffix(&code[..receiver_end])?;
+            let receiver = lvalue_suffix(&code[..receiver_end]).filter(|r| !r.contains('('))?;
             // Only a statement that starts with the receiver (possibly after
             // a loop or condition header: `for (...) v.push_back(x);`).
             let rest = code[..receiver_end - receiver.len()].trim();
@@ -442,17 +611,30 @@ fn method_receiver(line: &str) -> Option<String> {
 }
 
 /// The identifier chain at the end of `text` (identifiers, `.`, `->`,
-/// `::`, bracketed indices), or `None` if brackets do not balance.
+/// `::`, bracketed indices, and macro or function calls such as
+/// `hypre_CSRMatrixJ(S_diag)`), or `None` if brackets do not balance.
 fn lvalue_suffix(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let mut start = chars.len();
-    let mut depth = 0i32;
+    // Closing brackets seen and not yet opened, innermost last.
+    let mut open: Vec<char> = Vec::new();
     while start > 0 {
         let c = chars[start - 1];
-        if depth > 0 {
+        if let Some(&want) = open.last() {
             match c {
-                ']' => depth += 1,
-                '[' => depth -= 1,
+                ']' | ')' => open.push(if c == ']' { '[' } else { '(' }),
+                '[' | '(' if c == want => {
+                    open.pop();
+                    // A call's parentheses must follow a name.
+                    if c == '('
+                        && open.is_empty()
+                        && !(start >= 2
+                            && (chars[start - 2].is_alphanumeric() || chars[start - 2] == '_'))
+                    {
+                        return None;
+                    }
+                }
+                '[' | '(' => return None,
                 _ => {}
             }
             start -= 1;
@@ -460,10 +642,14 @@ fn lvalue_suffix(text: &str) -> Option<String> {
         }
         let ok = match c {
             ']' => {
-                depth += 1;
+                open.push('[');
                 true
             }
-            '[' => return None,
+            ')' => {
+                open.push('(');
+                true
+            }
+            '[' | '(' => return None,
             c if c.is_alphanumeric() || c == '_' || c == '.' => true,
             '>' => start >= 2 && chars[start - 2] == '-',
             '-' => chars.get(start) == Some(&'>'),
@@ -475,7 +661,7 @@ fn lvalue_suffix(text: &str) -> Option<String> {
         }
         start -= 1;
     }
-    if depth != 0 {
+    if !open.is_empty() {
         return None;
     }
     Some(chars[start..].iter().collect())
@@ -558,12 +744,13 @@ fn returned_later(after: &[String], name: &str) -> bool {
         let code = code_part(line);
         if let Some(rest) = code.strip_prefix("return") {
             let rest = rest.trim().trim_end_matches(';').trim();
-            let rest = rest
-                .strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .unwrap_or(rest)
-                .trim();
-            if rest == name {
+            let rest = without_parens(rest);
+            // A cast: `return (char*)ptr;`, `return (void *) (ptr);`.
+            let uncast = match rest.strip_prefix('(') {
+                Some(_) => matching_close(rest, 0).map_or(rest, |c| without_parens(&rest[c + 1..])),
+                None => rest,
+            };
+            if rest == name || uncast == name {
                 return true;
             }
         }
@@ -606,7 +793,7 @@ pub fn assigned_name(line: &str) -> Option<String> {
 /// [`assigned_name`], and whether the line declares it (a type or `let`
 /// before the name).
 fn assignment_target(line: &str) -> Option<(String, bool)> {
-    let code = code_part(line);
+    let code = without_guard(code_part(line));
     if is_return(code) {
         return None;
     }
@@ -659,6 +846,28 @@ fn valid(name: String) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names one object as the merge does: the site is the innermost frame
+    /// that rules 1 and 3 of `crate::site` do not skip.
+    fn named(path: &[&Frame], mut read: impl FnMut(&str) -> Option<Vec<String>>) -> String {
+        let site = (0..path.len())
+            .rev()
+            .find(|&i| {
+                let f = path[i];
+                if crate::site::is_runtime(f) {
+                    return false;
+                }
+                match (f.file.as_deref(), f.line) {
+                    (Some(file), Some(line)) => match read(file) {
+                        Some(lines) => names_at(&lines, line as usize, &f.function) != Some(None),
+                        None => true,
+                    },
+                    _ => true,
+                }
+            })
+            .unwrap_or(path.len().saturating_sub(1));
+        heap_name_with(path, site, None, read)
+    }
 
     #[test]
     fn assignments() {
@@ -716,7 +925,9 @@ mod tests {
         assert_eq!(assigned_name("foo(malloc(n));"), None);
         assert_eq!(assigned_name("x += malloc(3);"), None);
         assert_eq!(assigned_name("return p = malloc(3);"), None);
-        assert_eq!(assigned_name("if (x) a = malloc(3);"), None);
+        // A guard on the same line is not part of the name (hypre's `if
+        // (n_fine) assigned = hypre_CTAlloc(...)`).
+        assert_eq!(assigned_name("if (x) a = malloc(3);"), Some("a".into()));
         assert_eq!(assigned_name("a[i].b(c = 3);"), None);
         assert_eq!(assigned_name("   "), None);
         assert_eq!(assigned_name("= malloc(3);"), None);
@@ -788,27 +999,96 @@ mod tests {
         let main = frame("main", Some("/src/app.c"), Some(9));
         let make = frame("make", Some("/src/app.c"), Some(7));
         let xmalloc = frame("xmalloc", Some("/src/app.c"), Some(3));
-        let libc = frame("helper", Some("/usr/src/missing.c"), Some(3));
-        assert_eq!(
-            heap_name_with(&[&main, &make, &xmalloc, &libc], source()),
-            "C"
-        );
+        let libc = Frame {
+            module: "/lib/x86_64-linux-gnu/libc.so.6".into(),
+            ..frame("helper", Some("/usr/src/missing.c"), Some(3))
+        };
+        assert_eq!(named(&[&main, &make, &xmalloc, &libc], source()), "C");
         let call = frame("main", Some("/src/app.c"), Some(10));
-        assert_eq!(
-            heap_name_with(&[&call, &make, &xmalloc], source()),
-            "heap@main:10"
-        );
+        assert_eq!(named(&[&call, &make, &xmalloc], source()), "heap@main:10");
         let split = frame("main", Some("/src/app.c"), Some(12));
-        assert_eq!(heap_name_with(&[&split], source()), "D");
+        assert_eq!(named(&[&split], source()), "D");
+    }
+
+    #[test]
+    fn returned_through_a_cast() {
+        let after: Vec<String> = ["   if (!ptr) oom();", "   return (char*)ptr;", "}"]
+            .map(String::from)
+            .to_vec();
+        assert!(returned_later(&after, "ptr"));
+        let after: Vec<String> = ["   return (void *) (p);"].map(String::from).to_vec();
+        assert!(returned_later(&after, "p"));
+        let after: Vec<String> = ["   return (double)n;"].map(String::from).to_vec();
+        assert!(!returned_later(&after, "p"));
+    }
+
+    #[test]
+    fn macro_call_left_hand_sides() {
+        assert_eq!(
+            assigned_name("   hypre_CSRMatrixJ(S_diag) = hypre_CTAlloc(int, num_nonzeros_diag);"),
+            Some("hypre_CSRMatrixJ(S_diag)".into())
+        );
+        assert_eq!(
+            assigned_name("  hypre_ParCSRMatrixDiag(A)->data = hypre_CTAlloc(double, n);"),
+            Some("hypre_ParCSRMatrixDiag(A)->data".into())
+        );
+        assert_eq!(
+            assigned_name("  if (n_fine) assigned = hypre_CTAlloc(HYPRE_Int, n_fine);"),
+            Some("assigned".into())
+        );
+        assert_eq!(assigned_name("  else if (x) { p = malloc(n); }"), None);
+        assert_eq!(assigned_name("  if (x == y) a = 1;"), Some("a".into()));
+        assert_eq!(assigned_name("  (p) = malloc(n);"), None);
+    }
+
+    #[test]
+    fn fortran_allocate_statements() {
+        assert_eq!(
+            fortran_allocated("  allocate(a(n), b(2*n))"),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        assert_eq!(
+            fortran_allocated("10 ALLOCATE (grid%u(n, m), stat=ierr) ! the grid"),
+            Some(vec!["grid%u".to_string()])
+        );
+        assert_eq!(fortran_allocated("  deallocate(a)"), None);
+        assert_eq!(fortran_allocated("  call allocate_all(a)"), None);
+        let lines: Vec<String> = ["  allocate(a(n), b(m))".to_string()].to_vec();
+        let site = Frame {
+            offset: Some(0x40),
+            ..frame("MAIN__", Some("/src/a.f90"), Some(1))
+        };
+        let read = |_: &str| Some(lines.clone());
+        assert_eq!(heap_name_with(&[&site], 0, Some((1, 2)), read), "b");
+        assert_eq!(heap_name_with(&[&site], 0, Some((0, 2)), read), "a");
+        // Fewer objects than arrays (one was too small to track): both.
+        assert_eq!(heap_name_with(&[&site], 0, Some((0, 1)), read), "a|b");
+    }
+
+    #[test]
+    fn without_line_information_the_site_names_the_object() {
+        let grow = Frame {
+            offset: Some(0x1cd),
+            ..frame("LAMMPS_NS::AtomVec::grow(int)", None, None)
+        };
+        let srealloc = frame(
+            "LAMMPS_NS::Memory::srealloc(void*, long, char const*)",
+            None,
+            None,
+        );
+        assert_eq!(
+            heap_name_with(&[&grow, &srealloc], 0, None, |_| None),
+            "heap@AtomVec::grow+0x1cd"
+        );
     }
 
     #[test]
     fn falls_back() {
         let nofile = frame("alloc_it", None, None);
-        assert_eq!(heap_name_with(&[&nofile], source()), "heap@alloc_it");
+        assert_eq!(named(&[&nofile], source()), "heap@alloc_it");
         let unreadable = frame("g", Some("/nope.c"), Some(4));
-        assert_eq!(heap_name_with(&[&unreadable], source()), "heap@g:4");
-        assert_eq!(heap_name_with(&[], source()), "heap@[unknown]");
+        assert_eq!(named(&[&unreadable], source()), "heap@g:4");
+        assert_eq!(named(&[], source()), "heap@[unknown]");
     }
 
     #[test]
@@ -1026,7 +1306,7 @@ mod tests {
         );
         let ctor = |line| at("Grid::Grid(unsigned long)", "/src/grid.cpp", line);
         let main = |line| at("main", "/src/grid.cpp", line);
-        let name = |frames: &[&Frame]| heap_name_with(frames, cpp_and_rust_source());
+        let name = |frames: &[&Frame]| named(frames, cpp_and_rust_source());
         // Member initialisers, through std::vector's inlined frames.
         let (pressure, velocity, density, extra) = (ctor(6), ctor(7), ctor(8), ctor(9));
         assert_eq!(
@@ -1091,7 +1371,7 @@ mod tests {
         );
         let alloc = frame("alloc::alloc::alloc_zeroed", None, None);
         let main = |line| at("rust_vec::main", "/src/main.rs", line);
-        let name = |frames: &[&Frame]| heap_name_with(frames, cpp_and_rust_source());
+        let name = |frames: &[&Frame]| named(frames, cpp_and_rust_source());
         assert_eq!(name(&[&main(2), &from_elem, &raw_vec, &alloc]), "table");
         assert_eq!(name(&[&main(3), &raw_vec, &alloc]), "hist");
         assert_eq!(name(&[&main(4), &raw_vec, &alloc]), "hist");

@@ -1,0 +1,434 @@
+//! Chooses each heap object's allocation site: the frame of its allocation
+//! path where the application asked for the memory, outside the allocator
+//! and the wrappers around it.
+//!
+//! Objects stay keyed by their full allocation path; the site is what is
+//! shown and what names the object. Walking a path from the innermost frame
+//! (the caller of `malloc`) outwards, a frame is skipped when it is
+//!
+//! 1. part of a language runtime or system library: its module is glibc,
+//!    libstdc++, libgfortran, libc++, the loader, libgcc, libpython or a
+//!    malloc replacement; its function is a runtime allocator (`operator
+//!    new`, `__rust_alloc`, `alloc::`, `std::`, `__gnu_cxx::`,
+//!    `_gfortran_`); or its source file is a library header
+//!    ([`is_library_source`]: inlined `std::vector` or `RawVec` code);
+//! 2. named by the user: `--alloc-wrapper PATTERN` (a glob on the
+//!    demangled function name, with or without its parameter list);
+//! 3. a wrapper by its source: the line returns the allocation (`return
+//!    calloc(n, s);`) or assigns a local that the function returns a few
+//!    lines later (`ptr = calloc(n, s); ... return(ptr);`);
+//! 4. a wrapper by how it is used: the innermost remaining frame of
+//!    allocations reached from at least two distinct call sites
+//!    (`hypre_CAlloc`, `Memory::srealloc`), or, without line information, a
+//!    function whose own name says it allocates (`alloc` in its last name
+//!    component: `MyPage<int>::allocate`, `xcalloc`); unless its source line
+//!    names what it allocates (`g->data = malloc(n);` in a function called
+//!    from two places keeps its own site). Step 4 repeats until no new
+//!    wrapper appears, so two-level wrappers (`my_alloc` -> `xcalloc`)
+//!    are found too.
+//!
+//! If every frame is skipped, the site is the innermost frame that is not
+//! part of a runtime (never a libc start-up frame).
+
+use std::collections::{HashMap, HashSet};
+
+use formats::database::{Frame, LABEL_MODULE};
+
+use crate::name::{is_library_source, names_at, scope_parts, SourceCache};
+
+/// Module file names (prefixes of the base name) of runtimes and system
+/// libraries whose frames are never an allocation site.
+const RUNTIME_MODULES: &[&str] = &[
+    "libc.so",
+    "libc-",
+    "ld-linux",
+    "ld-2.",
+    "libstdc++.so",
+    "libc++.so",
+    "libc++abi.so",
+    "libgcc_s.so",
+    "libgfortran.so",
+    "libpython",
+    "libjemalloc.so",
+    "libtcmalloc",
+    "libmimalloc.so",
+    "libhpcrun_preload.so",
+];
+
+/// Function name prefixes of runtime allocators and library code (for
+/// programs without line information, where the file rule cannot apply).
+const RUNTIME_FUNCTIONS: &[&str] = &[
+    "operator new",
+    "__rust_alloc",
+    "__rust_realloc",
+    "__rdl_alloc",
+    "__rg_alloc",
+    "alloc::",
+    "<alloc::",
+    "std::",
+    "<std::",
+    "__gnu_cxx::",
+    "_gfortran_",
+    "__libc_",
+    "__GI_",
+];
+
+/// User-given wrapper patterns (`--alloc-wrapper`).
+#[derive(Debug, Default, Clone)]
+pub struct Wrappers {
+    patterns: Vec<glob::Pattern>,
+}
+
+impl Wrappers {
+    /// Compiles the patterns; a bad one is an error naming it.
+    pub fn new(patterns: &[String]) -> Result<Self, String> {
+        let patterns = patterns
+            .iter()
+            .map(|p| {
+                glob::Pattern::new(p)
+                    .map_err(|e| format!("--alloc-wrapper {p:?} is not a valid pattern: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Wrappers { patterns })
+    }
+
+    fn matches(&self, function: &str) -> bool {
+        let bare = without_parameters(function);
+        self.patterns
+            .iter()
+            .any(|p| p.matches(function) || p.matches(bare))
+    }
+}
+
+/// `f(int, char const*)` -> `f`; `std::vector<int>::push_back(int&&)` ->
+/// `std::vector<int>::push_back`.
+pub fn without_parameters(function: &str) -> &str {
+    let f = function.trim_end();
+    if !f.ends_with(')') {
+        return f;
+    }
+    // The parenthesis that opens the final parameter list.
+    let mut depth = 0i32;
+    for (i, c) in f.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return f[..i].trim_end();
+                }
+            }
+            _ => {}
+        }
+    }
+    f
+}
+
+/// The last `::` component of a name without parameters, outside template
+/// brackets: `LAMMPS_NS::MyPage<int>::allocate` -> `allocate`.
+fn last_component(name: &str) -> &str {
+    scope_parts(name).last().copied().unwrap_or(name)
+}
+
+/// A short form of a function name for object names: no parameters, at
+/// most the class and the function (`LAMMPS_NS::AtomVec::grow(int)` ->
+/// `AtomVec::grow`).
+pub fn short_function(function: &str) -> String {
+    let parts = scope_parts(without_parameters(function));
+    parts[parts.len().saturating_sub(2)..].join("::")
+}
+
+fn module_base(module: &str) -> &str {
+    module.rsplit('/').next().unwrap_or(module)
+}
+
+/// Rule 1: a frame of a runtime or system library.
+pub fn is_runtime(frame: &Frame) -> bool {
+    let base = module_base(&frame.module);
+    RUNTIME_MODULES.iter().any(|m| base.starts_with(m))
+        || RUNTIME_FUNCTIONS
+            .iter()
+            .any(|p| frame.function.starts_with(p))
+        || frame.file.as_deref().is_some_and(is_library_source)
+}
+
+/// What the source says of a frame's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// No line information or unreadable source.
+    Unknown,
+    /// The line returns the allocation: a wrapper (rule 3).
+    Returns,
+    /// The line names what it allocates.
+    Names,
+    /// The line says neither.
+    Silent,
+}
+
+fn source_of(frame: &Frame, sources: &mut SourceCache) -> Source {
+    let (Some(file), Some(line)) = (frame.file.as_deref(), frame.line) else {
+        return Source::Unknown;
+    };
+    let Some(lines) = sources.lines(file) else {
+        return Source::Unknown;
+    };
+    match names_at(lines, line as usize, &frame.function) {
+        None => Source::Unknown,
+        Some(None) => Source::Returns,
+        Some(Some(true)) => Source::Names,
+        Some(Some(false)) => Source::Silent,
+    }
+}
+
+/// True when a function without line information says by its name that it
+/// allocates (`alloc` in its last name component, any case).
+fn allocates_by_name(frame: &Frame) -> bool {
+    frame.line.is_none()
+        && last_component(without_parameters(&frame.function))
+            .to_ascii_lowercase()
+            .contains("alloc")
+}
+
+/// Chooses the allocation site of every path (root first, frame indices
+/// into `frames`): the index into the path, `None` for an empty path. A
+/// final [`LABEL_MODULE`] frame is never the site.
+pub fn choose_sites(
+    paths: &[&[u32]],
+    frames: &[Frame],
+    wrappers: &Wrappers,
+    sources: &mut SourceCache,
+) -> Vec<Option<u32>> {
+    // (skipped by rules 1-3, what the source says), per frame.
+    let mut facts: HashMap<u32, (bool, Source)> = HashMap::new();
+    for &f in paths.iter().flat_map(|p| p.iter()) {
+        if facts.contains_key(&f) {
+            continue;
+        }
+        let frame = &frames[f as usize];
+        let source = source_of(frame, sources);
+        let skip = frame.module == LABEL_MODULE
+            || is_runtime(frame)
+            || wrappers.matches(&frame.function)
+            || source == Source::Returns;
+        facts.insert(f, (skip, source));
+    }
+    let facts = |f: u32| facts.get(&f).copied().unwrap_or((false, Source::Unknown));
+    // Walks outwards from `from` (inclusive) past skipped frames.
+    let settle = |path: &[u32], from: usize| -> Option<usize> {
+        (0..=from).rev().find(|&i| !facts(path[i]).0)
+    };
+    let mut pos: Vec<Option<usize>> = paths
+        .iter()
+        .map(|p| p.len().checked_sub(1).and_then(|i| settle(p, i)))
+        .collect();
+
+    // Rule 4, until nothing changes.
+    let function_key = |f: u32| {
+        let frame = &frames[f as usize];
+        (frame.module.as_str(), frame.function.as_str())
+    };
+    let mut wrapper_functions: HashSet<(&str, &str)> = HashSet::new();
+    loop {
+        let mut callers: HashMap<(&str, &str), HashSet<Option<u32>>> = HashMap::new();
+        for (path, p) in paths.iter().zip(&pos) {
+            if let Some(i) = *p {
+                let caller = i.checked_sub(1).map(|c| path[c]);
+                callers
+                    .entry(function_key(path[i]))
+                    .or_default()
+                    .insert(caller);
+            }
+        }
+        let mut changed = false;
+        for (path, p) in paths.iter().zip(pos.iter_mut()) {
+            let Some(i) = *p else { continue };
+            let f = path[i];
+            let key = function_key(f);
+            let by_use = wrapper_functions.contains(&key)
+                || callers.get(&key).is_some_and(|c| c.len() >= 2)
+                || allocates_by_name(&frames[f as usize]);
+            if !by_use || facts(f).1 == Source::Names || i == 0 {
+                continue;
+            }
+            wrapper_functions.insert(key);
+            let next = settle(path, i - 1);
+            if next.is_some() {
+                *p = next;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    paths
+        .iter()
+        .zip(pos)
+        .map(|(path, p)| {
+            let p = p.or_else(|| {
+                // Everything skipped: the innermost frame outside runtimes.
+                (0..path.len())
+                    .rev()
+                    .find(|&i| {
+                        let frame = &frames[path[i] as usize];
+                        frame.module != LABEL_MODULE && !is_runtime(frame)
+                    })
+                    .or_else(|| path.len().checked_sub(1))
+            });
+            p.map(|i| i as u32)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, module: &str, file: Option<&str>, line: Option<u32>) -> Frame {
+        Frame {
+            function: function.to_string(),
+            file: file.map(str::to_string),
+            line,
+            module: module.to_string(),
+            inlined: false,
+            offset: None,
+        }
+    }
+
+    #[test]
+    fn names_are_shortened() {
+        assert_eq!(
+            short_function("LAMMPS_NS::AtomVec::grow(int)"),
+            "AtomVec::grow"
+        );
+        assert_eq!(
+            short_function("LAMMPS_NS::MyPage<int>::allocate()"),
+            "MyPage<int>::allocate"
+        );
+        assert_eq!(short_function("main"), "main");
+        assert_eq!(
+            without_parameters("LAMMPS_NS::Memory::srealloc(void*, long, char const*)"),
+            "LAMMPS_NS::Memory::srealloc"
+        );
+        assert_eq!(last_component("std::map<a::b, c>::insert"), "insert");
+    }
+
+    /// LAMMPS without debug information: `Memory::srealloc` reached from
+    /// two callers, `MyPage::allocate` from one; start-up frames in libc.
+    #[test]
+    fn wrappers_without_line_information() {
+        let frames = vec![
+            frame("lmp+0x1260", "/usr/bin/lmp", None, None), // 0
+            frame(
+                "__libc_start_call_main",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                Some("./csu/x.h"),
+                Some(58),
+            ), // 1
+            frame("LAMMPS_NS::AtomVec::grow(int)", "/usr/bin/lmp", None, None), // 2
+            frame(
+                "LAMMPS_NS::Memory::srealloc(void*, long, char const*)",
+                "/usr/lib/liblammps.so.0",
+                None,
+                None,
+            ), // 3
+            frame(
+                "LAMMPS_NS::NeighList::grow(int, int)",
+                "/usr/bin/lmp",
+                None,
+                None,
+            ), // 4
+            frame(
+                "LAMMPS_NS::MyPage<int>::init(int, int, int)",
+                "/usr/bin/lmp",
+                None,
+                None,
+            ), // 5
+            frame(
+                "LAMMPS_NS::MyPage<int>::allocate()",
+                "/usr/bin/lmp",
+                None,
+                None,
+            ), // 6
+        ];
+        let a = [0, 1, 2, 3];
+        let b = [0, 1, 4, 3];
+        let c = [0, 1, 5, 6];
+        let d = [0, 1]; // only start-up frames
+        let paths: Vec<&[u32]> = vec![&a, &b, &c, &d];
+        let sites = choose_sites(
+            &paths,
+            &frames,
+            &Wrappers::default(),
+            &mut SourceCache::default(),
+        );
+        assert_eq!(sites, vec![Some(2), Some(2), Some(2), Some(0)]);
+    }
+
+    /// hypre: `hypre_CAlloc` returns what it allocates (rule 3), so the
+    /// site is the line that calls the `hypre_CTAlloc` macro.
+    #[test]
+    fn wrappers_by_source() {
+        let dir = std::env::temp_dir().join(format!("site-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let memory = dir.join("hypre_memory.c");
+        std::fs::write(
+            &memory,
+            "char *hypre_CAlloc(int count, int elt_size)\n{\n   char *ptr;\n   \
+             int size = count*elt_size;\n   if (size > 0)\n   {\n      \
+             ptr = calloc(count, elt_size);\n   }\n   else\n   {\n      ptr = NULL;\n   }\n   \
+             return(ptr);\n}\n",
+        )
+        .unwrap();
+        let creates = dir.join("par_strength.c");
+        std::fs::write(
+            &creates,
+            "void f(void)\n{\n   hypre_CSRMatrixJ(S_diag) = hypre_CTAlloc(int, num_nonzeros_diag);\n}\n",
+        )
+        .unwrap();
+        let (m, c) = (memory.to_str().unwrap(), creates.to_str().unwrap());
+        let frames = vec![
+            frame("main", "/amg", Some(c), Some(1)), // 0
+            frame("hypre_BoomerAMGCreateS", "/amg", Some(c), Some(3)), // 1
+            frame("hypre_CAlloc", "/amg", Some(m), Some(7)), // 2
+        ];
+        let a = [0, 1, 2];
+        let paths: Vec<&[u32]> = vec![&a];
+        let mut sources = SourceCache::default();
+        let sites = choose_sites(&paths, &frames, &Wrappers::default(), &mut sources);
+        assert_eq!(sites, vec![Some(1)]);
+        let path: Vec<&Frame> = a.iter().map(|&f| &frames[f as usize]).collect();
+        let name = crate::name::heap_name(&path, 1, None, &mut sources);
+        assert_eq!(name, "hypre_CSRMatrixJ(S_diag)");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn user_patterns_and_runtime_frames() {
+        let frames = vec![
+            frame("main", "/app", None, None),                    // 0
+            frame("make_grid", "/app", None, None),               // 1
+            frame("pool_get(unsigned long)", "/app", None, None), // 2
+            frame(
+                "operator new(unsigned long)",
+                "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+                None,
+                None,
+            ), // 3
+        ];
+        let a = [0, 1, 2, 3];
+        let paths: Vec<&[u32]> = vec![&a];
+        let none = choose_sites(
+            &paths,
+            &frames,
+            &Wrappers::default(),
+            &mut SourceCache::default(),
+        );
+        assert_eq!(none, vec![Some(2)]);
+        let w = Wrappers::new(&["pool_*".to_string()]).unwrap();
+        let with = choose_sites(&paths, &frames, &w, &mut SourceCache::default());
+        assert_eq!(with, vec![Some(1)]);
+        assert!(Wrappers::new(&["[".to_string()]).is_err());
+    }
+}

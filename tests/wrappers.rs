@@ -1,0 +1,206 @@
+//! Allocation sites outside allocator wrappers: examples/wrappers allocates
+//! five arrays through `my_alloc` -> `xcalloc` -> `calloc` from five call
+//! sites in three functions. With and without debug information, every
+//! object's site is the call in the application's own code (asserted
+//! exactly), never a wrapper or libc; with `-g` the objects are named after
+//! the variables; `--alloc-wrapper` moves sites out of a function the user
+//! names.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use pipeline_tests::*;
+
+const EVENT: &str = "mem:soft@100000";
+const SRC: &str = "wrappers/wrappers.c";
+const ROUNDS: &str = "40";
+
+/// Every heap object's name and site (function, line, offset).
+type Site = (String, Option<u64>, Option<u64>);
+
+fn site_list(export: &serde_json::Value) -> Vec<(String, Site)> {
+    export["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .filter(|o| o["kind"] == "heap" && !o["alloc_path"].as_array().unwrap().is_empty())
+        .map(|o| {
+            let s = &o["alloc_site"];
+            assert!(s.is_object(), "no alloc_site in {o:#}");
+            (
+                o["name"].as_str().unwrap().to_string(),
+                (
+                    s["function"].as_str().unwrap().to_string(),
+                    s["line"].as_u64(),
+                    s["offset"].as_u64(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// [`site_list`] by name (names must be distinct).
+fn sites(export: &serde_json::Value) -> BTreeMap<String, Site> {
+    let list = site_list(export);
+    let map: BTreeMap<String, Site> = list.iter().cloned().collect();
+    assert_eq!(map.len(), list.len(), "duplicate names: {list:#?}");
+    map
+}
+
+fn run_and_export(dir: &Path, exe: &Path, extra_merge: &[&str]) -> serde_json::Value {
+    let native = ok_stdout(&run(Command::new(exe).arg(ROUNDS)), "native wrappers");
+    let (out, measurements) = hpcrun(dir, EVENT, exe, &[ROUNDS]);
+    assert_eq!(ok_stdout(&out, "hpcrun-rs"), native);
+    let db = dir.join("db");
+    let merged = run(Command::new(tool("hpcprof-rs"))
+        .arg("-o")
+        .arg(&db)
+        .args(extra_merge)
+        .arg(&measurements));
+    ok_stdout(&merged, "hpcprof-rs");
+    export_json(&db, "data")
+}
+
+#[test]
+fn with_debug_info_sites_and_names_are_the_callers_lines() {
+    let dir = scratch("wrappers-g");
+    let exe = compile_c(SRC, &dir, &[]);
+    let export = run_and_export(&dir, &exe, &[]);
+    let line = |needle| Some(line_of(SRC, needle));
+    let expected: BTreeMap<String, (String, Option<u64>)> = [
+        ("pressure", "main", line("double *pressure = my_alloc(N);")),
+        ("velocity", "main", line("double *velocity = my_alloc(N);")),
+        ("g.density", "init_grid", line("g->density = my_alloc(N);")),
+        ("g.energy", "init_grid", line("g->energy = my_alloc(N);")),
+        ("halo", "main", line("double *halo = make_buffer();")),
+    ]
+    .into_iter()
+    .map(|(n, f, l)| (n.to_string(), (f.to_string(), l)))
+    .collect();
+    let got: BTreeMap<String, (String, Option<u64>)> = sites(&export)
+        .into_iter()
+        .map(|(n, (f, l, _))| (n, (f, l)))
+        .collect();
+    assert_eq!(got, expected, "{export:#}");
+    // The report's site column names the same lines.
+    let out = run(Command::new(tool("hpcview-tui"))
+        .arg(dir.join("db"))
+        .args(["--report", "--view", "data", "--top", "10"]));
+    let text = ok_stdout(&out, "hpcview-tui --report");
+    let row = text
+        .lines()
+        .find(|l| l.contains(" halo "))
+        .unwrap_or_else(|| panic!("no halo row:\n{text}"));
+    assert!(
+        row.contains(&format!(
+            "main {}",
+            root().join("examples").join(SRC).display()
+        )) || row.contains(&format!("wrappers.c:{}", expected["halo"].1.unwrap())),
+        "{row}"
+    );
+    assert!(
+        !text.contains("xcalloc") && !text.contains("my_alloc"),
+        "{text}"
+    );
+}
+
+/// Return-address offsets of the calls of `callee` in each function of
+/// `exe`, from objdump: the sites a profiler must report without debug
+/// information.
+fn call_sites(exe: &Path, callee: &str) -> BTreeSet<(String, u64)> {
+    let out = run(Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(exe));
+    let text = ok_stdout(&out, "objdump");
+    let mut sites = BTreeSet::new();
+    let mut function: Option<(String, u64)> = None;
+    let mut pending_call = false;
+    for l in text.lines() {
+        // `0000000000001310 <init_grid>:`
+        if let Some((addr, rest)) = l.split_once(" <") {
+            if let (Ok(a), Some(name)) = (
+                u64::from_str_radix(addr.trim(), 16),
+                rest.strip_suffix(">:"),
+            ) {
+                function = Some((name.to_string(), a));
+                pending_call = false;
+                continue;
+            }
+        }
+        // `    1324:	call   1300 <my_alloc>`
+        let Some((addr, insn)) = l.trim_start().split_once(':') else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            continue;
+        };
+        if pending_call {
+            if let Some((name, start)) = &function {
+                sites.insert((name.clone(), addr - start));
+            }
+            pending_call = false;
+        }
+        if insn.contains("call") && insn.contains(&format!("<{callee}>")) {
+            pending_call = true;
+        }
+    }
+    sites
+}
+
+#[test]
+fn without_debug_info_sites_are_caller_offsets() {
+    if !have_tool("objdump", "binutils") {
+        return;
+    }
+    let dir = scratch("wrappers-nog");
+    let exe = compile_c(SRC, &dir, &["-g0"]);
+    let export = run_and_export(&dir, &exe, &[]);
+    let expected = call_sites(&exe, "my_alloc");
+    assert_eq!(expected.len(), 5, "objdump found {expected:?}");
+    let got = sites(&export);
+    let got_sites: BTreeSet<(String, u64)> = got
+        .values()
+        .map(|(f, line, off)| {
+            assert_eq!(*line, None);
+            (f.clone(), off.expect("an offset without line information"))
+        })
+        .collect();
+    assert_eq!(got_sites, expected, "{export:#}");
+    // Named after the site: `heap@init_grid+0x1b`.
+    for (name, (f, _, off)) in &got {
+        assert_eq!(*name, format!("heap@{f}+0x{:x}", off.unwrap()));
+    }
+}
+
+#[test]
+fn alloc_wrapper_moves_sites_to_the_callers() {
+    let dir = scratch("wrappers-user");
+    let exe = compile_c(SRC, &dir, &[]);
+    let export = run_and_export(&dir, &exe, &["--alloc-wrapper", "init_*"]);
+    let got = site_list(&export);
+    let call = line_of(SRC, "init_grid(&g);");
+    // Both grid arrays now sit at main's call of init_grid; the other
+    // three are unchanged.
+    let at_call: Vec<&String> = got
+        .iter()
+        .filter(|(_, (f, l, _))| f == "main" && *l == Some(call))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(at_call.len(), 2, "{got:#?}");
+    assert_eq!(got.len(), 5, "{got:#?}");
+    let named: BTreeSet<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        named.contains("pressure") && named.contains("halo"),
+        "{got:#?}"
+    );
+    assert!(got.iter().all(|(_, (f, _, _))| f == "main"), "{got:#?}");
+    // A bad pattern is refused, naming the option.
+    let bad = run(Command::new(tool("hpcprof-rs"))
+        .args(["-o"])
+        .arg(dir.join("db2"))
+        .args(["--alloc-wrapper", "[oops"])
+        .arg(dir.join("measurements")));
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--alloc-wrapper"));
+}
