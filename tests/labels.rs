@@ -29,11 +29,19 @@ fn last_function(obj: &serde_json::Value) -> Option<&str> {
     obj["alloc_path"].as_array()?.last()?["function"].as_str()
 }
 
+/// The object the program labelled `label`: named after it (labels win
+/// over inferred names), its `label` field set, and its allocation path
+/// ending in the label's pseudo-frame.
 fn object<'a>(objects: &'a [serde_json::Value], label: &str) -> &'a serde_json::Value {
-    objects
+    let o = objects
         .iter()
-        .find(|o| last_function(o) == Some(label))
-        .unwrap_or_else(|| panic!("no object labelled {label:?} in {objects:#?}"))
+        .find(|o| o["name"] == label)
+        .unwrap_or_else(|| panic!("no object named {label:?} in {objects:#?}"));
+    assert_eq!(o["label"], label, "{o:#}");
+    assert_eq!(last_function(o), Some(label), "{o:#}");
+    // The site is the program's call, not the label's pseudo-frame.
+    assert_ne!(o["alloc_site"]["module"], "[label]", "{o:#}");
+    o
 }
 
 /// Allocation-log records per site label (`None`: unlabelled), over all
