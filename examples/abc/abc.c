@@ -11,6 +11,10 @@
  *
  * Expected answer (data-centric view): C dominates, then B, then A.
  * Build: gcc -O2 -g -o abc abc.c   Run: ./abc [REPEAT]
+ *
+ * With -DC_CONTIGUOUS, C is read as C[i][j][k] (unit stride, like A and
+ * B): the "after" run of `hpcprof-rs diff` (docs/GUIDE.md). Same file,
+ * same allocation lines, so the objects match across the two builds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +27,11 @@ __attribute__((noipa)) static void compute(cube *restrict a, const cube *restric
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++)
             for (int k = 0; k < N; k++)
+#ifdef C_CONTIGUOUS
+                (*a)[i][j][k] += (*b)[j][i][k] + (*c)[i][j][k];
+#else
                 (*a)[i][j][k] += (*b)[j][i][k] + (*c)[k][j][i];
+#endif
 }
 
 int main(int argc, char **argv) {

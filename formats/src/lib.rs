@@ -10,6 +10,7 @@
 //!   (`DB/profile.db`) and `hpcview-tui` reads.
 //! * [`views`] and [`export`]: the derived tables (objects, functions) and the
 //!   stable JSON/CSV export contract (`hpcprof-rs export`).
+//! * [`diff`]: two databases compared (`hpcprof-rs diff`).
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -26,6 +27,7 @@
 //! ```
 
 pub mod database;
+pub mod diff;
 pub mod envelope;
 pub mod export;
 pub mod measurement;

@@ -34,8 +34,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 const MERGE_AFTER_HELP: &str = "\
 Subcommands:
   export DB    Print a database as JSON or CSV (see `hpcprof-rs export --help`)
+  diff BEFORE AFTER
+               Compare two databases (see `hpcprof-rs diff --help`)
 
-A measurement directory literally named `export` can be given as `./export`.
+A measurement directory literally named `export` or `diff` can be given as
+`./export` or `./diff`.
 
 Exit status: 0 on success, 1 with --strict when a file was skipped,
 2 when no database was written.";
@@ -51,7 +54,7 @@ Exit status: 0 on success, 1 with --strict when a file was skipped,
 #[command(
     name = "hpcprof-rs",
     version,
-    override_usage = "hpcprof-rs [OPTIONS] <MEASUREMENTS_DIR>\n       hpcprof-rs export [OPTIONS] <DB>",
+    override_usage = "hpcprof-rs [OPTIONS] <MEASUREMENTS_DIR>\n       hpcprof-rs export [OPTIONS] <DB>\n       hpcprof-rs diff [OPTIONS] <BEFORE> <AFTER>",
     after_help = MERGE_AFTER_HELP
 )]
 struct MergeArgs {
@@ -130,12 +133,68 @@ struct ExportArgs {
     top: Option<usize>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DiffFormatArg {
+    /// A report for people.
+    Text,
+    /// The `hpcprof-rs/diff` JSON document (see docs/FORMATS.md).
+    Json,
+    /// One row per object, function and line, with a header line.
+    Csv,
+}
+
+/// Compare two databases: objects matched by name and allocation site
+/// (file name and line, not addresses), code by function and line.
+///
+/// Shows, per object, function and line, the samples and the share before
+/// and after, the change of share and of samples, and new and vanished
+/// objects. The databases record no run time: samples (at a fixed sampling
+/// period, time) are compared, not samples per second.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hpcprof-rs diff",
+    bin_name = "hpcprof-rs diff",
+    version,
+    after_help = "Exit status: 0, or 1 with --fail-if-worse when something got worse; 2 on errors."
+)]
+struct DiffArgs {
+    /// Database of the run before the change.
+    #[arg(value_name = "BEFORE_DB")]
+    before: PathBuf,
+
+    /// Database of the run after the change.
+    #[arg(value_name = "AFTER_DB")]
+    after: PathBuf,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: DiffFormatArg,
+
+    /// Text: show only the first N rows of each table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
+
+    /// Exit with status 1 when the total memory time, or the samples of a
+    /// matched object, rose by more than PCT percent (for CI).
+    #[arg(long, value_name = "PCT")]
+    fail_if_worse: Option<f64>,
+
+    /// With --fail-if-worse: ignore objects below this share (in percent)
+    /// of all data samples in both runs (their counts are noise).
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    min_share: f64,
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let result = if args.get(1).is_some_and(|a| a == "export") {
         let rest =
             std::iter::once(OsString::from("hpcprof-rs export")).chain(args[2..].iter().cloned());
         run_export(ExportArgs::parse_from(rest))
+    } else if args.get(1).is_some_and(|a| a == "diff") {
+        let rest =
+            std::iter::once(OsString::from("hpcprof-rs diff")).chain(args[2..].iter().cloned());
+        run_diff(DiffArgs::parse_from(rest))
     } else {
         run_merge(MergeArgs::parse_from(args))
     };
@@ -307,6 +366,41 @@ fn run_export(args: ExportArgs) -> Result<ExitCode> {
     }
 }
 
+fn run_diff(args: DiffArgs) -> Result<ExitCode> {
+    if let Some(p) = args.fail_if_worse {
+        if !p.is_finite() || p < 0.0 {
+            anyhow::bail!("--fail-if-worse {p}: give a percentage of 0 or more");
+        }
+    }
+    let before = load(&args.before)?;
+    let after = load(&args.after)?;
+    let d = formats::diff::diff(&before, &after);
+    let text = match args.format {
+        DiffFormatArg::Text => formats::diff::to_text(&d, args.top),
+        DiffFormatArg::Json => formats::diff::to_json(&d),
+        DiffFormatArg::Csv => formats::diff::to_csv(&d),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => return Err(e).context("cannot write to standard output"),
+    }
+    if let Some(pct) = args.fail_if_worse {
+        let reasons = formats::diff::worse(&d, pct, args.min_share / 100.0);
+        for r in &reasons {
+            eprintln!("hpcprof-rs: worse by more than {pct}%: {r}");
+        }
+        if !reasons.is_empty() {
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +410,7 @@ mod tests {
     fn clap_definitions_are_valid() {
         MergeArgs::command().debug_assert();
         ExportArgs::command().debug_assert();
+        DiffArgs::command().debug_assert();
     }
 
     #[test]

@@ -1,0 +1,596 @@
+//! The difference of two databases (`hpcprof-rs diff BEFORE AFTER`).
+//!
+//! Data objects are matched across the two runs by kind, name and
+//! allocation site (the source file's name and the line, see
+//! [`alloc_site`]), never by address, so a match survives a rebuild and a
+//! move of the build directory. Code is matched by function (and, for
+//! lines, by function, file name and line).
+//!
+//! The measure is the primary metric (for `mem:soft`: samples at
+//! memory-accessing instructions, one per period of CPU time): each row
+//! shows its value and its share of all data-centric samples in both runs.
+//! The databases record no run time, so the diff compares sample counts
+//! (which, at a fixed sampling period, are proportional to the time
+//! spent), not samples per second; `measure` in the output says so.
+//!
+//! ```
+//! use formats::database::Database;
+//! let d = formats::diff::diff(&Database::default(), &Database::default());
+//! assert_eq!(d.total.before, 0);
+//! assert!(formats::diff::worse(&d, 10.0, 0.01).is_empty());
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::database::{DataObject, Database, Frame};
+use crate::views;
+
+/// Value of the top-level `format` field.
+pub const FORMAT: &str = "hpcprof-rs/diff";
+/// Value of the top-level `version` field.
+pub const VERSION: u32 = 1;
+
+/// What [`diff`] says about the measure it compares.
+pub const MEASURE: &str = "samples of the primary metric (at a fixed sampling period: time); \
+the databases record no run time, so samples are compared, not samples per second";
+
+/// The allocation site of a heap object: the one hpcprof-rs chose
+/// (`DataObject::alloc_site`, outside allocator wrappers); for databases
+/// written before sites were chosen, the innermost frame of its allocation
+/// path with a file and a line outside system sources. `None` for static,
+/// stack and unknown objects.
+pub fn alloc_site<'a>(db: &'a Database, obj: &DataObject) -> Option<&'a Frame> {
+    if let Some(f) = obj.site_frame() {
+        return db.frames.get(f as usize);
+    }
+    // A database written before sites were chosen: the innermost frame
+    // with a line outside system sources.
+    obj.alloc_path
+        .iter()
+        .rev()
+        .filter_map(|&f| db.frames.get(f as usize))
+        .find(|f| f.line.is_some() && f.file.as_deref().is_some_and(|file| !is_system(file)))
+}
+
+/// True for source files of the system (the C library, compiler runtimes,
+/// system headers): not a place a user allocates from.
+fn is_system(file: &str) -> bool {
+    file.starts_with("/usr/")
+        || file.starts_with("./")
+        || file.starts_with("../")
+        || file.contains("/rustc/")
+        || file.contains("/glibc")
+}
+
+/// The last component of a path: the part of a file name that survives a
+/// move of the build directory.
+fn base(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+/// "file.c:12" of a frame, with the file's last component only.
+fn site_text(f: &Frame) -> String {
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{}:{line}", base(file)),
+        (Some(file), None) => base(file).to_string(),
+        // No line information: the function and the call's offset.
+        _ => f.function_at(),
+    }
+}
+
+/// One side of a row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Side {
+    /// Value of the primary metric.
+    pub samples: u64,
+    /// Over all data-centric samples of that run (objects), or all
+    /// code-centric samples (functions, lines).
+    pub share: f64,
+}
+
+/// Whether a row is in both runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Matched,
+    New,
+    Vanished,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Matched => "matched",
+            Status::New => "new",
+            Status::Vanished => "vanished",
+        }
+    }
+}
+
+/// One object, function or line in the two runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub status: Status,
+    /// Object kind ("heap", "static", ...) or "function" or "line".
+    pub kind: String,
+    /// Object or function name.
+    pub name: String,
+    /// Allocation site ("abc.c:31") of an object, or "file:line" of a line;
+    /// empty when unknown.
+    pub site: String,
+    /// Bytes of an object in the run after (before for vanished ones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    pub before: Option<Side>,
+    pub after: Option<Side>,
+    /// after.share - before.share (a missing side counts as 0).
+    pub delta_share: f64,
+    /// after.samples - before.samples.
+    pub delta_samples: i64,
+    /// Relative change of the samples in percent; `None` when new.
+    pub change_pct: Option<f64>,
+}
+
+/// Totals of the two runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Total {
+    /// All data-centric samples (the memory time).
+    pub before: u64,
+    pub after: u64,
+    pub change_pct: Option<f64>,
+    /// Every sample, memory-accessing or not (`cpu_samples`, when the
+    /// event records it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_before: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_after: Option<u64>,
+}
+
+/// The JSON document of `hpcprof-rs diff --format json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diff {
+    pub format: &'static str,
+    pub version: u32,
+    /// Name of the primary metric compared.
+    pub metric: String,
+    pub measure: &'static str,
+    pub total: Total,
+    /// Objects, largest absolute change of samples first.
+    pub objects: Vec<Row>,
+    /// Functions, largest absolute change first.
+    pub functions: Vec<Row>,
+    /// Source lines, largest absolute change first.
+    pub lines: Vec<Row>,
+}
+
+fn change_pct(before: u64, after: u64) -> Option<f64> {
+    (before > 0).then(|| 100.0 * (after as f64 - before as f64) / before as f64)
+}
+
+/// Key -> (kind, name, site, bytes, side) of one run.
+type Table = BTreeMap<String, (String, String, String, Option<u64>, Side)>;
+
+fn object_table(db: &Database) -> Table {
+    let mut t = Table::new();
+    for o in views::objects(db) {
+        let site = db
+            .objects
+            .get(o.index as usize)
+            .and_then(|obj| alloc_site(db, obj))
+            .map(site_text)
+            .unwrap_or_default();
+        let key = format!("{}\u{0}{}\u{0}{site}", o.kind.as_str(), o.name);
+        let samples = o.metrics[db.info.primary_metric as usize];
+        let e = t.entry(key).or_insert_with(|| {
+            (
+                o.kind.as_str().to_string(),
+                o.name.to_string(),
+                site.clone(),
+                Some(0),
+                Side::default(),
+            )
+        });
+        e.3 = e.3.map(|b| b + o.bytes);
+        e.4.samples += samples;
+        e.4.share += o.share;
+    }
+    t
+}
+
+fn code_tables(db: &Database) -> (Table, Table) {
+    let primary = db.info.primary_metric as usize;
+    let mut functions = Table::new();
+    let mut lines = Table::new();
+    for f in views::functions(db) {
+        let e = functions.entry(f.function.to_string()).or_insert_with(|| {
+            (
+                "function".into(),
+                f.function.to_string(),
+                String::new(),
+                None,
+                Side::default(),
+            )
+        });
+        e.4.samples += f.metrics[primary];
+        e.4.share += f.share;
+        if e.2.is_empty() {
+            e.2 = f.file.map(base).unwrap_or("").to_string();
+        }
+        for l in &f.lines {
+            let site = match (l.file, l.line) {
+                (Some(file), Some(line)) => format!("{}:{line}", base(file)),
+                (Some(file), None) => base(file).to_string(),
+                _ => String::new(),
+            };
+            let e = lines
+                .entry(format!("{}\u{0}{site}", f.function))
+                .or_insert_with(|| {
+                    (
+                        "line".into(),
+                        f.function.to_string(),
+                        site.clone(),
+                        None,
+                        Side::default(),
+                    )
+                });
+            e.4.samples += l.metrics[primary];
+            e.4.share += l.share;
+        }
+    }
+    (functions, lines)
+}
+
+fn rows(before: Table, mut after: Table) -> Vec<Row> {
+    let mut out = Vec::new();
+    for (key, (kind, name, site, bytes, b)) in before {
+        let row = match after.remove(&key) {
+            Some((_, _, _, bytes_after, a)) => Row {
+                status: Status::Matched,
+                kind,
+                name,
+                site,
+                bytes: bytes_after,
+                before: Some(b),
+                after: Some(a),
+                delta_share: a.share - b.share,
+                delta_samples: a.samples as i64 - b.samples as i64,
+                change_pct: change_pct(b.samples, a.samples),
+            },
+            None => Row {
+                status: Status::Vanished,
+                kind,
+                name,
+                site,
+                bytes,
+                before: Some(b),
+                after: None,
+                delta_share: -b.share,
+                delta_samples: -(b.samples as i64),
+                change_pct: change_pct(b.samples, 0),
+            },
+        };
+        out.push(row);
+    }
+    for (_, (kind, name, site, bytes, a)) in after {
+        out.push(Row {
+            status: Status::New,
+            kind,
+            name,
+            site,
+            bytes,
+            before: None,
+            after: Some(a),
+            delta_share: a.share,
+            delta_samples: a.samples as i64,
+            change_pct: None,
+        });
+    }
+    out.sort_by(|x, y| {
+        y.delta_samples
+            .unsigned_abs()
+            .cmp(&x.delta_samples.unsigned_abs())
+            .then_with(|| x.name.cmp(&y.name))
+            .then_with(|| x.site.cmp(&y.site))
+    });
+    out
+}
+
+fn cpu_samples(db: &Database) -> Option<u64> {
+    let col = db.metric_column(views::CPU_SAMPLES)?;
+    let inc = db.code.inclusive(db.info.metrics.len().max(1));
+    inc.first().and_then(|r| r.get(col)).copied()
+}
+
+fn data_total(db: &Database) -> u64 {
+    let primary = db.info.primary_metric as usize;
+    views::objects(db).iter().map(|o| o.metrics[primary]).sum()
+}
+
+/// Compares `before` with `after`.
+pub fn diff(before: &Database, after: &Database) -> Diff {
+    let (fb, lb) = code_tables(before);
+    let (fa, la) = code_tables(after);
+    let (tb, ta) = (data_total(before), data_total(after));
+    Diff {
+        format: FORMAT,
+        version: VERSION,
+        metric: after.primary_metric_name().to_string(),
+        measure: MEASURE,
+        total: Total {
+            before: tb,
+            after: ta,
+            change_pct: change_pct(tb, ta),
+            cpu_before: cpu_samples(before),
+            cpu_after: cpu_samples(after),
+        },
+        objects: rows(object_table(before), object_table(after)),
+        functions: rows(fb, fa),
+        lines: rows(lb, la),
+    }
+}
+
+/// Reasons to fail `--fail-if-worse PCT`: the total memory time, or the
+/// samples of a matched object holding at least `min_share` of either
+/// run, rose by more than `pct` percent. Empty when nothing got worse.
+pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let limit = 1.0 + pct / 100.0;
+    if d.total.after as f64 > d.total.before as f64 * limit && d.total.after > 0 {
+        out.push(format!(
+            "total memory time rose from {} to {} samples ({})",
+            d.total.before,
+            d.total.after,
+            pct_text(d.total.change_pct)
+        ));
+    }
+    for r in &d.objects {
+        let (Some(b), Some(a)) = (r.before, r.after) else {
+            continue;
+        };
+        if b.share.max(a.share) < min_share {
+            continue;
+        }
+        if a.samples as f64 > b.samples as f64 * limit {
+            out.push(format!(
+                "object {} ({}) rose from {} to {} samples ({})",
+                r.name,
+                if r.site.is_empty() {
+                    r.kind.as_str()
+                } else {
+                    &r.site
+                },
+                b.samples,
+                a.samples,
+                pct_text(r.change_pct)
+            ));
+        }
+    }
+    out
+}
+
+fn pct_text(p: Option<f64>) -> String {
+    match p {
+        Some(p) => format!("{p:+.1}%"),
+        None => "new".into(),
+    }
+}
+
+fn side_text(s: Option<Side>) -> String {
+    match s {
+        Some(s) => format!("{:>9} {:>6.1}%", s.samples, 100.0 * s.share),
+        None => format!("{:>9} {:>7}", "-", ""),
+    }
+}
+
+/// The diff as a text report, at most `top` rows per table.
+pub fn to_text(d: &Diff, top: usize) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("measure: {}: {}\n", d.metric, d.measure));
+    out.push_str(&format!(
+        "total memory time: {} -> {} samples ({})",
+        d.total.before,
+        d.total.after,
+        pct_text(d.total.change_pct)
+    ));
+    if let (Some(b), Some(a)) = (d.total.cpu_before, d.total.cpu_after) {
+        out.push_str(&format!(
+            "; all samples: {b} -> {a} ({})",
+            pct_text(change_pct(b, a))
+        ));
+    }
+    out.push('\n');
+    for (title, rows) in [
+        ("data objects", &d.objects),
+        ("functions", &d.functions),
+        ("lines", &d.lines),
+    ] {
+        out.push_str(&format!(
+            "\n{title}:\n{:<9} {:<24} {:<20} {:>17} {:>17} {:>9} {:>8}\n",
+            "status", "name", "site", "before", "after", "d.share", "change"
+        ));
+        for r in rows.iter().take(top) {
+            out.push_str(&format!(
+                "{:<9} {:<24} {:<20} {} {} {:>+8.1}% {:>8}\n",
+                r.status.as_str(),
+                r.name,
+                r.site,
+                side_text(r.before),
+                side_text(r.after),
+                100.0 * r.delta_share,
+                match (r.status, r.change_pct) {
+                    (Status::Matched, None) => "from 0".to_string(),
+                    (Status::Vanished, None) => "-".to_string(),
+                    (_, p) => pct_text(p),
+                }
+            ));
+        }
+        if rows.len() > top {
+            out.push_str(&format!("({} more)\n", rows.len() - top));
+        }
+    }
+    out
+}
+
+/// The diff as pretty JSON.
+pub fn to_json(d: &Diff) -> String {
+    let mut s = serde_json::to_string_pretty(d).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Every row (objects, functions, lines) as CSV with a header.
+pub fn to_csv(d: &Diff) -> String {
+    let mut out = String::from(
+        "table,status,kind,name,site,bytes,before_samples,before_share,after_samples,after_share,delta_share,delta_samples,change_pct\n",
+    );
+    let opt = |s: Option<Side>| match s {
+        Some(s) => (s.samples.to_string(), format!("{:.6}", s.share)),
+        None => (String::new(), String::new()),
+    };
+    for (table, rows) in [
+        ("object", &d.objects),
+        ("function", &d.functions),
+        ("line", &d.lines),
+    ] {
+        for r in rows {
+            let (bs, bsh) = opt(r.before);
+            let (as_, ash) = opt(r.after);
+            out.push_str(&format!(
+                "{table},{},{},{},{},{},{bs},{bsh},{as_},{ash},{:.6},{},{}\n",
+                r.status.as_str(),
+                csv_field(&r.kind),
+                csv_field(&r.name),
+                csv_field(&r.site),
+                r.bytes.map(|b| b.to_string()).unwrap_or_default(),
+                r.delta_share,
+                r.delta_samples,
+                r.change_pct.map(|p| format!("{p:.3}")).unwrap_or_default()
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::database::{NodeKind, ObjectKind, TreeNode};
+
+    fn frame(function: &str, file: &str, line: u32) -> Frame {
+        Frame {
+            function: function.into(),
+            file: Some(file.into()),
+            line: Some(line),
+            module: "m".into(),
+            inlined: false,
+            offset: None,
+        }
+    }
+
+    /// A database with heap objects (name, malloc line, samples), all
+    /// allocated from main in `dir`/prog.c through glibc's malloc.
+    fn db(dir: &str, objects: &[(&str, u32, u64)]) -> Database {
+        let mut db = Database::default();
+        db.frames.push(frame("main", &format!("{dir}/prog.c"), 0));
+        db.frames.push(frame("malloc", "./malloc/malloc.c", 3300));
+        for (i, &(name, line, samples)) in objects.iter().enumerate() {
+            db.frames
+                .push(frame("main", &format!("{dir}/prog.c"), line));
+            let site = db.frames.len() as u32 - 1;
+            db.data.nodes.push(TreeNode {
+                parent: 0,
+                kind: NodeKind::Object(i as u32),
+                exclusive: vec![samples],
+                threads: None,
+                ranks: None,
+                by_rank: Vec::new(),
+            });
+            db.objects.push(DataObject {
+                kind: ObjectKind::Heap,
+                name: name.into(),
+                alloc_path: vec![site, 1],
+                // Written as before sites were chosen: the diff falls back
+                // to the innermost user frame.
+                alloc_site: None,
+                label: None,
+                bytes: 100,
+                allocations: 1,
+                node: db.data.nodes.len() as u32 - 1,
+                histogram: None,
+                by_thread: Vec::new(),
+            });
+        }
+        db
+    }
+
+    #[test]
+    fn alloc_site_skips_library_frames() {
+        let d = db("/home/u/build1", &[("A", 12, 5)]);
+        let site = alloc_site(&d, &d.objects[0]).unwrap();
+        assert_eq!(site_text(site), "prog.c:12");
+    }
+
+    #[test]
+    fn objects_match_by_name_and_site_across_directories() {
+        let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("T", 20, 5)]);
+        let after = db("/b", &[("A", 12, 30), ("B", 13, 20), ("T", 21, 5)]);
+        let d = diff(&before, &after);
+        let get = |name: &str, status: Status| {
+            d.objects
+                .iter()
+                .find(|r| r.name == name && r.status == status)
+                .unwrap_or_else(|| panic!("{name} {status:?} in {d:#?}"))
+        };
+        let b = get("B", Status::Matched);
+        assert_eq!(b.delta_samples, -70);
+        assert!((b.change_pct.unwrap() + 700.0 / 9.0).abs() < 1e-9);
+        assert_eq!(get("A", Status::Matched).delta_samples, 20);
+        // T moved to another line: vanished and new, not matched.
+        assert_eq!(get("T", Status::Vanished).site, "prog.c:20");
+        assert_eq!(get("T", Status::New).site, "prog.c:21");
+        assert_eq!((d.total.before, d.total.after), (105, 55));
+        // Largest absolute change first.
+        assert_eq!(d.objects[0].name, "B");
+    }
+
+    #[test]
+    fn worse_names_the_total_and_objects_above_the_floor() {
+        let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("N", 14, 1)]);
+        let after = db("/a", &[("A", 12, 30), ("B", 13, 95), ("N", 14, 3)]);
+        let d = diff(&before, &after);
+        // A: +200%; B: +5.6%; N: +200% but below 1% in both... it is 1/101
+        // before and 3/128 after (2.3%), so it is checked at 1%, not at 5%.
+        let at1 = worse(&d, 10.0, 0.01);
+        assert!(at1.iter().any(|r| r.contains("total")), "{at1:?}");
+        assert!(at1.iter().any(|r| r.contains("object A")), "{at1:?}");
+        assert!(at1.iter().any(|r| r.contains("object N")), "{at1:?}");
+        assert!(!at1.iter().any(|r| r.contains("object B")), "{at1:?}");
+        let at5 = worse(&d, 10.0, 0.05);
+        assert!(!at5.iter().any(|r| r.contains("object N")), "{at5:?}");
+        assert!(worse(&d, 300.0, 0.01).is_empty());
+        assert!(worse(&diff(&after, &before), 10.0, 0.01).is_empty());
+    }
+
+    #[test]
+    fn csv_and_text_have_every_row() {
+        let before = db("/a", &[("A", 12, 10)]);
+        let after = db("/a", &[("A", 12, 30), ("X,y", 14, 3)]);
+        let d = diff(&before, &after);
+        let csv = to_csv(&d);
+        assert!(csv.contains("object,matched,heap,A,prog.c:12,100,10,1.000000,30,"));
+        assert!(csv.contains("object,new,heap,\"X,y\",prog.c:14,100,,,3,"));
+        let text = to_text(&d, 10);
+        assert!(text.starts_with("measure: samples:"), "{text}");
+        assert!(text.contains("total memory time: 10 -> 33 samples (+230.0%)"));
+    }
+}
