@@ -19,14 +19,18 @@
 //! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
 //! * [`writer`]: one MessagePack file per thread at thread and process exit.
+//! * [`signals`], [`signal_hooks`]: the profiler's signals stay the
+//!   profiler's (`sigaction`, `signal`, the signal masks and `sigwait`
+//!   interposed); the program's own signals of those numbers reach its
+//!   handler.
 //! * [`pmu`]: hardware sample sources (PEBS, IBS, SPE): ring buffer, record
 //!   and data-source decoding, PMU discovery in sysfs.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
 //! memory never comes from the hooked functions (it has its own global
 //! allocator on glibc's `__libc_*` entry points); the signal handler neither
-//! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`] and
-//! [`handler`].
+//! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`],
+//! [`signal_hooks`] and [`handler`].
 
 pub mod cct;
 pub mod config;
@@ -34,11 +38,14 @@ pub mod ffi;
 pub mod handler;
 pub mod hooks;
 pub mod modules;
+pub mod notices;
 pub mod numa;
 pub mod objects;
 pub mod pages;
 pub mod pmu;
 pub mod sampling;
+pub mod signal_hooks;
+pub mod signals;
 pub mod soft;
 pub mod threads;
 pub mod unwind;

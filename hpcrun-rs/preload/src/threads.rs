@@ -35,6 +35,9 @@ pub const DROP_BAD_RECORD: usize = 6;
 #[derive(Default)]
 pub struct Stats {
     pub samples: AtomicU64,
+    /// CPU time counted by the thread's task-clock event when sampling
+    /// stopped (ns; timer sources only).
+    pub cpu_time_ns: AtomicU64,
     /// Load samples (the primary metric).
     pub memory: AtomicU64,
     /// Store-only samples.

@@ -65,6 +65,7 @@ pub fn finish(state: &ThreadState) {
         return;
     };
     let profile = build_profile(state);
+    crate::notices::publish(dir, &profile.stats.notices);
     let exe = profile
         .process
         .exe
@@ -322,13 +323,16 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
         partial_unwinds: s.partial_unwinds.load(Relaxed),
         page_faults: s.page_faults.load(Relaxed),
+        cpu_time_ns: s.cpu_time_ns.load(Relaxed),
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)
             .filter(|(_, n)| n.load(Relaxed) > 0)
             .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
             .collect(),
+        ..Default::default()
     };
+    profile.stats.notices = crate::notices::of_thread(state);
     if s.fault_sampling_stopped.load(Relaxed) > 0 {
         profile.stats.dropped.insert(
             "page-fault sampling stopped (fault feedback loop)".into(),
@@ -348,6 +352,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     }
     // Process-wide: reported once, in the main thread's file.
     if state.index == 0 {
+        crate::notices::process_wide(&mut profile.stats);
         if let Some(lost) = objs
             .map(|o| o.records_dropped.load(Relaxed))
             .filter(|&n| n > 0)
