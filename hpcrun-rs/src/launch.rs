@@ -215,6 +215,9 @@ pub fn run(args: &Args) -> Result<u8> {
                 .count()
         })
         .unwrap_or(0);
+    for line in crate::notices::lines(&out) {
+        eprintln!("{line}");
+    }
     eprintln!(
         "hpcrun-rs: {} ({}): {files} profile(s) in {}",
         program,

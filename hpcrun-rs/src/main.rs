@@ -13,6 +13,7 @@
 
 mod events;
 mod launch;
+mod notices;
 mod pmu;
 
 use std::path::PathBuf;
