@@ -140,3 +140,86 @@ fn a_signal_blocked_past_the_interposition_is_reported_with_the_fix() {
     assert!(samples_of(&measurements) >= 50);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+/// The `running <pid>` line of threads_killed.c, read from `child`.
+fn wait_running(child: &mut std::process::Child) -> u32 {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("read the program's first line");
+    line.trim()
+        .strip_prefix("running ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+}
+
+/// An 8-thread program killed with SIGKILL after 3 s, checkpointing every
+/// second: every thread's profile is there, readable, with the samples of
+/// at least the first checkpoint, and hpcprof-rs merges them and says they
+/// are checkpoints of a run that did not finish.
+#[test]
+fn a_run_killed_with_sigkill_keeps_its_checkpoints() {
+    let dir = scratch("killed");
+    let exe = compile_test_program("threads_killed.c", &dir, &["-pthread"]);
+    let measurements = dir.join("measurements");
+    let mut child = Command::new(tool("hpcrun-rs"))
+        .args(["--checkpoint", "1", "-o"])
+        .arg(&measurements)
+        .arg(&exe)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hpcrun-rs");
+    let pid = wait_running(&mut child);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let kill = run(Command::new("kill").args(["-KILL", &pid.to_string()]));
+    assert!(kill.status.success(), "kill -KILL {pid}");
+    let out = child.wait_with_output().expect("hpcrun-rs ends");
+    // The launcher reports the program's death like the shell would.
+    assert_eq!(out.status.code(), Some(128 + 9));
+    let profiles = read_profiles(&measurements);
+    // Main thread + 8 workers, each exactly once, all checkpoints.
+    assert_eq!(profiles.len(), 9, "{profiles:#?}");
+    let tids: std::collections::HashSet<u32> = profiles.iter().map(|p| p.thread.tid).collect();
+    assert_eq!(tids.len(), 9);
+    assert!(profiles.iter().all(|p| p.stats.checkpoints == 1));
+    // The 8 workers computed for 3 s on a loaded 2-core machine: at 2 ms a
+    // sample, at least a second of CPU time between them by the first
+    // checkpoint.
+    let samples: u64 = profiles.iter().map(|p| p.stats.samples).sum();
+    assert!(samples >= 20, "{samples} samples");
+    let summary = merge(&dir, &measurements);
+    assert!(
+        summary.contains("9 of 9 profiles are checkpoints of a run that did not finish"),
+        "{summary}"
+    );
+}
+
+/// A run that ends normally, with several checkpoints on the way: each
+/// thread's final profile replaced its checkpoint (one file per thread,
+/// none marked as a checkpoint, no temporary file left), so nothing is
+/// counted twice.
+#[test]
+fn a_finished_run_replaces_its_checkpoints() {
+    let dir = scratch("checkpointed");
+    let exe = compile_test_program("threads_killed.c", &dir, &["-pthread"]);
+    let (out, measurements) = hpcrun_with(&dir, &["--checkpoint", "0.2"], &exe, &["1.5"]);
+    let stdout = ok_stdout(&out, "hpcrun-rs threads_killed 1.5");
+    assert!(stdout.ends_with("done\n"), "{stdout}");
+    let profiles = read_profiles(&measurements);
+    assert_eq!(profiles.len(), 9);
+    assert!(profiles.iter().all(|p| p.stats.checkpoints == 0));
+    let names: Vec<String> = std::fs::read_dir(&measurements)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+    // The final profiles hold the whole run: the workers computed 1.5 s,
+    // far more than the first checkpoint (0.2 s) saw.
+    let samples: u64 = profiles.iter().map(|p| p.stats.samples).sum();
+    assert!(samples >= 50, "{samples} samples");
+    let summary = merge(&dir, &measurements);
+    assert!(!summary.contains("checkpoints"), "{summary}");
+}

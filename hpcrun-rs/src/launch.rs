@@ -180,7 +180,7 @@ pub fn run(args: &Args) -> Result<u8> {
     // OpenMPI forwards only listed variables to ranks on other hosts: add
     // ours to its list (MPICH's Hydra and Slurm forward the environment).
     let forwarded =
-        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL;HPCRUN_HISTOGRAM;HPCRUN_NUMA;HPCRUN_HW_ATTR";
+        "LD_PRELOAD;HPCRUN_OUT;HPCRUN_EVENTS;HPCRUN_MIN_BYTES;HPCRUN_RUN_ID;HPCRUN_SIGNAL;HPCRUN_HISTOGRAM;HPCRUN_NUMA;HPCRUN_HW_ATTR;HPCRUN_CHECKPOINT";
     let env_list = match std::env::var("OMPI_MCA_mca_base_env_list") {
         Ok(existing) if !existing.is_empty() => format!("{existing};{forwarded}"),
         _ => forwarded.to_string(),
@@ -201,6 +201,7 @@ pub fn run(args: &Args) -> Result<u8> {
         .env("HPCRUN_MIN_BYTES", args.min_bytes.to_string())
         .env("HPCRUN_RUN_ID", run_id)
         .env("HPCRUN_SIGNAL", args.signal.to_string())
+        .env("HPCRUN_CHECKPOINT", &args.checkpoint)
         .status()
         .with_context(|| format!("cannot run {program}"))?;
 

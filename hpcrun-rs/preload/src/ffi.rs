@@ -75,7 +75,8 @@ fn crash_alloc(layout: Layout) -> *mut u8 {
     }
 }
 
-fn in_crash_mode() -> bool {
+/// True once a fatal signal switched the allocator to private mappings.
+pub fn in_crash_mode() -> bool {
     CRASH_MODE.load(std::sync::atomic::Ordering::Relaxed)
 }
 

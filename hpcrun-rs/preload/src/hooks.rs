@@ -102,7 +102,8 @@ fn record(ptr: *mut c_void, size: usize) {
             let head = state.last_record.load(Ordering::Relaxed);
             let id = objs.insert(ptr as u64, size as u64, site, state.index, head);
             if id != 0 {
-                state.last_record.store(id, Ordering::Relaxed);
+                // Release: a checkpoint on another thread reads the log.
+                state.last_record.store(id, Ordering::Release);
             }
         }
     });

@@ -18,7 +18,9 @@
 //!   ([`cct`]).
 //! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
-//! * [`writer`]: one MessagePack file per thread at thread and process exit.
+//! * [`writer`]: one MessagePack file per thread at thread and process exit
+//!   ([`profile_file`]: never torn); [`checkpoint`]: rewritten every few
+//!   seconds while the program runs, for runs that get killed.
 //! * [`signals`], [`signal_hooks`]: the profiler's signals stay the
 //!   profiler's (`sigaction`, `signal`, the signal masks and `sigwait`
 //!   interposed); the program's own signals of those numbers reach its
@@ -33,6 +35,7 @@
 //! [`signal_hooks`] and [`handler`].
 
 pub mod cct;
+pub mod checkpoint;
 pub mod config;
 pub mod ffi;
 pub mod handler;
@@ -43,6 +46,7 @@ pub mod numa;
 pub mod objects;
 pub mod pages;
 pub mod pmu;
+pub mod profile_file;
 pub mod sampling;
 pub mod signal_hooks;
 pub mod signals;

@@ -99,6 +99,8 @@ fn init() {
         }
         ffi::at_fork(after_fork_in_child);
         ACTIVE.store(true, Relaxed);
+        // Before the hooks are ready: the helper thread is not measured.
+        crate::checkpoint::start();
         hooks::READY.store(true, Release);
         start_thread(threads::next_index());
     });
@@ -215,6 +217,7 @@ pub fn flush_all() {
         return;
     }
     ACTIVE.store(false, Relaxed);
+    crate::checkpoint::stop();
     for state in threads::all().filter(|s| s.pid == pid) {
         stop(state, false);
     }

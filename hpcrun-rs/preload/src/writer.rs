@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
-    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
+    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile,
 };
 
 use crate::threads::{self, ThreadState};
@@ -55,7 +55,8 @@ pub fn warn_once(msg: &str) {
     }
 }
 
-/// Stops sampling for `state` and writes its profile (once).
+/// Stops sampling for `state` and writes its profile (once; it replaces
+/// the thread's last checkpoint, if any).
 pub fn finish(state: &ThreadState) {
     if state.pid != ffi::getpid() || state.finished.swap(true, AcqRel) {
         return;
@@ -64,62 +65,11 @@ pub fn finish(state: &ThreadState) {
     let Some(dir) = config::get().out_dir.as_deref() else {
         return;
     };
+    // A checkpoint of this thread being written finishes first.
+    let _writing = crate::checkpoint::wait_for_writer(state);
     let profile = build_profile(state);
     crate::notices::publish(dir, &profile.stats.notices);
-    let exe = profile
-        .process
-        .exe
-        .rsplit('/')
-        .next()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("process")
-        .to_string();
-    let rank = profile
-        .process
-        .rank
-        .map(|r| format!("r{r}."))
-        .unwrap_or_default();
-    let base = format!(
-        "{dir}/{exe}.{}.{rank}{}.{}",
-        profile.process.host, profile.process.pid, profile.thread.tid
-    );
-    let bytes = match profile.to_bytes() {
-        Ok(b) => b,
-        Err(e) => {
-            warn(&format!(
-                "could not encode the profile of thread {}: {e}",
-                state.tid
-            ));
-            return;
-        }
-    };
-    // A process that execs keeps its pid and main tid: never overwrite the
-    // file of the image before, take the next free suffix.
-    for attempt in 0..100 {
-        let path = if attempt == 0 {
-            format!("{base}.{EXTENSION}")
-        } else {
-            format!("{base}.{attempt}.{EXTENSION}")
-        };
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                if let Err(e) = f.write_all(&bytes) {
-                    warn(&format!("could not write {path}: {e}"));
-                }
-                return;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                warn(&format!("could not create {path}: {e}"));
-                return;
-            }
-        }
-    }
-    warn(&format!("could not find a free file name for {base}"));
+    crate::profile_file::write(state, dir, &profile);
 }
 
 fn process_info() -> ProcessInfo {
@@ -273,7 +223,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     }
     // This thread's allocation log, oldest first.
     if let Some(objs) = objs {
-        let mut id = state.last_record.load(Relaxed);
+        let mut id = state.last_record.load(Acquire);
         let mut log = Vec::new();
         while let Some(r) = objs.record(id) {
             let free = r.free_ns.load(Relaxed);
