@@ -44,7 +44,11 @@ mod tests {
     fn distinct_notices_are_summed() {
         let dir = std::env::temp_dir().join(format!("hpcrun-notices-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(FILE), "1\tA: fix it\n2\tA: fix it\n1\tB\nnonsense\n").unwrap();
+        std::fs::write(
+            dir.join(FILE),
+            "1\tA: fix it\n2\tA: fix it\n1\tB\nnonsense\n",
+        )
+        .unwrap();
         assert_eq!(
             lines(&dir),
             [

@@ -32,6 +32,42 @@ use crate::{config, ffi, hooks, writer};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// Set when the main thread ended with `pthread_exit` while others run.
+static MAIN_EXITED: AtomicBool = AtomicBool::new(false);
+
+/// Called at the exit of a measured thread. glibc ends the process with
+/// `exit(0)` when its last thread ends, but the helper is a thread too:
+/// once the main thread has gone, the helper watches for the moment it is
+/// the only live thread left and then does what glibc would have done.
+pub fn thread_exited(state: &ThreadState) {
+    if state.index == 0 {
+        MAIN_EXITED.store(true, SeqCst);
+    }
+}
+
+/// True if every thread of this process but the caller has ended (the
+/// main thread, gone with `pthread_exit`, stays as a zombie task).
+fn only_helper_left() -> bool {
+    let me = ffi::gettid().to_string();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return false;
+    };
+    for task in tasks.flatten() {
+        let name = task.file_name();
+        if name.to_string_lossy() == me {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // Gone meanwhile.
+        };
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        if !matches!(state, Some('Z') | Some('X')) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Starts the helper thread (at load time, before the hooks are ready, so
 /// that it is not measured itself).
 pub fn start() {
@@ -57,7 +93,9 @@ pub fn start() {
         .spawn(move || hooks::without_hooks(|| run(interval, pid)));
     ffi::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
     if let Err(e) = spawned {
-        writer::warn(&format!("could not start the checkpoint thread ({e}); no checkpoints"));
+        writer::warn(&format!(
+            "could not start the checkpoint thread ({e}); no checkpoints"
+        ));
     }
 }
 
@@ -74,6 +112,13 @@ fn run(interval: Duration, pid: u32) {
         while Instant::now() < next {
             if STOP.load(SeqCst) {
                 return;
+            }
+            if MAIN_EXITED.load(SeqCst) && only_helper_left() {
+                // The program's last thread has ended: end the process as
+                // glibc would have (atexit handlers, then the profiles),
+                // with the signals unblocked as in a program thread.
+                ffi::raw_sigmask(libc::SIG_SETMASK, Some(&ffi::empty_sigset()), None);
+                std::process::exit(0);
             }
             std::thread::sleep(step.min(next.saturating_duration_since(Instant::now())));
         }

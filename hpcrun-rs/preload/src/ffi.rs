@@ -16,11 +16,7 @@ extern "C" {
     fn __libc_pvalloc(size: usize) -> *mut c_void;
     /// glibc's sigaction under its public alias: the interposed
     /// `sigaction` (signal_hooks.rs) is the program's entry point.
-    fn __sigaction(
-        signal: c_int,
-        new: *const libc::sigaction,
-        old: *mut libc::sigaction,
-    ) -> c_int;
+    fn __sigaction(signal: c_int, new: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
 }
 
 /// glibc's allocator, reached through its internal entry points so that the
@@ -580,8 +576,7 @@ pub fn install_fatal_handler(
     // SAFETY: query then install with zeroed, initialised sigaction values.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        if __sigaction(signal, std::ptr::null(), &mut old) != 0
-            || old.sa_sigaction != libc::SIG_DFL
+        if __sigaction(signal, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL
         {
             return false;
         }
@@ -1106,7 +1101,11 @@ pub fn requeue_blocked(signal: c_int, info: *mut libc::siginfo_t, context: *mut 
 /// again: delivered when the handler returns (for a real-time signal, the
 /// process ends with that signal).
 pub fn die_by_default(signal: c_int) {
-    let dfl = make_sigaction(libc::SIG_DFL, 0, &[0; std::mem::size_of::<libc::sigset_t>() / 8]);
+    let dfl = make_sigaction(
+        libc::SIG_DFL,
+        0,
+        &[0; std::mem::size_of::<libc::sigset_t>() / 8],
+    );
     // SAFETY: a valid sigaction; tgkill to ourselves.
     unsafe {
         __sigaction(signal, &dfl, std::ptr::null_mut());

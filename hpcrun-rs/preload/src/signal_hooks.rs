@@ -143,8 +143,11 @@ pub unsafe extern "C" fn pthread_sigmask(
     unsafe { mask_call(real, how, set, old) }
 }
 
-type TimedWaitFn =
-    unsafe extern "C" fn(*const libc::sigset_t, *mut libc::siginfo_t, *const libc::timespec) -> c_int;
+type TimedWaitFn = unsafe extern "C" fn(
+    *const libc::sigset_t,
+    *mut libc::siginfo_t,
+    *const libc::timespec,
+) -> c_int;
 static REAL_SIGTIMEDWAIT: AtomicUsize = AtomicUsize::new(0);
 
 /// `sigtimedwait` that never returns one of the profiler's perf signals
@@ -205,7 +208,10 @@ pub unsafe extern "C" fn sigtimedwait(
 /// # Safety
 /// POSIX's sigwaitinfo contract.
 #[no_mangle]
-pub unsafe extern "C" fn sigwaitinfo(set: *const libc::sigset_t, info: *mut libc::siginfo_t) -> c_int {
+pub unsafe extern "C" fn sigwaitinfo(
+    set: *const libc::sigset_t,
+    info: *mut libc::siginfo_t,
+) -> c_int {
     // SAFETY: sigwaitinfo is sigtimedwait without a timeout.
     unsafe { wait(set, info, std::ptr::null()) }
 }

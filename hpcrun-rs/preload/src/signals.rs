@@ -127,8 +127,7 @@ pub fn from_profiler(info: *const libc::siginfo_t) -> bool {
     let (code, fd) = ffi::siginfo_code_fd(info);
     // A perf fd closed since (a late signal) or not seen by `mark_perf_fd`
     // is recognised by its file (readlink, on this rare path only).
-    (POLL_IN..=POLL_HUP).contains(&code)
-        && (is_perf_fd(fd) || ffi::fd_is_perf_or_closed(fd))
+    (POLL_IN..=POLL_HUP).contains(&code) && (is_perf_fd(fd) || ffi::fd_is_perf_or_closed(fd))
 }
 
 /// Installs `handler` for `signal` (the profiler's) and remembers the
@@ -281,7 +280,10 @@ pub fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) 
         }
         handler => {
             if act.sa_flags & libc::SA_RESETHAND != 0 && !WRITING.swap(true, Acquire) {
-                store_action(slot, &ffi::make_sigaction(libc::SIG_DFL, 0, &[0; MASK_WORDS]));
+                store_action(
+                    slot,
+                    &ffi::make_sigaction(libc::SIG_DFL, 0, &[0; MASK_WORDS]),
+                );
                 WRITING.store(false, Release);
             }
             ffi::call_program_handler(signal, handler, &act, info, context);

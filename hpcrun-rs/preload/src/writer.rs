@@ -36,6 +36,7 @@ pub fn register_thread_exit(_state: &ThreadState) {
 unsafe extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
     hooks::without_hooks(|| {
         if let Some(state) = threads::current() {
+            crate::checkpoint::thread_exited(state);
             finish(state);
             threads::clear_current();
         }
