@@ -24,13 +24,34 @@
 //! Threads whose counters did not move since their last checkpoint are
 //! skipped. Forked children (which lose the helper) write at exit only.
 
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::threads::{self, ThreadState};
 use crate::{config, ffi, hooks, writer};
 
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// What the helper did: rounds, files written, bytes, its CPU time (ns).
+static ROUNDS: AtomicU64 = AtomicU64::new(0);
+static FILES: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+/// With `HPCRUN_CHECKPOINT_STATS` set, prints what the checkpoints cost
+/// (called at process exit; for docs/PERFORMANCE.md).
+pub fn report() {
+    if std::env::var_os("HPCRUN_CHECKPOINT_STATS").is_none() || ROUNDS.load(Relaxed) == 0 {
+        return;
+    }
+    writer::warn(&format!(
+        "checkpoints: {} rounds, {} files, {} bytes, {:.1} ms of CPU time in the helper thread",
+        ROUNDS.load(Relaxed),
+        FILES.load(Relaxed),
+        BYTES.load(Relaxed),
+        CPU_NS.load(Relaxed) as f64 / 1e6
+    ));
+}
 
 /// Set when the main thread ended with `pthread_exit` while others run.
 static MAIN_EXITED: AtomicBool = AtomicBool::new(false);
@@ -128,12 +149,15 @@ fn run(interval: Duration, pid: u32) {
         let Some(dir) = config::get().out_dir.as_deref() else {
             return;
         };
+        let cpu = ffi::thread_cpu_ns();
         for state in threads::all().filter(|s| s.pid == pid) {
             if STOP.load(SeqCst) {
                 return;
             }
             checkpoint(state, dir);
         }
+        ROUNDS.fetch_add(1, Relaxed);
+        CPU_NS.fetch_add(ffi::thread_cpu_ns().saturating_sub(cpu), Relaxed);
         next += interval;
         let now = Instant::now();
         if next < now {
@@ -172,7 +196,9 @@ fn checkpoint(state: &ThreadState, dir: &str) {
     if state.finished.load(Acquire) || STOP.load(SeqCst) {
         return;
     }
-    crate::profile_file::write(state, dir, &profile);
+    let bytes = crate::profile_file::write(state, dir, &profile);
+    FILES.fetch_add(1, Relaxed);
+    BYTES.fetch_add(bytes as u64, Relaxed);
     state.checkpointed.store(sig, Relaxed);
 }
 

@@ -1149,6 +1149,17 @@ pub fn call_program_handler(
     raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
 }
 
+/// CPU time of the calling thread (ns).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Reads a counting perf event's value (task-clock: ns of CPU time).
 pub fn read_counter(fd: c_int) -> Option<u64> {
     let mut value: u64 = 0;

@@ -38,8 +38,9 @@ fn base_name(dir: &str, profile: &ThreadProfile) -> String {
 }
 
 /// Writes `profile` (of `state`'s thread) into `dir`, replacing the file
-/// this thread wrote before. Failures are warned about, never fatal.
-pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) {
+/// this thread wrote before; returns the bytes written (0 on failure,
+/// which is warned about, never fatal).
+pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
     let bytes = match profile.to_bytes() {
         Ok(b) => b,
         Err(e) => {
@@ -47,7 +48,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) {
                 "could not encode the profile of thread {}: {e}",
                 state.tid
             ));
-            return;
+            return 0;
         }
     };
     let base = base_name(dir, profile);
@@ -56,14 +57,15 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) {
     if let Err(e) = std::fs::write(&tmp, &bytes) {
         warn(&format!("could not write {tmp}: {e}"));
         let _ = std::fs::remove_file(&tmp);
-        return;
+        return 0;
     }
     if let Some(path) = state.file.get() {
         if let Err(e) = std::fs::rename(&tmp, path) {
             warn(&format!("could not rename {tmp} to {path}: {e}"));
             let _ = std::fs::remove_file(&tmp);
+            return 0;
         }
-        return;
+        return bytes.len();
     }
     for attempt in 0..100 {
         let path = if attempt == 0 {
@@ -75,7 +77,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) {
             Ok(()) => {
                 let _ = std::fs::remove_file(&tmp);
                 let _ = state.file.set(path);
-                return;
+                return bytes.len();
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             // A file system without hard links: take the name if it is
@@ -85,14 +87,15 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) {
                 if let Err(e) = std::fs::rename(&tmp, &path) {
                     warn(&format!("could not rename {tmp} to {path}: {e}"));
                     let _ = std::fs::remove_file(&tmp);
-                    return;
+                    return 0;
                 }
                 let _ = state.file.set(path);
-                return;
+                return bytes.len();
             }
             Err(_) => continue,
         }
     }
     let _ = std::fs::remove_file(&tmp);
     warn(&format!("could not find a free file name for {base}"));
+    0
 }

@@ -218,6 +218,7 @@ pub fn flush_all() {
     }
     ACTIVE.store(false, Relaxed);
     crate::checkpoint::stop();
+    crate::checkpoint::report();
     for state in threads::all().filter(|s| s.pid == pid) {
         stop(state, false);
     }
