@@ -85,10 +85,7 @@ fn a_program_with_its_own_handler_for_the_sampling_signal_keeps_it() {
 fn blocking_the_sampling_signal_is_overridden_counted_and_reported() {
     let dir = scratch("block-libc");
     let exe = compile_test_program("block_signal.c", &dir, &["-pthread"]);
-    let native = ok_stdout(
-        &run(&mut Command::new(&exe).arg("libc")),
-        "native block_signal",
-    );
+    let native = ok_stdout(&run(Command::new(&exe).arg("libc")), "native block_signal");
     assert_eq!(native, "blocked 1\nwaited 1\nhits 0\n");
     let (out, measurements) = hpcrun_with(&dir, &[], &exe, &["libc"]);
     // The program sees its mask, takes its own signal with sigwait, and its

@@ -81,7 +81,9 @@ fn only_helper_left() -> bool {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue; // Gone meanwhile.
         };
-        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
         if !matches!(state, Some('Z') | Some('X')) {
             return false;
         }

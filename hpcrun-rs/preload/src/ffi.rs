@@ -972,16 +972,95 @@ pub unsafe fn real_sigaction(
     unsafe { __sigaction(signal, new, old) }
 }
 
-/// (si_code, si_fd) of a signal's info (si_fd is meaningful only for the
-/// POLL_* codes of an `F_SETSIG` signal: the `_sigpoll` member, `long
-/// si_band` at offset 16 and `int si_fd` at offset 24 on 64-bit Linux).
-pub fn siginfo_code_fd(info: *const libc::siginfo_t) -> (c_int, c_int) {
-    // SAFETY: the kernel passes a full siginfo_t (128 bytes) to SA_SIGINFO
-    // handlers; both offsets lie inside it.
-    unsafe {
-        let code = (*info).si_code;
-        let fd = std::ptr::read_unaligned((info as *const u8).add(24) as *const c_int);
-        (code, fd)
+/// One delivered signal as the kernel hands it to an `SA_SIGINFO`
+/// handler: its `siginfo_t` and `ucontext_t` (the context may be null: a
+/// signal taken by `sigtimedwait`).
+pub struct Delivered {
+    info: *mut libc::siginfo_t,
+    context: *mut c_void,
+}
+
+impl Delivered {
+    /// # Safety
+    /// `info` is null or a valid `siginfo_t`, `context` null or a valid
+    /// `ucontext_t`, both for as long as the value is used (a handler's
+    /// arguments, for the handler's duration).
+    pub unsafe fn new(info: *mut libc::siginfo_t, context: *mut c_void) -> Delivered {
+        Delivered { info, context }
+    }
+
+    /// A signal taken by `sigtimedwait` into `info` (no context).
+    pub fn waited(info: &mut libc::siginfo_t) -> Delivered {
+        Delivered {
+            info,
+            context: std::ptr::null_mut(),
+        }
+    }
+
+    /// (si_code, si_fd); si_fd is meaningful only for the POLL_* codes of
+    /// an `F_SETSIG` signal (the `_sigpoll` member: `long si_band` at
+    /// offset 16, `int si_fd` at offset 24 on 64-bit Linux).
+    pub fn code_fd(&self) -> Option<(c_int, c_int)> {
+        if self.info.is_null() {
+            return None;
+        }
+        // SAFETY: a valid, full siginfo_t (128 bytes, per `new`); both
+        // offsets lie inside it.
+        unsafe {
+            let code = (*self.info).si_code;
+            let fd = std::ptr::read_unaligned((self.info as *const u8).add(24) as *const c_int);
+            Some((code, fd))
+        }
+    }
+
+    /// Queues `signal` with the same info to the calling thread again and
+    /// makes the interrupted code resume with `signal` blocked: it stays
+    /// pending (for `sigwait`, `signalfd`, or the program's unblocking
+    /// call).
+    pub fn requeue_blocked(&self, signal: c_int) {
+        // SAFETY: per `new`, the pointers are valid; the ucontext's saved
+        // mask is what the kernel restores when the handler returns;
+        // rt_tgsigqueueinfo only reads the info.
+        unsafe {
+            if !self.context.is_null() {
+                let uc = &mut *(self.context as *mut libc::ucontext_t);
+                libc::sigaddset(&mut uc.uc_sigmask, signal);
+            }
+            if !self.info.is_null() {
+                libc::syscall(
+                    libc::SYS_rt_tgsigqueueinfo,
+                    getpid() as libc::pid_t,
+                    gettid() as libc::pid_t,
+                    signal,
+                    self.info,
+                );
+            }
+        }
+    }
+
+    /// Calls the program's handler for `signal` as the kernel would have:
+    /// its `sa_mask` (and the signal itself unless `SA_NODEFER`) blocked
+    /// while it runs, one or three arguments by `SA_SIGINFO`.
+    pub fn call_program_handler(&self, signal: c_int, act: &libc::sigaction) {
+        let mut block = act.sa_mask;
+        if act.sa_flags & libc::SA_NODEFER == 0 {
+            sigset_add(&mut block, signal);
+        }
+        let mut old = empty_sigset();
+        raw_sigmask(libc::SIG_BLOCK, Some(&block), Some(&mut old));
+        // SAFETY: the program installed this handler with these flags, so
+        // it has the matching signature; the arguments are the kernel's.
+        unsafe {
+            if act.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                    std::mem::transmute(act.sa_sigaction);
+                f(signal, self.info, self.context);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(act.sa_sigaction);
+                f(signal);
+            }
+        }
+        raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
     }
 }
 
@@ -1075,28 +1154,6 @@ pub fn raw_sigmask(
     unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, set, old, 8usize) as c_int }
 }
 
-/// Queues `signal` with the same `info` to the calling thread again and
-/// makes the interrupted code resume with `signal` blocked: it stays
-/// pending (for `sigwait`, `signalfd`, or the program's unblocking call).
-pub fn requeue_blocked(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
-    // SAFETY: `info` and `context` are the kernel's (valid for the
-    // handler's duration); the ucontext's saved mask is what the kernel
-    // restores when the handler returns.
-    unsafe {
-        if !context.is_null() {
-            let uc = &mut *(context as *mut libc::ucontext_t);
-            libc::sigaddset(&mut uc.uc_sigmask, signal);
-        }
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            getpid() as libc::pid_t,
-            gettid() as libc::pid_t,
-            signal,
-            info,
-        );
-    }
-}
-
 /// Gives `signal` its default action and sends it to the calling thread
 /// again: delivered when the handler returns (for a real-time signal, the
 /// process ends with that signal).
@@ -1116,37 +1173,6 @@ pub fn die_by_default(signal: c_int) {
             signal,
         );
     }
-}
-
-/// Calls the program's handler for `signal` as the kernel would have: its
-/// `sa_mask` (and the signal itself unless `SA_NODEFER`) blocked while it
-/// runs, one or three arguments by `SA_SIGINFO`.
-pub fn call_program_handler(
-    signal: c_int,
-    handler: usize,
-    act: &libc::sigaction,
-    info: *mut libc::siginfo_t,
-    context: *mut c_void,
-) {
-    let mut block = act.sa_mask;
-    if act.sa_flags & libc::SA_NODEFER == 0 {
-        sigset_add(&mut block, signal);
-    }
-    let mut old = empty_sigset();
-    raw_sigmask(libc::SIG_BLOCK, Some(&block), Some(&mut old));
-    // SAFETY: the program installed `handler` with these flags, so it has
-    // the matching signature; the arguments are the kernel's.
-    unsafe {
-        if act.sa_flags & libc::SA_SIGINFO != 0 {
-            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
-                std::mem::transmute(handler);
-            f(signal, info, context);
-        } else {
-            let f: extern "C" fn(c_int) = std::mem::transmute(handler);
-            f(signal);
-        }
-    }
-    raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
 }
 
 /// CPU time of the calling thread (ns).

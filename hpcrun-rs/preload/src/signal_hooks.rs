@@ -178,7 +178,7 @@ unsafe fn wait(
         let mut mine: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: forwarding, with our own info buffer.
         let rc = unsafe { real(set, &mut mine, timeout) };
-        if rc > 0 && signals::from_profiler(&mine) {
+        if rc > 0 && signals::from_profiler(&ffi::Delivered::waited(&mut mine)) {
             signals::WAIT_DROPPED.fetch_add(1, Relaxed);
             continue;
         }

@@ -120,11 +120,10 @@ pub fn signal_at(slot: usize) -> Option<c_int> {
 
 /// True if the signal described by `info` came from one of the
 /// profiler's perf events.
-pub fn from_profiler(info: *const libc::siginfo_t) -> bool {
-    if info.is_null() {
+pub fn from_profiler(signal: &ffi::Delivered) -> bool {
+    let Some((code, fd)) = signal.code_fd() else {
         return false;
-    }
-    let (code, fd) = ffi::siginfo_code_fd(info);
+    };
     // A perf fd closed since (a late signal) or not seen by `mark_perf_fd`
     // is recognised by its file (readlink, on this rare path only).
     (POLL_IN..=POLL_HUP).contains(&code) && (is_perf_fd(fd) || ffi::fd_is_perf_or_closed(fd))
@@ -255,14 +254,14 @@ pub fn program_signal(signal: c_int, handler: usize) -> Option<usize> {
 /// Runs the program's action for a signal of a profiler signal number that
 /// did not come from the profiler (called from the profiler's handler, with
 /// the kernel's `info` and `context`).
-pub fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+pub fn forward(signal: c_int, delivered: &ffi::Delivered) {
     let Some(slot) = slot(signal) else {
         return;
     };
     if BLOCKED.with(|b| b.get()) & (1 << slot) != 0 {
         // The program blocked it: keep it pending, blocked, as it asked.
         HELD_BACK.fetch_add(1, Relaxed);
-        ffi::requeue_blocked(signal, info, context);
+        delivered.requeue_blocked(signal);
         return;
     }
     FORWARDED.fetch_add(1, Relaxed);
@@ -278,7 +277,7 @@ pub fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) 
             ffi::die_by_default(signal);
             ffi::set_errno(saved);
         }
-        handler => {
+        _ => {
             if act.sa_flags & libc::SA_RESETHAND != 0 && !WRITING.swap(true, Acquire) {
                 store_action(
                     slot,
@@ -286,7 +285,7 @@ pub fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) 
                 );
                 WRITING.store(false, Release);
             }
-            ffi::call_program_handler(signal, handler, &act, info, context);
+            delivered.call_program_handler(signal, &act);
         }
     }
 }
