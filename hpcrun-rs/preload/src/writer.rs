@@ -24,6 +24,33 @@ pub fn init() {
     if let Some(key) = ffi::thread_exit_key(on_thread_exit) {
         let _ = EXIT_KEY.set(key);
     }
+    process_info();
+}
+
+/// This process's description, read once per process (at load time, in a
+/// forked child at its first write): a checkpoint thread must not read the
+/// environment while the program may be changing it (`getenv` against a
+/// concurrent `setenv` is a data race in glibc).
+static PROCESS: std::sync::Mutex<Option<ProcessInfo>> = std::sync::Mutex::new(None);
+
+fn process_info() -> ProcessInfo {
+    use std::sync::TryLockError;
+    let mut cached = match PROCESS.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(e)) => e.into_inner(),
+        // After a fatal signal the holder may be stuck on glibc's heap lock
+        // that the crashed thread holds: read it afresh instead.
+        Err(TryLockError::WouldBlock) if ffi::in_crash_mode() => return read_process_info(),
+        Err(TryLockError::WouldBlock) => PROCESS.lock().unwrap_or_else(|e| e.into_inner()),
+    };
+    match &*cached {
+        Some(info) if info.pid == ffi::getpid() => info.clone(),
+        _ => {
+            let info = read_process_info();
+            *cached = Some(info.clone());
+            info
+        }
+    }
 }
 
 /// Arranges for `state` to be written when the calling thread exits.
@@ -73,7 +100,7 @@ pub fn finish(state: &ThreadState) {
     crate::profile_file::write(state, dir, &profile);
 }
 
-fn process_info() -> ProcessInfo {
+fn read_process_info() -> ProcessInfo {
     let command: Vec<String> = std::fs::read("/proc/self/cmdline")
         .map(|b| {
             b.split(|&c| c == 0)
