@@ -345,6 +345,31 @@ pub struct SampleStats {
     pub labels_untracked: u64,
     /// Samples lost, by cause (e.g. "tree full", "unwind failed").
     pub dropped: BTreeMap<String, u64>,
+    /// Thread CPU time the timer source counted (ns; 0 when unknown): with
+    /// the period, how many samples the thread should have had.
+    #[serde(default)]
+    pub cpu_time_ns: u64,
+    /// Times the program asked to block one of the profiler's signals
+    /// (`sigprocmask`, `pthread_sigmask`); the profiler kept it unblocked
+    /// so that sampling went on, and held the program's own signals of
+    /// that number back as the program asked.
+    #[serde(default)]
+    pub signal_blocks: u64,
+    /// The program's own signals on the profiler's signal numbers (not
+    /// from its perf events), passed to the program's handler.
+    #[serde(default)]
+    pub program_signals: u64,
+    /// 1 in a profile written as a checkpoint while its thread was still
+    /// running (a later checkpoint or the final profile replaces it): a
+    /// checkpoint that remains is what a killed run left. Summed over
+    /// profiles.
+    #[serde(default)]
+    pub checkpoints: u64,
+    /// Notices about a measurement the program damaged or left empty, each
+    /// naming its cause and the fix, with the number of threads that
+    /// reported it.
+    #[serde(default)]
+    pub notices: BTreeMap<String, u64>,
 }
 
 impl SampleStats {
@@ -362,6 +387,13 @@ impl SampleStats {
         self.labels_untracked += other.labels_untracked;
         for (cause, n) in &other.dropped {
             *self.dropped.entry(cause.clone()).or_default() += n;
+        }
+        self.cpu_time_ns += other.cpu_time_ns;
+        self.signal_blocks += other.signal_blocks;
+        self.program_signals += other.program_signals;
+        self.checkpoints += other.checkpoints;
+        for (notice, n) in &other.notices {
+            *self.notices.entry(notice.clone()).or_default() += n;
         }
     }
 }

@@ -269,6 +269,9 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
         eprintln!("hpcprof-rs: warning: {w}");
     }
     eprintln!("{}", summary(&merged.db.info, &args.output, skipped));
+    for line in notes(&merged.db.info) {
+        eprintln!("{line}");
+    }
     if args.strict && skipped > 0 {
         return Ok(ExitCode::from(1));
     }
@@ -326,6 +329,34 @@ fn summary(info: &DbInfo, out: &Path, skipped: usize) -> String {
         s.memory_samples,
         s.address_recovered,
     )
+}
+
+/// Lines after the summary: what the measurement notices say (a program
+/// that damaged its own measurement), signals the program blocked, and
+/// checkpoints of runs that did not finish.
+fn notes(info: &DbInfo) -> Vec<String> {
+    let s = &info.stats;
+    let mut out: Vec<String> = s
+        .notices
+        .iter()
+        .map(|(notice, n)| {
+            let threads = if *n == 1 { "thread" } else { "threads" };
+            format!("hpcprof-rs: warning: {notice} ({n} {threads})")
+        })
+        .collect();
+    if s.signal_blocks > 0 {
+        out.push(format!(
+            "hpcprof-rs: note: the program asked {} time(s) to block the profiler's sampling signal; hpcrun-rs kept it unblocked so that sampling went on (the program's own signals of that number were held back as it asked)",
+            s.signal_blocks
+        ));
+    }
+    if s.checkpoints > 0 {
+        out.push(format!(
+            "hpcprof-rs: note: {} of {} profiles are checkpoints of a run that did not finish (killed?): they hold what was measured up to the last checkpoint (hpcrun-rs --checkpoint SECS)",
+            s.checkpoints, info.profiles
+        ));
+    }
+    out
 }
 
 /// Reads a database directory (or its `profile.db`); errors name the file.

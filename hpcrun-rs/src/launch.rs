@@ -187,6 +187,7 @@ pub fn run(args: &Args) -> Result<u8> {
         ("HPCRUN_MIN_BYTES", args.min_bytes.to_string().into()),
         ("HPCRUN_RUN_ID", run_id.into()),
         ("HPCRUN_SIGNAL", args.signal.to_string().into()),
+        ("HPCRUN_CHECKPOINT", args.checkpoint.clone().into()),
     ];
     if let Some(attr) = &hw_attr {
         vars.push((crate::pmu::ENV_HW_ATTR, attr.into()));
@@ -219,6 +220,9 @@ pub fn run(args: &Args) -> Result<u8> {
                 .count()
         })
         .unwrap_or(0);
+    for line in crate::notices::lines(&out) {
+        eprintln!("{line}");
+    }
     eprintln!(
         "hpcrun-rs: {} ({}): {files} profile(s) in {}",
         program,

@@ -13,6 +13,7 @@
 
 mod events;
 mod launch;
+mod notices;
 mod pmu;
 
 use std::path::PathBuf;
@@ -68,6 +69,14 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(i32).range(0..=15))]
     signal: i32,
 
+    /// Rewrite every thread's profile every SECS seconds of wall time while
+    /// the program runs, so that a run that is killed (SIGKILL: a batch
+    /// time limit, the OOM killer) keeps what was measured up to the last
+    /// checkpoint; 0 disables. Each write replaces the previous one
+    /// atomically; the final profile replaces the last checkpoint.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_checkpoint)]
+    checkpoint: String,
+
     /// List the events and whether this machine supports them, then exit.
     #[arg(long)]
     list_events: bool,
@@ -97,6 +106,13 @@ fn parse_histogram(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err("expected a bucket count (1-65536), cacheline, page or bytes:N".into())
+    }
+}
+
+fn parse_checkpoint(s: &str) -> Result<String, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(s.to_string()),
+        _ => Err("expected seconds (e.g. 10, 0.5), or 0 to disable checkpoints".into()),
     }
 }
 

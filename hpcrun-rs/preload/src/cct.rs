@@ -4,10 +4,14 @@
 //! One node pool holds the four trees; nodes 0..4 are their roots. Children
 //! are found through an open-addressing hash table keyed by (parent, tag,
 //! key). Only the owning thread's handler writes; the file writer reads after
-//! sampling stopped. Everything is atomic (relaxed), so there are no data
+//! sampling stopped, or (a checkpoint) while it goes on: a node is complete
+//! before the pool's length (release) counts it. Everything is atomic (relaxed), so there are no data
 //! races even if a late signal arrives while the file is written.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU32, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use crate::ffi;
 
@@ -119,7 +123,9 @@ impl Tree {
                 node.parent.store(parent, Relaxed);
                 node.tag.store(tag, Relaxed);
                 node.key.store(key, Relaxed);
-                self.len.store(index + 1, Relaxed);
+                // Release: a reader on another thread (a checkpoint) that
+                // sees the new length sees the node's fields.
+                self.len.store(index + 1, Release);
                 self.table[slot].store(index + 1, Relaxed);
                 return Some(index);
             }
@@ -153,7 +159,7 @@ impl Tree {
     }
 
     pub fn len(&self) -> usize {
-        self.len.load(Relaxed) as usize
+        self.len.load(Acquire) as usize
     }
 
     pub fn is_empty(&self) -> bool {

@@ -10,6 +10,11 @@ pub const ENV_RUN_ID: &str = "HPCRUN_RUN_ID";
 pub const ENV_SIGNAL: &str = "HPCRUN_SIGNAL";
 pub const ENV_HISTOGRAM: &str = "HPCRUN_HISTOGRAM";
 pub const ENV_NUMA: &str = "HPCRUN_NUMA";
+pub const ENV_CHECKPOINT: &str = "HPCRUN_CHECKPOINT";
+
+/// Default checkpoint interval (ms of wall time) when `HPCRUN_CHECKPOINT`
+/// is not set (the launcher always sets it; see its `--checkpoint`).
+pub const DEFAULT_CHECKPOINT_MS: u64 = 10_000;
 
 /// Default period of the timer sources (`mem:soft`, `cpu-time`) in ns of
 /// thread CPU time: 2 ms, 500 samples per second per thread. Each sample
@@ -43,6 +48,14 @@ pub struct Config {
     pub run_id: String,
     /// Real-time signal offset from SIGRTMIN used for samples.
     pub signal_offset: i32,
+    /// Interval of the profile checkpoints in ms of wall time; 0: none.
+    pub checkpoint_ms: u64,
+}
+
+/// Parses `HPCRUN_CHECKPOINT` (seconds, decimals allowed; 0 disables).
+pub fn parse_checkpoint(spec: &str) -> Option<u64> {
+    let secs: f64 = spec.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).round() as u64)
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -118,7 +131,12 @@ pub fn get() -> &'static Config {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(4);
+        let checkpoint_ms = std::env::var(ENV_CHECKPOINT)
+            .ok()
+            .and_then(|s| parse_checkpoint(&s))
+            .unwrap_or(DEFAULT_CHECKPOINT_MS);
         Config {
+            checkpoint_ms,
             out_dir,
             period_ns,
             event,
@@ -157,6 +175,15 @@ mod tests {
             ("mem:soft".into(), 2000, Some(1))
         );
         assert_eq!(parse_events("page-faults@16"), ("none".into(), 0, Some(16)));
+    }
+
+    #[test]
+    fn checkpoint_intervals() {
+        assert_eq!(parse_checkpoint("1"), Some(1000));
+        assert_eq!(parse_checkpoint("0.25"), Some(250));
+        assert_eq!(parse_checkpoint("0"), Some(0));
+        assert_eq!(parse_checkpoint("-1"), None);
+        assert_eq!(parse_checkpoint("soon"), None);
     }
 
     #[test]

@@ -14,6 +14,9 @@ extern "C" {
     fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
     fn __libc_valloc(size: usize) -> *mut c_void;
     fn __libc_pvalloc(size: usize) -> *mut c_void;
+    /// glibc's sigaction under its public alias: the interposed
+    /// `sigaction` (signal_hooks.rs) is the program's entry point.
+    fn __sigaction(signal: c_int, new: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
 }
 
 /// glibc's allocator, reached through its internal entry points so that the
@@ -68,7 +71,8 @@ fn crash_alloc(layout: Layout) -> *mut u8 {
     }
 }
 
-fn in_crash_mode() -> bool {
+/// True once a fatal signal switched the allocator to private mappings.
+pub fn in_crash_mode() -> bool {
     CRASH_MODE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
@@ -572,6 +576,7 @@ pub fn close_event(fd: c_int) {
         libc::ioctl(fd, pe::DISABLE as _, 0);
         libc::close(fd);
     }
+    crate::signals::mark_perf_fd(fd, false);
 }
 
 /// Stops a sampling event without closing it (from any thread).
@@ -595,8 +600,7 @@ pub fn install_fatal_handler(
     // SAFETY: query then install with zeroed, initialised sigaction values.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
-            || old.sa_sigaction != libc::SIG_DFL
+        if __sigaction(signal, std::ptr::null(), &mut old) != 0 || old.sa_sigaction != libc::SIG_DFL
         {
             return false;
         }
@@ -604,7 +608,7 @@ pub fn install_fatal_handler(
         sa.sa_sigaction = handler as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_ONSTACK;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(signal, &sa, std::ptr::null_mut()) == 0
+        __sigaction(signal, &sa, std::ptr::null_mut()) == 0
     }
 }
 
@@ -631,7 +635,7 @@ pub fn install_handler(
         for &b in block {
             libc::sigaddset(&mut sa.sa_mask, b);
         }
-        libc::sigaction(signal, &sa, std::ptr::null_mut()) == 0
+        __sigaction(signal, &sa, std::ptr::null_mut()) == 0
     }
 }
 
@@ -953,6 +957,7 @@ pub fn route_perf_signal(fd: c_int, signal: c_int) -> Result<(), c_int> {
             && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
     };
     if ok {
+        crate::signals::mark_perf_fd(fd, true);
         Ok(())
     } else {
         Err(errno())
@@ -963,4 +968,252 @@ pub fn route_perf_signal(fd: c_int, signal: c_int) -> Result<(), c_int> {
 pub fn close_fd(fd: c_int) {
     // SAFETY: closing an fd the caller owns.
     unsafe { libc::close(fd) };
+}
+
+// ---------------------------------------------------------------------------
+// Signals (signals.rs, signal_hooks.rs): the real calls behind the
+// interposed ones, and the pieces of the handler's forwarding.
+
+/// The current action for `signal`, from glibc's real `sigaction`.
+pub fn real_sigaction_query(signal: c_int) -> Option<libc::sigaction> {
+    // SAFETY: a query with a valid out pointer.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        (__sigaction(signal, std::ptr::null(), &mut old) == 0).then_some(old)
+    }
+}
+
+/// glibc's real `sigaction`.
+///
+/// # Safety
+/// The pointers are null or valid, as for `sigaction`.
+pub unsafe fn real_sigaction(
+    signal: c_int,
+    new: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: per the caller's contract.
+    unsafe { __sigaction(signal, new, old) }
+}
+
+/// One delivered signal as the kernel hands it to an `SA_SIGINFO`
+/// handler: its `siginfo_t` and `ucontext_t` (the context may be null: a
+/// signal taken by `sigtimedwait`).
+pub struct Delivered {
+    info: *mut libc::siginfo_t,
+    context: *mut c_void,
+}
+
+impl Delivered {
+    /// # Safety
+    /// `info` is null or a valid `siginfo_t`, `context` null or a valid
+    /// `ucontext_t`, both for as long as the value is used (a handler's
+    /// arguments, for the handler's duration).
+    pub unsafe fn new(info: *mut libc::siginfo_t, context: *mut c_void) -> Delivered {
+        Delivered { info, context }
+    }
+
+    /// A signal taken by `sigtimedwait` into `info` (no context).
+    pub fn waited(info: &mut libc::siginfo_t) -> Delivered {
+        Delivered {
+            info,
+            context: std::ptr::null_mut(),
+        }
+    }
+
+    /// (si_code, si_fd); si_fd is meaningful only for the POLL_* codes of
+    /// an `F_SETSIG` signal (the `_sigpoll` member: `long si_band` at
+    /// offset 16, `int si_fd` at offset 24 on 64-bit Linux).
+    pub fn code_fd(&self) -> Option<(c_int, c_int)> {
+        if self.info.is_null() {
+            return None;
+        }
+        // SAFETY: a valid, full siginfo_t (128 bytes, per `new`); both
+        // offsets lie inside it.
+        unsafe {
+            let code = (*self.info).si_code;
+            let fd = std::ptr::read_unaligned((self.info as *const u8).add(24) as *const c_int);
+            Some((code, fd))
+        }
+    }
+
+    /// Queues `signal` with the same info to the calling thread again and
+    /// makes the interrupted code resume with `signal` blocked: it stays
+    /// pending (for `sigwait`, `signalfd`, or the program's unblocking
+    /// call).
+    pub fn requeue_blocked(&self, signal: c_int) {
+        // SAFETY: per `new`, the pointers are valid; the ucontext's saved
+        // mask is what the kernel restores when the handler returns;
+        // rt_tgsigqueueinfo only reads the info.
+        unsafe {
+            if !self.context.is_null() {
+                let uc = &mut *(self.context as *mut libc::ucontext_t);
+                libc::sigaddset(&mut uc.uc_sigmask, signal);
+            }
+            if !self.info.is_null() {
+                libc::syscall(
+                    libc::SYS_rt_tgsigqueueinfo,
+                    getpid() as libc::pid_t,
+                    gettid() as libc::pid_t,
+                    signal,
+                    self.info,
+                );
+            }
+        }
+    }
+
+    /// Calls the program's handler for `signal` as the kernel would have:
+    /// its `sa_mask` (and the signal itself unless `SA_NODEFER`) blocked
+    /// while it runs, one or three arguments by `SA_SIGINFO`.
+    pub fn call_program_handler(&self, signal: c_int, act: &libc::sigaction) {
+        let mut block = act.sa_mask;
+        if act.sa_flags & libc::SA_NODEFER == 0 {
+            sigset_add(&mut block, signal);
+        }
+        let mut old = empty_sigset();
+        raw_sigmask(libc::SIG_BLOCK, Some(&block), Some(&mut old));
+        // SAFETY: the program installed this handler with these flags, so
+        // it has the matching signature; the arguments are the kernel's.
+        unsafe {
+            if act.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                    std::mem::transmute(act.sa_sigaction);
+                f(signal, self.info, self.context);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(act.sa_sigaction);
+                f(signal);
+            }
+        }
+        raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
+    }
+}
+
+/// True if `fd` is closed or is a perf event (`anon_inode:[perf_event]`):
+/// a POLL_* signal naming it comes from a perf event (readlink is
+/// async-signal-safe).
+pub fn fd_is_perf_or_closed(fd: c_int) -> bool {
+    let mut path = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
+    let mut n = fd.max(0) as u32;
+    let mut digits = [0u8; 10];
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        path[14 + i] = digits[len - 1 - i];
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: a NUL-terminated path and a buffer with its length.
+    let r = unsafe {
+        libc::readlink(
+            path.as_ptr() as *const libc::c_char,
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+        )
+    };
+    if r < 0 {
+        return errno() == libc::ENOENT || errno() == libc::EBADF;
+    }
+    buf[..r as usize].starts_with(b"anon_inode:[perf_event]")
+}
+
+/// The 64-bit words of a signal set.
+pub fn sigset_words(set: &libc::sigset_t) -> [u64; std::mem::size_of::<libc::sigset_t>() / 8] {
+    // SAFETY: sigset_t is plain bytes of exactly this size.
+    unsafe { std::mem::transmute_copy(set) }
+}
+
+/// A sigaction value with this handler, flags and mask words.
+pub fn make_sigaction(
+    handler: usize,
+    flags: c_int,
+    mask: &[u64; std::mem::size_of::<libc::sigset_t>() / 8],
+) -> libc::sigaction {
+    // SAFETY: all-zero is a valid sigaction; the mask words are plain
+    // bytes of a sigset_t.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler;
+        sa.sa_flags = flags;
+        sa.sa_mask = std::mem::transmute_copy(mask);
+        sa
+    }
+}
+
+pub fn empty_sigset() -> libc::sigset_t {
+    // SAFETY: an all-zero sigset_t is the empty set.
+    unsafe { std::mem::zeroed() }
+}
+
+pub fn sigset_has(set: &libc::sigset_t, signal: c_int) -> bool {
+    // SAFETY: a valid set; an invalid signal only returns -1.
+    unsafe { libc::sigismember(set, signal) == 1 }
+}
+
+pub fn sigset_add(set: &mut libc::sigset_t, signal: c_int) {
+    // SAFETY: as above.
+    unsafe { libc::sigaddset(set, signal) };
+}
+
+pub fn sigset_del(set: &mut libc::sigset_t, signal: c_int) {
+    // SAFETY: as above.
+    unsafe { libc::sigdelset(set, signal) };
+}
+
+/// The `rt_sigprocmask` system call on the calling thread (the kernel's
+/// 8-byte mask; async-signal-safe).
+pub fn raw_sigmask(
+    how: c_int,
+    set: Option<&libc::sigset_t>,
+    old: Option<&mut libc::sigset_t>,
+) -> c_int {
+    let set = set.map_or(std::ptr::null(), |s| s as *const libc::sigset_t);
+    let old = old.map_or(std::ptr::null_mut(), |s| s as *mut libc::sigset_t);
+    // SAFETY: the pointers are null or valid sigset_t (at least 8 bytes).
+    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, set, old, 8usize) as c_int }
+}
+
+/// Gives `signal` its default action and sends it to the calling thread
+/// again: delivered when the handler returns (for a real-time signal, the
+/// process ends with that signal).
+pub fn die_by_default(signal: c_int) {
+    let dfl = make_sigaction(
+        libc::SIG_DFL,
+        0,
+        &[0; std::mem::size_of::<libc::sigset_t>() / 8],
+    );
+    // SAFETY: a valid sigaction; tgkill to ourselves.
+    unsafe {
+        __sigaction(signal, &dfl, std::ptr::null_mut());
+        libc::syscall(
+            libc::SYS_tgkill,
+            getpid() as libc::pid_t,
+            gettid() as libc::pid_t,
+            signal,
+        );
+    }
+}
+
+/// CPU time of the calling thread (ns).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads a counting perf event's value (task-clock: ns of CPU time).
+pub fn read_counter(fd: c_int) -> Option<u64> {
+    let mut value: u64 = 0;
+    // SAFETY: reading 8 bytes into a u64.
+    let r = unsafe { libc::read(fd, &mut value as *mut u64 as *mut c_void, 8) };
+    (r == 8).then_some(value)
 }

@@ -60,14 +60,35 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
     ffi::set_errno(saved_errno);
 }
 
-/// The signal handler (installed with SA_SIGINFO | SA_RESTART).
-pub extern "C" fn on_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+/// True (and handled: the program's action ran) if this signal of a
+/// profiler signal number did not come from the profiler's perf events.
+fn program_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) -> bool {
+    // SAFETY: the kernel's handler arguments, valid while the handler runs
+    // (and `delivered` does not outlive it).
+    let delivered = unsafe { ffi::Delivered::new(info, context) };
+    if crate::signals::from_profiler(&delivered) {
+        return false;
+    }
+    crate::signals::forward(signal, &delivered);
+    true
+}
+
+/// The signal handler (installed with SA_SIGINFO | SA_RESTART). A signal
+/// of the same number that did not come from the profiler's perf events
+/// is the program's: its own action runs (`signals::forward`).
+pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    if program_signal(signal, info, context) {
+        return;
+    }
     enter(context, sample);
 }
 
 /// The handler of the page-fault event's signal: drains the thread's
 /// ring and records each fault at its data address.
-pub extern "C" fn on_page_fault(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+pub extern "C" fn on_page_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    if program_signal(signal, info, context) {
+        return;
+    }
     enter(context, page_faults);
 }
 
@@ -535,7 +556,10 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
 /// The signal handler of the hardware memory events: each signal means new
 /// records in the thread's perf ring (one wakeup per sample); every usable
 /// sample goes to [`hardware_sample`].
-pub extern "C" fn on_hw_sample(_signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+pub extern "C" fn on_hw_sample(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    if program_signal(signal, info, context) {
+        return;
+    }
     let Some(setup) = crate::pmu::sampler::get() else {
         return;
     };

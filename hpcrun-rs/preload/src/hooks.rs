@@ -116,7 +116,8 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>) {
             .map(|site| objs.register(start, size, site, state.index, head)),
     };
     if let Some(id) = id.filter(|&id| id != 0) {
-        state.last_record.store(id, Ordering::Relaxed);
+        // Release: a checkpoint on another thread reads the log.
+        state.last_record.store(id, Ordering::Release);
     }
 }
 
@@ -254,11 +255,15 @@ struct Trampoline {
     start: StartRoutine,
     arg: *mut c_void,
     index: u32,
+    /// The creator's program-blocked profiler signals (a new thread
+    /// inherits its creator's signal mask).
+    blocked: u8,
 }
 
 extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
     // SAFETY: `raw` is the Box we leaked in pthread_create below.
     let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
+    crate::signals::set_blocked_bits(tramp.blocked);
     without_hooks(|| crate::sampling::start_thread(tramp.index));
     (tramp.start)(tramp.arg)
 }
@@ -286,6 +291,7 @@ pub unsafe extern "C" fn pthread_create(
         start,
         arg,
         index: threads::next_index(),
+        blocked: crate::signals::blocked_bits(),
     }));
     // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
     let rc = unsafe { real(thread, attr, thread_start, tramp as *mut c_void) };

@@ -20,7 +20,13 @@
 //!   ([`cct`]).
 //! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
-//! * [`writer`]: one MessagePack file per thread at thread and process exit.
+//! * [`writer`]: one MessagePack file per thread at thread and process exit
+//!   ([`profile_file`]: never torn); [`checkpoint`]: rewritten every few
+//!   seconds while the program runs, for runs that get killed.
+//! * [`signals`], [`signal_hooks`]: the profiler's signals stay the
+//!   profiler's (`sigaction`, `signal`, the signal masks and `sigwait`
+//!   interposed); the program's own signals of those numbers reach its
+//!   handler.
 //! * [`pmu`]: hardware sample sources (PEBS, IBS, SPE): ring buffer, record
 //!   and data-source decoding, PMU discovery in sysfs.
 //!
@@ -28,20 +34,25 @@
 //! memory never comes from the hooked functions (it has its own global
 //! allocator on glibc's `__libc_*` entry points); the signal handler neither
 //! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`],
-//! [`labels`] (the C entry points) and [`handler`].
+//! [`labels`] (the C entry points), [`signal_hooks`] and [`handler`].
 
 pub mod cct;
+pub mod checkpoint;
 pub mod config;
 pub mod ffi;
 pub mod handler;
 pub mod hooks;
 pub mod labels;
 pub mod modules;
+pub mod notices;
 pub mod numa;
 pub mod objects;
 pub mod pages;
 pub mod pmu;
+pub mod profile_file;
 pub mod sampling;
+pub mod signal_hooks;
+pub mod signals;
 pub mod soft;
 pub mod threads;
 pub mod unwind;

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 use formats::measurement::HistogramLayout;
 
 use crate::{
-    cct, config, ffi, handler, hooks, modules, numa, objects, pages, pmu, soft, threads, writer,
+    cct, config, ffi, handler, hooks, modules, numa, objects, pages, pmu, signals, soft, threads,
+    writer,
 };
 
 /// Pages of each thread's page-fault ring (a power of two).
@@ -79,7 +80,7 @@ fn init() {
         };
         // Page faults: the next signal, each handler blocking the other.
         let fault_signal = signal + 1;
-        if cfg.period_ns > 0 && !ffi::install_handler(signal, on_signal, &[fault_signal]) {
+        if cfg.period_ns > 0 && !signals::take_over(signal, on_signal, &[fault_signal]) {
             writer::warn("could not install the sample signal handler; sampling disabled");
         }
         if cfg.page_faults.is_some() {
@@ -87,7 +88,7 @@ fn init() {
             if let Some(objs) = objects::get() {
                 std::hint::black_box(objs.prefault());
             }
-            if !ffi::install_handler(fault_signal, handler::on_page_fault, &[signal]) {
+            if !signals::take_over(fault_signal, handler::on_page_fault, &[signal]) {
                 writer::warn("could not install the page-fault signal handler");
             }
         }
@@ -98,6 +99,8 @@ fn init() {
         }
         ffi::at_fork(after_fork_in_child);
         ACTIVE.store(true, Relaxed);
+        // Before the hooks are ready: the helper thread is not measured.
+        crate::checkpoint::start();
         hooks::READY.store(true, Release);
         start_thread(threads::next_index());
     });
@@ -175,6 +178,14 @@ pub fn start_thread(index: u32) {
 
 /// Stops a thread's sampling (from any thread).
 pub fn stop(state: &threads::ThreadState, close: bool) {
+    // The task-clock count is the thread's CPU time: with the period, the
+    // samples it should have had (see notices.rs).
+    let fd = state.perf_fd.load(Acquire);
+    if fd >= 0 && !hardware_active() {
+        if let Some(ns) = ffi::read_counter(fd) {
+            state.stats.cpu_time_ns.store(ns, Relaxed);
+        }
+    }
     for slot in [&state.perf_fd, &state.fault_fd] {
         let fd = slot.swap(-1, AcqRel);
         if fd >= 0 {
@@ -206,6 +217,8 @@ pub fn flush_all() {
         return;
     }
     ACTIVE.store(false, Relaxed);
+    crate::checkpoint::stop();
+    crate::checkpoint::report();
     for state in threads::all().filter(|s| s.pid == pid) {
         stop(state, false);
     }

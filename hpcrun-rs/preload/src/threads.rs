@@ -35,6 +35,9 @@ pub const DROP_BAD_RECORD: usize = 6;
 #[derive(Default)]
 pub struct Stats {
     pub samples: AtomicU64,
+    /// CPU time counted by the thread's task-clock event when sampling
+    /// stopped (ns; timer sources only).
+    pub cpu_time_ns: AtomicU64,
     /// Load samples (the primary metric).
     pub memory: AtomicU64,
     /// Store-only samples.
@@ -102,6 +105,12 @@ pub struct ThreadState {
     pub hook_cache: UnsafeCell<unwind::Cache>,
     /// The hardware memory event's ring and counts (mem:latency, mem:stores).
     pub hw: crate::pmu::sampler::ThreadHw,
+    /// Held while this thread's file is written (checkpoint or final).
+    pub writing: std::sync::Mutex<()>,
+    /// The file name this thread's profile claimed (at its first write).
+    pub file: std::sync::OnceLock<String>,
+    /// What the last checkpoint saw (`checkpoint::signature`).
+    pub checkpointed: AtomicU64,
 }
 
 // SAFETY: the UnsafeCell caches are only used by the owning thread (see the
@@ -182,6 +191,9 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         handler_paths: UnsafeCell::new(cct::PathCache::default()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
         hw: crate::pmu::sampler::ThreadHw::new(),
+        writing: std::sync::Mutex::new(()),
+        file: std::sync::OnceLock::new(),
+        checkpointed: AtomicU64::new(0),
     };
     let reg = registry();
     let slot = reg.count.fetch_add(1, AcqRel) as usize;

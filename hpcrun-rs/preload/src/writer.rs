@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
-    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile, EXTENSION,
+    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile,
 };
 
 use crate::threads::{self, ThreadState};
@@ -23,6 +23,33 @@ static EXIT_KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
 pub fn init() {
     if let Some(key) = ffi::thread_exit_key(on_thread_exit) {
         let _ = EXIT_KEY.set(key);
+    }
+    process_info();
+}
+
+/// This process's description, read once per process (at load time, in a
+/// forked child at its first write): a checkpoint thread must not read the
+/// environment while the program may be changing it (`getenv` against a
+/// concurrent `setenv` is a data race in glibc).
+static PROCESS: std::sync::Mutex<Option<ProcessInfo>> = std::sync::Mutex::new(None);
+
+fn process_info() -> ProcessInfo {
+    use std::sync::TryLockError;
+    let mut cached = match PROCESS.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(e)) => e.into_inner(),
+        // After a fatal signal the holder may be stuck on glibc's heap lock
+        // that the crashed thread holds: read it afresh instead.
+        Err(TryLockError::WouldBlock) if ffi::in_crash_mode() => return read_process_info(),
+        Err(TryLockError::WouldBlock) => PROCESS.lock().unwrap_or_else(|e| e.into_inner()),
+    };
+    match &*cached {
+        Some(info) if info.pid == ffi::getpid() => info.clone(),
+        _ => {
+            let info = read_process_info();
+            *cached = Some(info.clone());
+            info
+        }
     }
 }
 
@@ -36,6 +63,7 @@ pub fn register_thread_exit(_state: &ThreadState) {
 unsafe extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
     hooks::without_hooks(|| {
         if let Some(state) = threads::current() {
+            crate::checkpoint::thread_exited(state);
             finish(state);
             threads::clear_current();
         }
@@ -55,7 +83,8 @@ pub fn warn_once(msg: &str) {
     }
 }
 
-/// Stops sampling for `state` and writes its profile (once).
+/// Stops sampling for `state` and writes its profile (once; it replaces
+/// the thread's last checkpoint, if any).
 pub fn finish(state: &ThreadState) {
     if state.pid != ffi::getpid() || state.finished.swap(true, AcqRel) {
         return;
@@ -64,64 +93,14 @@ pub fn finish(state: &ThreadState) {
     let Some(dir) = config::get().out_dir.as_deref() else {
         return;
     };
+    // A checkpoint of this thread being written finishes first.
+    let _writing = crate::checkpoint::wait_for_writer(state);
     let profile = build_profile(state);
-    let exe = profile
-        .process
-        .exe
-        .rsplit('/')
-        .next()
-        .filter(|s| !s.is_empty())
-        .unwrap_or("process")
-        .to_string();
-    let rank = profile
-        .process
-        .rank
-        .map(|r| format!("r{r}."))
-        .unwrap_or_default();
-    let base = format!(
-        "{dir}/{exe}.{}.{rank}{}.{}",
-        profile.process.host, profile.process.pid, profile.thread.tid
-    );
-    let bytes = match profile.to_bytes() {
-        Ok(b) => b,
-        Err(e) => {
-            warn(&format!(
-                "could not encode the profile of thread {}: {e}",
-                state.tid
-            ));
-            return;
-        }
-    };
-    // A process that execs keeps its pid and main tid: never overwrite the
-    // file of the image before, take the next free suffix.
-    for attempt in 0..100 {
-        let path = if attempt == 0 {
-            format!("{base}.{EXTENSION}")
-        } else {
-            format!("{base}.{attempt}.{EXTENSION}")
-        };
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                if let Err(e) = f.write_all(&bytes) {
-                    warn(&format!("could not write {path}: {e}"));
-                }
-                return;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                warn(&format!("could not create {path}: {e}"));
-                return;
-            }
-        }
-    }
-    warn(&format!("could not find a free file name for {base}"));
+    crate::notices::publish(dir, &profile.stats.notices);
+    crate::profile_file::write(state, dir, &profile);
 }
 
-fn process_info() -> ProcessInfo {
+fn read_process_info() -> ProcessInfo {
     let command: Vec<String> = std::fs::read("/proc/self/cmdline")
         .map(|b| {
             b.split(|&c| c == 0)
@@ -272,7 +251,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     }
     // This thread's allocation log, oldest first.
     if let Some(objs) = objs {
-        let mut id = state.last_record.load(Relaxed);
+        let mut id = state.last_record.load(Acquire);
         let mut log = Vec::new();
         while let Some(r) = objs.record(id) {
             let free = r.free_ns.load(Relaxed);
@@ -326,13 +305,16 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             (0, Some(o)) => o.labels_untracked.load(Relaxed),
             _ => 0,
         },
+        cpu_time_ns: s.cpu_time_ns.load(Relaxed),
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)
             .filter(|(_, n)| n.load(Relaxed) > 0)
             .map(|(cause, n)| (cause.to_string(), n.load(Relaxed)))
             .collect(),
+        ..Default::default()
     };
+    profile.stats.notices = crate::notices::of_thread(state);
     if s.fault_sampling_stopped.load(Relaxed) > 0 {
         profile.stats.dropped.insert(
             "page-fault sampling stopped (fault feedback loop)".into(),
@@ -352,6 +334,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     }
     // Process-wide: reported once, in the main thread's file.
     if state.index == 0 {
+        crate::notices::process_wide(&mut profile.stats);
         if let Some(lost) = objs
             .map(|o| o.records_dropped.load(Relaxed))
             .filter(|&n| n > 0)

@@ -1,0 +1,225 @@
+//! Checkpoints: while the program runs, a helper thread writes every
+//! thread's profile again every `--checkpoint` seconds of wall time, so
+//! that a run killed with SIGKILL (a batch time limit, the OOM killer)
+//! leaves what was measured up to the last checkpoint.
+//!
+//! Soundness: the helper never stops or signals the program's threads. It
+//! reads their data the way the final writer at process exit reads the
+//! data of other threads: the node pool, the histogram table, the
+//! counters and the allocation log are all atomics, written by their
+//! thread's handler and hooks without locks; a node is complete before
+//! the pool's length (a release store) counts it, and an allocation record
+//! before the thread's log head (release) points to it. So a checkpoint is
+//! a consistent tree whose counters are each exact at some instant during
+//! the copy (trees may differ by the few samples taken meanwhile). The
+//! copying and writing allocate from the library's own allocator, in the
+//! helper thread, never in a signal handler. The helper blocks every
+//! signal (except glibc's internal ones, which `setxid` needs), so the
+//! program's process-directed signals never land on it.
+//!
+//! A thread's file is written under its `writing` lock (checkpoint, or the
+//! final profile at thread or process exit, which waits for a checkpoint
+//! in progress and then replaces it): a profile that remains marked as a
+//! checkpoint (`stats.checkpoints = 1`) is from a run that did not finish.
+//! Threads whose counters did not move since their last checkpoint are
+//! skipped. Forked children (which lose the helper) write at exit only.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::time::{Duration, Instant};
+
+use crate::threads::{self, ThreadState};
+use crate::{config, ffi, hooks, writer};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// What the helper did: rounds, files written, bytes, its CPU time (ns).
+static ROUNDS: AtomicU64 = AtomicU64::new(0);
+static FILES: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+/// With `HPCRUN_CHECKPOINT_STATS` set, prints what the checkpoints cost
+/// (called at process exit; for docs/PERFORMANCE.md).
+pub fn report() {
+    if std::env::var_os("HPCRUN_CHECKPOINT_STATS").is_none() || ROUNDS.load(Relaxed) == 0 {
+        return;
+    }
+    writer::warn(&format!(
+        "checkpoints: {} rounds, {} files, {} bytes, {:.1} ms of CPU time in the helper thread",
+        ROUNDS.load(Relaxed),
+        FILES.load(Relaxed),
+        BYTES.load(Relaxed),
+        CPU_NS.load(Relaxed) as f64 / 1e6
+    ));
+}
+
+/// Set when the main thread ended with `pthread_exit` while others run.
+static MAIN_EXITED: AtomicBool = AtomicBool::new(false);
+
+/// Called at the exit of a measured thread. glibc ends the process with
+/// `exit(0)` when its last thread ends, but the helper is a thread too:
+/// once the main thread has gone, the helper watches for the moment it is
+/// the only live thread left and then does what glibc would have done.
+pub fn thread_exited(state: &ThreadState) {
+    if state.index == 0 {
+        MAIN_EXITED.store(true, SeqCst);
+    }
+}
+
+/// True if every thread of this process but the caller has ended (the
+/// main thread, gone with `pthread_exit`, stays as a zombie task).
+fn only_helper_left() -> bool {
+    let me = ffi::gettid().to_string();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return false;
+    };
+    for task in tasks.flatten() {
+        let name = task.file_name();
+        if name.to_string_lossy() == me {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // Gone meanwhile.
+        };
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        if !matches!(state, Some('Z') | Some('X')) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Starts the helper thread (at load time, before the hooks are ready, so
+/// that it is not measured itself).
+pub fn start() {
+    let cfg = config::get();
+    if cfg.checkpoint_ms == 0 || cfg.out_dir.is_none() {
+        return;
+    }
+    let interval = Duration::from_millis(cfg.checkpoint_ms);
+    let pid = ffi::getpid();
+    // The helper inherits this mask: every signal blocked but glibc's
+    // internal SIGCANCEL and SIGSETXID (32, 33).
+    let mut all = ffi::empty_sigset();
+    for s in 1..=64 {
+        if s != 32 && s != 33 && s != libc::SIGKILL && s != libc::SIGSTOP {
+            ffi::sigset_add(&mut all, s);
+        }
+    }
+    let mut old = ffi::empty_sigset();
+    ffi::raw_sigmask(libc::SIG_BLOCK, Some(&all), Some(&mut old));
+    let spawned = std::thread::Builder::new()
+        .name("hpcrun-ckpt".into())
+        .stack_size(256 << 10)
+        .spawn(move || hooks::without_hooks(|| run(interval, pid)));
+    ffi::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
+    if let Err(e) = spawned {
+        writer::warn(&format!(
+            "could not start the checkpoint thread ({e}); no checkpoints"
+        ));
+    }
+}
+
+/// Stops checkpointing (process exit, fatal signal): no checkpoint starts
+/// after this.
+pub fn stop() {
+    STOP.store(true, SeqCst);
+}
+
+fn run(interval: Duration, pid: u32) {
+    let step = Duration::from_millis(50).min(interval);
+    let mut next = Instant::now() + interval;
+    loop {
+        while Instant::now() < next {
+            if STOP.load(SeqCst) {
+                return;
+            }
+            if MAIN_EXITED.load(SeqCst) && only_helper_left() {
+                // The program's last thread has ended: end the process as
+                // glibc would have (atexit handlers, then the profiles),
+                // with the signals unblocked as in a program thread.
+                ffi::raw_sigmask(libc::SIG_SETMASK, Some(&ffi::empty_sigset()), None);
+                std::process::exit(0);
+            }
+            std::thread::sleep(step.min(next.saturating_duration_since(Instant::now())));
+        }
+        if STOP.load(SeqCst) || ffi::getpid() != pid {
+            return;
+        }
+        let Some(dir) = config::get().out_dir.as_deref() else {
+            return;
+        };
+        let cpu = ffi::thread_cpu_ns();
+        for state in threads::all().filter(|s| s.pid == pid) {
+            if STOP.load(SeqCst) {
+                return;
+            }
+            checkpoint(state, dir);
+        }
+        ROUNDS.fetch_add(1, Relaxed);
+        CPU_NS.fetch_add(ffi::thread_cpu_ns().saturating_sub(cpu), Relaxed);
+        next += interval;
+        let now = Instant::now();
+        if next < now {
+            // Writing took longer than the interval: start counting again.
+            next = now + interval;
+        }
+    }
+}
+
+/// What changes when a thread measures something (samples, faults,
+/// allocations, tree growth).
+fn signature(state: &ThreadState) -> u64 {
+    let s = &state.stats;
+    s.samples
+        .load(Relaxed)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(s.page_faults.load(Relaxed).rotate_left(17))
+        .wrapping_add(state.last_record.load(Relaxed).rotate_left(34))
+        .wrapping_add(state.tree.len() as u64)
+        .wrapping_add(1)
+}
+
+/// Writes one checkpoint of `state`'s thread, unless it finished or did
+/// not change.
+fn checkpoint(state: &ThreadState, dir: &str) {
+    let _writing = state.writing.lock().unwrap_or_else(|e| e.into_inner());
+    if state.finished.load(Acquire) {
+        return;
+    }
+    let sig = signature(state);
+    if state.checkpointed.load(Relaxed) == sig {
+        return;
+    }
+    let mut profile = writer::build_profile(state);
+    profile.stats.checkpoints = 1;
+    if state.finished.load(Acquire) || STOP.load(SeqCst) {
+        return;
+    }
+    let bytes = crate::profile_file::write(state, dir, &profile);
+    FILES.fetch_add(1, Relaxed);
+    BYTES.fetch_add(bytes as u64, Relaxed);
+    state.checkpointed.store(sig, Relaxed);
+}
+
+/// The final writer's turn at `state`'s file: waits for a checkpoint in
+/// progress. After a fatal signal (crash mode) it waits at most 0.5 s: the
+/// helper may be stuck on a lock the crashed thread holds (glibc's heap),
+/// and the final profile matters more.
+pub fn wait_for_writer(state: &ThreadState) -> Option<std::sync::MutexGuard<'_, ()>> {
+    if !ffi::in_crash_mode() {
+        return Some(state.writing.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+    for _ in 0..500 {
+        match state.writing.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+        }
+    }
+    None
+}

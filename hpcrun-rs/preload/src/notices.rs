@@ -1,0 +1,115 @@
+//! Notices about a measurement the program damaged or left empty, each
+//! naming its cause and the fix. They go into the profiles
+//! (`SampleStats::notices`, repeated by hpcprof-rs's summary) and, once per
+//! distinct text, into `<output>/.hpcrun-notices`, from which the
+//! `hpcrun-rs` launcher prints them when the program has ended.
+//!
+//! * A thread whose task-clock event counted CPU time for many samples but
+//!   that received almost none: its sampling signal was blocked or taken
+//!   by the program past the interposed calls (a raw `rt_sigprocmask`, a
+//!   `signalfd` read, ...).
+//! * The profiler's handler is no longer installed (a raw `rt_sigaction`).
+
+use std::io::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+use formats::measurement::SampleStats;
+
+use crate::threads::ThreadState;
+use crate::{config, ffi, handler, signals};
+
+/// A thread is reported when it should have had at least this many
+/// samples and got less than a tenth of them.
+const MIN_EXPECTED: u64 = 20;
+
+/// File in the output directory collecting the notices of all processes.
+pub const FILE: &str = ".hpcrun-notices";
+
+/// "SIGRTMIN+4 (signal 38)".
+fn signal_name(signal: i32) -> String {
+    format!("SIGRTMIN+{} (signal {signal})", signal - ffi::sigrtmin())
+}
+
+fn fix() -> &'static str {
+    "rerun with --signal N (0-15) naming a real-time signal the program leaves alone"
+}
+
+/// The notices of one thread (its expected against its received samples).
+pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    let cfg = config::get();
+    let Some(signal) = signals::signal_at(0) else {
+        return out;
+    };
+    if cfg.period_ns == 0 || crate::sampling::hardware_active() {
+        return out;
+    }
+    let cpu = state.stats.cpu_time_ns.load(Relaxed);
+    let expected = cpu / cfg.period_ns;
+    let got = state.stats.samples.load(Relaxed);
+    if expected >= MIN_EXPECTED && got.saturating_mul(10) < expected {
+        out.insert(
+            format!(
+                "threads ran long enough for many samples but received almost none: their sampling signal {} was blocked or taken by the program outside sigaction/sigprocmask (e.g. raw system calls, signalfd); {}",
+                signal_name(signal),
+                fix()
+            ),
+            1,
+        );
+    }
+    out
+}
+
+/// Process-wide notices and counts (written into the main thread's file).
+pub fn process_wide(stats: &mut SampleStats) {
+    stats.signal_blocks = signals::BLOCKS.load(Relaxed);
+    stats.program_signals = signals::FORWARDED.load(Relaxed) + signals::HELD_BACK.load(Relaxed);
+    let waited = signals::WAIT_DROPPED.load(Relaxed);
+    if waited > 0 {
+        stats
+            .dropped
+            .insert("taken by the program's sigwait".into(), waited);
+    }
+    for slot in 0..2 {
+        let Some(signal) = signals::signal_at(slot) else {
+            continue;
+        };
+        let ours = [
+            handler::on_sample as *const () as usize,
+            handler::on_hw_sample as *const () as usize,
+            handler::on_page_fault as *const () as usize,
+        ];
+        if let Some(now) = ffi::real_sigaction_query(signal) {
+            if !ours.contains(&now.sa_sigaction) {
+                stats.notices.insert(
+                    format!(
+                        "the program replaced the profiler's handler of {} with a raw rt_sigaction system call: later samples were lost and the program got the profiler's signals; {}",
+                        signal_name(signal),
+                        fix()
+                    ),
+                    1,
+                );
+            }
+        }
+    }
+}
+
+/// Appends `notices` to the output directory's notice file (one line
+/// each: count, tab, text), for the launcher.
+pub fn publish(dir: &str, notices: &std::collections::BTreeMap<String, u64>) {
+    if notices.is_empty() {
+        return;
+    }
+    let mut text = String::new();
+    for (notice, n) in notices {
+        text.push_str(&format!("{n}\t{notice}\n"));
+    }
+    // One write with O_APPEND: lines of concurrent processes do not mix.
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(format!("{dir}/{FILE}"))
+    {
+        let _ = f.write_all(text.as_bytes());
+    }
+}
