@@ -232,3 +232,44 @@ fn a_finished_run_replaces_its_checkpoints() {
     let summary = merge(&dir, &measurements);
     assert!(!summary.contains("checkpoints"), "{summary}");
 }
+
+/// When the kernel cannot queue a sample's real-time signal (the per-user
+/// limit of pending signals, here lowered to 1 with `ulimit -i`), it sends
+/// SIGIO, whose default action ends the program. The program must run to
+/// its end with its own output, the lost samples must be counted, and the
+/// notice must name the queue, not a blocked signal.
+#[test]
+fn a_full_signal_queue_never_ends_the_program() {
+    let dir = scratch("sigio");
+    let exe = compile_test_program("threads1000.c", &dir, &["-pthread"]);
+    let native = run(&mut Command::new(&exe));
+    let measurements = dir.join("measurements");
+    let out = run(Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -i 1 && exec \"$@\"")
+        .arg("bash")
+        .arg(tool("hpcrun-rs"))
+        .args(["-e", "mem:soft@20000", "-o"])
+        .arg(&measurements)
+        .arg(&exe));
+    assert_eq!(
+        ok_stdout(&out, "hpcrun-rs threads1000 with ulimit -i 1"),
+        ok_stdout(&native, "threads1000")
+    );
+    let full: u64 = read_profiles(&measurements)
+        .iter()
+        .map(|p| {
+            p.stats
+                .dropped
+                .get("signal queue full")
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    assert!(full > 0, "no sample signal overflowed the queue of 1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("received almost none"), "{stderr}");
+    for line in stderr.lines().filter(|l| l.contains("queue of pending")) {
+        assert!(line.contains("ulimit -i"), "{line}");
+    }
+}

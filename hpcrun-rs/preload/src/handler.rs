@@ -60,6 +60,19 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
     ffi::set_errno(saved_errno);
 }
 
+/// SIGIO, installed while the program leaves it at its default action
+/// (terminate): when the kernel cannot queue a perf event's real-time
+/// signal (the per-user limit of pending signals, `ulimit -i`, reached by
+/// many threads sampled fast on a loaded machine), it sends SIGIO instead.
+/// That must not kill the program: the sample is counted as dropped.
+pub extern "C" fn on_sigio(_signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
+    let saved_errno = ffi::errno();
+    if let Some(state) = threads::current() {
+        state.stats.dropped[threads::DROP_QUEUE_FULL].fetch_add(1, Relaxed);
+    }
+    ffi::set_errno(saved_errno);
+}
+
 /// True (and handled: the program's action ran) if this signal of a
 /// profiler signal number did not come from the profiler's perf events.
 fn program_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) -> bool {

@@ -8,6 +8,9 @@
 //!   that received almost none: its sampling signal was blocked or taken
 //!   by the program past the interposed calls (a raw `rt_sigprocmask`, a
 //!   `signalfd` read, ...).
+//!   If the kernel's queue of pending signals overflowed instead (SIGIO
+//!   counted as "signal queue full"), the notice says so and names
+//!   `ulimit -i`.
 //! * The profiler's handler is no longer installed (a raw `rt_sigaction`).
 
 use std::io::Write;
@@ -15,7 +18,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use formats::measurement::SampleStats;
 
-use crate::threads::ThreadState;
+use crate::threads::{self, ThreadState};
 use crate::{config, ffi, handler, signals};
 
 /// A thread is reported when it should have had at least this many
@@ -48,6 +51,19 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     let expected = cpu / cfg.period_ns;
     let got = state.stats.samples.load(Relaxed);
     if expected >= MIN_EXPECTED && got.saturating_mul(10) < expected {
+        let queue_full = state.stats.dropped[threads::DROP_QUEUE_FULL].load(Relaxed);
+        if queue_full > 0 {
+            let limit = ffi::pending_signal_limit()
+                .map(|l| format!(", now {l}"))
+                .unwrap_or_default();
+            out.insert(
+                format!(
+                    "threads received few of their samples because the kernel's queue of pending signals was full (the per-user limit, ulimit -i{limit}); the lost samples are counted as dropped (signal queue full); raise the limit (ulimit -i unlimited) or sample less often (-e mem:soft@PERIOD)"
+                ),
+                1,
+            );
+            return out;
+        }
         out.insert(
             format!(
                 "threads ran long enough for many samples but received almost none: their sampling signal {} was blocked or taken by the program outside sigaction/sigprocmask (e.g. raw system calls, signalfd); {}",

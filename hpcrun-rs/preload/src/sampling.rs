@@ -92,6 +92,9 @@ fn init() {
                 writer::warn("could not install the page-fault signal handler");
             }
         }
+        // A full queue of real-time signals turns a sample into SIGIO, whose
+        // default action would end the program.
+        ffi::install_handler_if_default(libc::SIGIO, handler::on_sigio);
         writer::init();
         ffi::at_exit(at_exit);
         for signal in FATAL_SIGNALS {

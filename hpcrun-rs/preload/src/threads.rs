@@ -14,7 +14,7 @@ use crate::ffi::{self, StackBounds};
 use crate::unwind;
 
 /// Causes of dropped samples (index into `Stats::dropped`).
-pub const DROP_CAUSES: [&str; 7] = [
+pub const DROP_CAUSES: [&str; 8] = [
     "tree full",
     "handler re-entered",
     "object map busy",
@@ -22,6 +22,7 @@ pub const DROP_CAUSES: [&str; 7] = [
     "unwind failed",
     "lost in the perf ring",
     "unreadable perf record",
+    "signal queue full",
 ];
 pub const DROP_TREE_FULL: usize = 0;
 pub const DROP_REENTERED: usize = 1;
@@ -30,6 +31,9 @@ pub const DROP_IN_PROFILER: usize = 3;
 pub const DROP_UNWIND: usize = 4;
 pub const DROP_RING_LOST: usize = 5;
 pub const DROP_BAD_RECORD: usize = 6;
+/// The kernel could not queue a sample signal (the per-user limit of
+/// pending real-time signals) and sent SIGIO instead.
+pub const DROP_QUEUE_FULL: usize = 7;
 
 /// Sample counters of one thread.
 #[derive(Default)]
