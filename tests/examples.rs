@@ -188,7 +188,10 @@ fn false_sharing_counters_dominate_in_both_threads() {
         assert_eq!(top["kind"], "static");
         assert_eq!(top["bytes"], 128);
         assert!(top["share"].as_f64().unwrap() > 0.9, "{top:#?}");
-        assert!(store_samples(top) > 0, "{top:#?}");
+        // Not asserted: that some samples are stores. Where the timer
+        // lands in `load; add; store` is the core's business: on an Intel
+        // Xeon VM some samples fall after the store, on an AMD EPYC (Zen 4)
+        // VM 0 or 1 of about 290 do.
 
         // The threads view: 3 threads, and no single one holds (almost) all
         // the counters' samples (max over the sum: one worker alone would
@@ -323,10 +326,15 @@ fn skewed_lookup_table_dominates() {
         assert!(w["share"].as_f64().unwrap() < 0.05, "{w:#?}");
     }
     // The offset histogram finds the hot region: 80% of the lookups go to
-    // the first 10% of the table. Samples there are cheaper (cached), so
-    // its share of samples is below 80% (measured 59-65% in the first 4 of
-    // 32 buckets), but far above the 12.5% of a uniform spread, and every
-    // hot bucket outweighs every cold one.
+    // the first 10% of the table (buckets 0-2 and a fifth of 3): each hot
+    // bucket gets 36 times the lookups of a cold one. Hot lookups are
+    // cheaper (cached), so the hot share of the samples depends on the
+    // machine's caches: 59-65% of the samples in the first 4 of 32 buckets
+    // on an Intel Xeon VM, 28-37% on an AMD EPYC (Zen 4) VM whose cold
+    // lookups cost about 12 times a hot one (TLB and DRAM misses against
+    // L3 hits). What holds on both, by a wide margin (155-188 against at
+    // most 74 per bucket on the EPYC): every hot bucket outweighs every
+    // cold one.
     let h = &top["histogram"];
     assert_eq!(h["unit"], "fraction", "{h:#}");
     assert_eq!(h["buckets"], 32, "{h:#}");
@@ -338,12 +346,6 @@ fn skewed_lookup_table_dominates() {
             .find(|c| c["bucket"] == b)
             .map_or(0, |c| c["count"].as_u64().unwrap())
     };
-    let total: u64 = (0..32).map(count).sum();
-    let hot: u64 = (0..4).map(count).sum();
-    assert!(
-        hot as f64 > 0.4 * total as f64,
-        "first 4 of 32 buckets: {hot} of {total}\n{h:#}"
-    );
     let coldest_hot = (0..3).map(count).min().unwrap();
     let hottest_cold = (4..32).map(count).max().unwrap();
     assert!(coldest_hot > hottest_cold, "{h:#}");
@@ -372,10 +374,24 @@ fn first_touch_threads_follow_the_initialisation() {
         let objects = export["objects"].as_array().expect("objects");
         eprintln!("first_touch {mode}: {}", summary(objects));
         assert_eq!(export["source"]["threads"], 2);
-        let top = &objects[0];
-        assert_eq!(top["name"], "field", "{top:#?}");
+        // `field` holds almost all the sampled memory accesses. Loads and
+        // stores together: in this streaming loop the sampled instruction
+        // is the load on one machine (Intel Xeon VM) and mostly the store
+        // or the arithmetic between them on another (AMD EPYC Zen 4: 45%
+        // after the store, 3% after the load), so loads alone (the primary
+        // metric, by which objects are sorted) can be a handful.
+        let accesses = |o: &serde_json::Value| samples(o) + store_samples(o);
+        let all: u64 = objects.iter().map(accesses).sum();
+        let top = objects
+            .iter()
+            .find(|o| o["name"] == "field")
+            .unwrap_or_else(|| panic!("no object field: {objects:#?}"));
         assert_eq!(top["bytes"], 8u64 << 25);
-        assert!(top["share"].as_f64().unwrap() > 0.8, "{top:#?}");
+        assert!(
+            accesses(top) as f64 > 0.8 * all as f64 && all >= 100,
+            "field: {} of {all} sampled accesses\n{top:#?}",
+            accesses(top)
+        );
 
         // First touch: serial initialisation leaves every page of `field`
         // to thread 0 (the classic NUMA bug); parallel initialisation with
@@ -416,9 +432,17 @@ fn first_touch_threads_follow_the_initialisation() {
             .find(|r| r["name"] == "field")
             .unwrap_or_else(|| panic!("no threads row for field: {rows:#?}"));
         assert_eq!(row["threads"]["count"], 2, "{row:#?}");
-        assert!(
-            row["threads"]["min"].as_f64().unwrap() > 0.0,
-            "a thread never touched field: {row:#?}"
-        );
+        for t in ["thread 0", "thread 1"] {
+            let n = top["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["thread"] == t)
+                .map_or(0, |r| {
+                    let m = &r["metrics"];
+                    m["samples"].as_u64().unwrap_or(0) + m["store_samples"].as_u64().unwrap_or(0)
+                });
+            assert!(n > 0, "{t} has no sampled access of field: {top:#?}");
+        }
     }
 }
