@@ -118,6 +118,25 @@ impl Frame {
             None => self.function.clone(),
         }
     }
+
+    /// `function file:line`, or `function+0xOFFSET (module)` without line
+    /// information: how an allocation site is shown.
+    pub fn site_text(&self) -> String {
+        let loc = match (&self.file, self.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}"),
+            (Some(f), None) => f.clone(),
+            _ => String::new(),
+        };
+        if !loc.is_empty() {
+            return format!("{} {loc}", self.function);
+        }
+        let module = self.module.rsplit('/').next().unwrap_or("");
+        if module.is_empty() || self.function.starts_with(module) {
+            self.function_at()
+        } else {
+            format!("{} ({module})", self.function_at())
+        }
+    }
 }
 
 /// A tree; node 0 is the root and parents precede children.
@@ -258,6 +277,13 @@ pub struct DataObject {
     /// `MAX_THREAD_VALUES` threads.
     #[serde(default)]
     pub by_thread: Vec<(u32, Vec<u64>)>,
+    /// The access histogram (same layout as `histogram`) of each thread
+    /// that had sampled accesses in the object, as (index into
+    /// `DbInfo::thread_list`, sparse (bucket, count) sorted by bucket),
+    /// sorted by thread; empty without `histogram` or for runs of more
+    /// than `MAX_THREAD_VALUES` threads.
+    #[serde(default)]
+    pub histogram_by_thread: Vec<(u32, Vec<(u32, u64)>)>,
 }
 
 impl DataObject {
@@ -347,10 +373,12 @@ impl Database {
             }
         }
         for obj in &self.objects {
-            if obj
-                .by_thread
-                .iter()
-                .any(|(t, _)| *t as usize >= self.info.thread_list.len())
+            let threads = self.info.thread_list.len();
+            if obj.by_thread.iter().any(|(t, _)| *t as usize >= threads)
+                || obj
+                    .histogram_by_thread
+                    .iter()
+                    .any(|(t, _)| *t as usize >= threads)
             {
                 return Err(bad(format!(
                     "object {} refers to a missing thread",

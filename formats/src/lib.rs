@@ -11,6 +11,8 @@
 //! * [`views`] and [`export`]: the derived tables (objects, functions) and the
 //!   stable JSON/CSV export contract (`hpcprof-rs export`).
 //! * [`diff`]: two databases compared (`hpcprof-rs diff`).
+//! * [`advice`]: placement in fast memory, NUMA advice and hot ranges
+//!   (`hpcprof-rs advise`, the viewer's detail pane).
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -26,6 +28,7 @@
 //! assert!(ThreadProfile::from_bytes(&bytes[..10]).is_err());
 //! ```
 
+pub mod advice;
 pub mod database;
 pub mod diff;
 pub mod envelope;

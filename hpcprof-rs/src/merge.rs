@@ -538,6 +538,8 @@ struct ObjExtra {
     /// Inclusive metrics (database columns) of the object in each thread,
     /// by index into the partial result's `InfoAcc::threads`.
     by_thread: Vec<(u32, Vec<u64>)>,
+    /// The access histogram of each thread (same indices), sparse.
+    histogram_by_thread: Vec<(u32, Vec<(u32, u64)>)>,
 }
 
 impl ObjExtra {
@@ -553,6 +555,12 @@ impl ObjExtra {
                 .by_thread
                 .into_iter()
                 .map(|(t, values)| (t + thread_offset, values)),
+        );
+        self.histogram_by_thread.extend(
+            other
+                .histogram_by_thread
+                .into_iter()
+                .map(|(t, counts)| (t + thread_offset, counts)),
         );
     }
 }
@@ -622,6 +630,7 @@ impl DataBuilder {
             node,
             histogram: None,
             by_thread: Vec::new(),
+            histogram_by_thread: Vec::new(),
         });
         self.extras.push(ObjExtra::default());
         self.keys.push(key.clone());
@@ -974,10 +983,15 @@ impl Partial {
                     let Some(&id) = obj_ids.get(&st.object) else {
                         continue;
                     };
-                    let h = &mut data.extras[id as usize].histogram;
+                    let extra = &mut data.extras[id as usize];
                     for &(b, n) in &st.histogram {
-                        let e = h.entry(b).or_default();
+                        let e = extra.histogram.entry(b).or_default();
                         *e = e.saturating_add(n);
+                    }
+                    if !st.histogram.is_empty() {
+                        extra
+                            .histogram_by_thread
+                            .push((thread_index, st.histogram.clone()));
                     }
                 }
             }
@@ -1485,6 +1499,20 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
                     add_values(by.entry(thread_index[t as usize]).or_default(), &values);
                 }
                 obj.by_thread = by.into_iter().collect();
+                if obj.histogram.is_some() {
+                    let mut hist: BTreeMap<u32, BTreeMap<u32, u64>> = BTreeMap::new();
+                    for (t, counts) in extra.histogram_by_thread {
+                        let h = hist.entry(thread_index[t as usize]).or_default();
+                        for (b, n) in counts {
+                            let e = h.entry(b).or_default();
+                            *e = e.saturating_add(n);
+                        }
+                    }
+                    obj.histogram_by_thread = hist
+                        .into_iter()
+                        .map(|(t, h)| (t, h.into_iter().collect()))
+                        .collect();
+                }
             }
             Some(obj)
         })

@@ -124,16 +124,7 @@ fn location(file: Option<&str>, line: Option<u32>) -> String {
 /// `function file:line` of an allocation site, or `function+0xOFFSET
 /// (module)` without line information.
 pub fn site_text(f: &Frame) -> String {
-    let loc = location(f.file.as_deref(), f.line);
-    if !loc.is_empty() {
-        return format!("{} {loc}", f.function);
-    }
-    let module = f.module.rsplit('/').next().unwrap_or("");
-    if module.is_empty() || f.function.starts_with(module) {
-        f.function_at()
-    } else {
-        format!("{} ({module})", f.function_at())
-    }
+    f.site_text()
 }
 
 /// The allocation site of an object: the one the database chose, else (a
@@ -420,6 +411,7 @@ mod tests {
                     node: 3,
                     histogram: None,
                     by_thread: Vec::new(),
+                    histogram_by_thread: Vec::new(),
                 },
                 DataObject {
                     kind: ObjectKind::Heap,
@@ -432,6 +424,7 @@ mod tests {
                     node: 7,
                     histogram: None,
                     by_thread: Vec::new(),
+                    histogram_by_thread: Vec::new(),
                 },
             ],
         }
