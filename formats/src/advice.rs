@@ -10,14 +10,13 @@
 //! Each object may contribute one contiguous byte range (one `mbind` or
 //! one allocation from a fast-memory allocator), the whole object being
 //! the widest. Choosing the ranges is a multiple-choice knapsack: for
-//! every object and every width the best window of buckets, then a greedy
-//! walk over the upper concave hull of each object's (bytes, samples)
-//! curve and a final fill of what is left. The result is never worse than
-//! the simple strategies it is compared with (if one of them covers more,
-//! it is taken).
+//! every object and every width the best window of buckets, then dynamic
+//! programming over the budget in 2,048 steps (exact at the histograms'
+//! resolution, sizes rounded up to a step) for the 64 hottest objects.
+//! The result is never worse than the simple strategies it is compared
+//! with (if one of them covers more, it is taken).
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
@@ -25,8 +24,9 @@ use crate::database::{DataObject, Database, ObjectKind};
 use crate::views;
 
 /// Histograms with more buckets than this are read in groups of adjacent
-/// buckets (the window search is quadratic in the bucket count).
-const MAX_BUCKETS: usize = 512;
+/// buckets (the window search is quadratic in the bucket count, and the
+/// knapsack linear in the choices).
+const MAX_BUCKETS: usize = 256;
 
 /// One range placed in fast memory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,6 +123,22 @@ impl Candidate {
             samples,
             share: share(samples, total),
         }
+    }
+}
+
+/// `12 B`, `8.0 MiB`: byte counts for people.
+pub fn bytes_text(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -249,104 +265,62 @@ fn cmp_f64(a: f64, b: f64) -> Ordering {
     a.partial_cmp(&b).unwrap_or(Ordering::Equal)
 }
 
-/// The upper concave hull of `choices` (sorted by bytes, samples rising),
-/// from the empty choice.
-fn hull(choices: &[Choice]) -> Vec<usize> {
-    let mut h: Vec<usize> = Vec::new();
-    for (i, c) in choices.iter().enumerate() {
-        while h.len() >= 2 {
-            let (a, b) = (&choices[h[h.len() - 2]], &choices[h[h.len() - 1]]);
-            // b lies below the segment a-c: drop it (points on it stay, as
-            // smaller steps for the greedy walk).
-            let cross = (b.bytes as f64 - a.bytes as f64) * (c.samples - a.samples)
-                - (b.samples - a.samples) * (c.bytes as f64 - a.bytes as f64);
-            if cross > 0.0 {
-                h.pop();
-            } else {
-                break;
-            }
-        }
-        h.push(i);
-    }
-    h
-}
+/// Budget steps of the knapsack: choice sizes are rounded up to
+/// `budget / STEPS` (never over the budget).
+const STEPS: u64 = 2048;
 
-/// A hull step waiting in the greedy walk, by density.
-struct Step {
-    density: f64,
-    candidate: usize,
-}
+/// Objects the knapsack weighs, hottest first (the rest are too cold to
+/// matter next to them).
+const MAX_CANDIDATES: usize = 64;
 
-impl PartialEq for Step {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Step {}
-impl PartialOrd for Step {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Step {
-    fn cmp(&self, other: &Self) -> Ordering {
-        cmp_f64(self.density, other.density).then(other.candidate.cmp(&self.candidate))
-    }
-}
-
-/// The advised choice per candidate within `budget` bytes.
+/// The best choice per candidate within `budget` bytes: a multiple-choice
+/// knapsack solved exactly by dynamic programming over the budget in
+/// `STEPS` steps.
 fn knapsack(all: &[Vec<Choice>], budget: u64) -> Vec<Choice> {
-    let hulls: Vec<Vec<usize>> = all.iter().map(|c| hull(c)).collect();
-    let mut at = vec![0usize; all.len()];
-    let mut used = 0u64;
-    let step = |c: usize, at: &[usize]| -> Option<Step> {
-        let h = &hulls[c];
-        let (cur, next) = (&all[c][h[at[c]]], all[c].get(*h.get(at[c] + 1)?)?);
-        let bytes = (next.bytes - cur.bytes).max(1) as f64;
-        Some(Step {
-            density: (next.samples - cur.samples) / bytes,
-            candidate: c,
-        })
-    };
-    let mut heap: BinaryHeap<Step> = (0..all.len()).filter_map(|c| step(c, &at)).collect();
-    while let Some(s) = heap.pop() {
-        let c = s.candidate;
-        let h = &hulls[c];
-        let (cur, next) = (all[c][h[at[c]]], all[c][h[at[c] + 1]]);
-        if used - cur.bytes + next.bytes <= budget {
-            used = used - cur.bytes + next.bytes;
-            at[c] += 1;
-            heap.extend(step(c, &at));
-        }
-    }
-    let mut chosen: Vec<Choice> = (0..all.len()).map(|c| all[c][hulls[c][at[c]]]).collect();
-    // Fill what is left: the best single change that fits, until none.
-    for _ in 0..10_000 {
-        let mut best: Option<(usize, Choice, f64)> = None;
-        for (c, options) in all.iter().enumerate() {
-            let cur = chosen[c];
-            for &o in options {
-                let gain = o.samples - cur.samples;
-                if gain > 1e-9
-                    && used - cur.bytes + o.bytes <= budget
-                    && best.map_or(true, |(_, _, g)| gain > g)
-                {
-                    best = Some((c, o, gain));
+    let step = budget.div_ceil(STEPS).max(1);
+    let cap = (budget / step) as usize;
+    let units = |c: &Choice| c.bytes.div_ceil(step) as usize;
+    let mut best = vec![0.0f64; cap + 1];
+    // pick[c][w]: the choice of candidate c in the best solution of
+    // capacity w over candidates 0..=c.
+    let mut pick: Vec<Vec<u16>> = Vec::with_capacity(all.len());
+    for options in all {
+        let mut next = best.clone();
+        let mut chosen = vec![0u16; cap + 1];
+        for (k, o) in options.iter().enumerate().skip(1) {
+            let u = units(o);
+            if u > cap {
+                continue;
+            }
+            for w in u..=cap {
+                let v = best[w - u] + o.samples;
+                if v > next[w] + 1e-9 {
+                    next[w] = v;
+                    chosen[w] = k as u16;
                 }
             }
         }
-        let Some((c, o, _)) = best else { break };
-        used = used - chosen[c].bytes + o.bytes;
-        chosen[c] = o;
+        best = next;
+        pick.push(chosen);
     }
-    chosen
+    let mut out = vec![NOTHING; all.len()];
+    let mut w = cap;
+    for c in (0..all.len()).rev() {
+        let k = pick[c][w] as usize;
+        if k > 0 {
+            out[c] = all[c][k];
+            w -= units(&out[c]);
+        }
+    }
+    out
 }
 
 fn strategy(name: &'static str, placements: Vec<Placement>) -> Strategy {
     Strategy {
         name,
         bytes: placements.iter().map(|p| p.bytes).sum(),
-        share: placements.iter().map(|p| p.share).sum(),
+        // (+ 0.0: an empty f64 sum is -0.0.)
+        share: placements.iter().map(|p| p.share).sum::<f64>() + 0.0,
         placements,
     }
 }
@@ -379,7 +353,9 @@ fn whole_first(
 /// pages).
 pub fn place(db: &Database, fast_mem: u64, granularity: u64) -> PlacementAdvice {
     let g = granularity.max(1);
-    let (cands, total) = candidates(db);
+    let (mut cands, total) = candidates(db);
+    cands.sort_by(|a, b| cmp_f64(b.total(), a.total()));
+    cands.truncate(MAX_CANDIDATES);
     let all: Vec<Vec<Choice>> = cands.iter().map(|c| choices(c, g)).collect();
     let chosen = knapsack(&all, fast_mem);
     let mut placements: Vec<Placement> = cands
@@ -524,7 +500,8 @@ pub struct NumaFinding {
     /// The thread that first touched most sampled pages, and its share.
     pub first_touch_thread: String,
     pub first_touch_share: f64,
-    /// Share of the object's sampled accesses made by other threads.
+    /// Share of the object's sampled accesses (loads and, where recorded,
+    /// stores) made by other threads.
     pub accessed_by_others: f64,
     /// Threads with sampled accesses of the object.
     pub threads: u32,
@@ -552,7 +529,11 @@ pub fn numa(db: &Database) -> Vec<NumaFinding> {
     let Some(ft_col) = db.metric_column("first_touch") else {
         return Vec::new();
     };
-    let primary = db.info.primary_metric as usize;
+    // Accesses: the primary metric plus sampled stores where recorded
+    // (which of load or store a timer sample lands after depends on the
+    // core; both are accesses that place and use pages).
+    let mut access_cols = vec![db.info.primary_metric as usize];
+    access_cols.extend(db.metric_column("store_samples"));
     let col = |name: &str, row: &views::ObjectRow| db.metric_column(name).map(|c| row.metrics[c]);
     let mut out = Vec::new();
     for row in views::objects(db) {
@@ -560,7 +541,12 @@ pub fn numa(db: &Database) -> Vec<NumaFinding> {
         let Some((toucher, ft_share)) = obj.top_thread(ft_col) else {
             continue;
         };
-        let accesses = |v: &Vec<u64>| v.get(primary).copied().unwrap_or(0);
+        let accesses = |v: &Vec<u64>| -> u64 {
+            access_cols
+                .iter()
+                .map(|&c| v.get(c).copied().unwrap_or(0))
+                .sum()
+        };
         let total: u64 = obj.by_thread.iter().map(|(_, v)| accesses(v)).sum();
         let users = obj
             .by_thread
@@ -570,7 +556,10 @@ pub fn numa(db: &Database) -> Vec<NumaFinding> {
         if total == 0 || users < 2 || ft_share < ONE_TOUCHER {
             continue;
         }
-        let mine = obj.thread_value(toucher, primary);
+        let mine: u64 = access_cols
+            .iter()
+            .map(|&c| obj.thread_value(toucher, c))
+            .sum();
         let others = (total - mine) as f64 / total as f64;
         if others < OTHERS_USE {
             continue;

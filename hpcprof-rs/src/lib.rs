@@ -8,6 +8,7 @@
 //! object's allocation site outside allocator wrappers ([`site`]) and names
 //! it after its label or the variable its allocation is assigned to
 //! ([`naming`], [`name`]), and writes the database atomically ([`db`]).
+//! [`advise`] renders the placement and NUMA advice of a database.
 //!
 //! ```no_run
 //! let files = hpcprof_rs::read::find(std::path::Path::new("measurements")).unwrap();
@@ -17,6 +18,7 @@
 //! hpcprof_rs::db::write(&merged.db, std::path::Path::new("db"), false).unwrap();
 //! ```
 
+pub mod advise;
 pub mod db;
 pub mod merge;
 pub mod name;

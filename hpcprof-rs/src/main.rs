@@ -36,9 +36,12 @@ Subcommands:
   export DB    Print a database as JSON or CSV (see `hpcprof-rs export --help`)
   diff BEFORE AFTER
                Compare two databases (see `hpcprof-rs diff --help`)
+  advise DB [--fast-mem SIZE]
+               Placement in fast memory and NUMA advice (see `hpcprof-rs
+               advise --help`)
 
-A measurement directory literally named `export` or `diff` can be given as
-`./export` or `./diff`.
+A measurement directory literally named `export`, `diff` or `advise` can be
+given as `./export`, `./diff` or `./advise`.
 
 Exit status: 0 on success, 1 with --strict when a file was skipped,
 2 when no database was written.";
@@ -54,7 +57,7 @@ Exit status: 0 on success, 1 with --strict when a file was skipped,
 #[command(
     name = "hpcprof-rs",
     version,
-    override_usage = "hpcprof-rs [OPTIONS] <MEASUREMENTS_DIR>\n       hpcprof-rs export [OPTIONS] <DB>\n       hpcprof-rs diff [OPTIONS] <BEFORE> <AFTER>",
+    override_usage = "hpcprof-rs [OPTIONS] <MEASUREMENTS_DIR>\n       hpcprof-rs export [OPTIONS] <DB>\n       hpcprof-rs diff [OPTIONS] <BEFORE> <AFTER>\n       hpcprof-rs advise [OPTIONS] <DB>",
     after_help = MERGE_AFTER_HELP
 )]
 struct MergeArgs {
@@ -185,6 +188,51 @@ struct DiffArgs {
     min_share: f64,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AdviseFormatArg {
+    /// A report for people.
+    Text,
+    /// The `hpcprof-rs/advise` JSON document (see docs/FORMATS.md).
+    Json,
+}
+
+/// Decisions from a database: what to put into a small fast memory, and
+/// where objects should live on a NUMA machine.
+///
+/// With --fast-mem SIZE: the whole objects and contiguous byte ranges of
+/// objects that cover the most data-centric samples within SIZE (from the
+/// objects' offset histograms), next to what the simple strategies would
+/// cover (largest objects first, hottest objects whole, the end of the
+/// hottest object). Always: objects first touched by one thread but used
+/// mostly by others (initialise in parallel, or interleave), from a run
+/// with `-e page-faults`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hpcprof-rs advise",
+    bin_name = "hpcprof-rs advise",
+    version,
+    after_help = "SIZE: 32MiB, 1G, 4096 (K/M/G and KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).\nExit status: 0, or 2 on errors."
+)]
+struct AdviseArgs {
+    /// Database directory written by hpcprof-rs (or its profile.db file).
+    #[arg(value_name = "DB")]
+    db: PathBuf,
+
+    /// Size of the fast memory (HBM, MCDRAM, a scratchpad, the local node's
+    /// share) to fill.
+    #[arg(long, value_name = "SIZE", value_parser = hpcprof_rs::advise::parse_size)]
+    fast_mem: Option<u64>,
+
+    /// Placement unit ranges are rounded out to: page (4 KiB), line (64 B)
+    /// or a size.
+    #[arg(long, value_name = "page|line|BYTES", default_value = "page", value_parser = hpcprof_rs::advise::parse_granularity)]
+    granularity: u64,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: AdviseFormatArg,
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
     let result = if args.get(1).is_some_and(|a| a == "export") {
@@ -195,6 +243,10 @@ fn main() -> ExitCode {
         let rest =
             std::iter::once(OsString::from("hpcprof-rs diff")).chain(args[2..].iter().cloned());
         run_diff(DiffArgs::parse_from(rest))
+    } else if args.get(1).is_some_and(|a| a == "advise") {
+        let rest =
+            std::iter::once(OsString::from("hpcprof-rs advise")).chain(args[2..].iter().cloned());
+        run_advise(AdviseArgs::parse_from(rest))
     } else {
         run_merge(MergeArgs::parse_from(args))
     };
@@ -432,6 +484,29 @@ fn run_diff(args: DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn run_advise(args: AdviseArgs) -> Result<ExitCode> {
+    use hpcprof_rs::advise;
+    let db = load(&args.db)?;
+    let placement = args
+        .fast_mem
+        .map(|size| formats::advice::place(&db, size, args.granularity));
+    let numa = formats::advice::numa(&db);
+    let has_first_touch = db.metric_column("first_touch").is_some();
+    let text = match args.format {
+        AdviseFormatArg::Text => advise::to_text(&db, placement.as_ref(), &numa, has_first_touch),
+        AdviseFormatArg::Json => advise::to_json(placement.as_ref(), &numa, has_first_touch),
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(e).context("cannot write to standard output"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +517,7 @@ mod tests {
         MergeArgs::command().debug_assert();
         ExportArgs::command().debug_assert();
         DiffArgs::command().debug_assert();
+        AdviseArgs::command().debug_assert();
     }
 
     #[test]
