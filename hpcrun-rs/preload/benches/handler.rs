@@ -5,6 +5,10 @@
 //!   decode from the function start, the per-thread cache, the backward
 //!   guess), decoding it and computing its effective address from the
 //!   registers, and the look-ahead used after a pointer-chasing load;
+//!   `decode/analyse_new_ip_20KB/*`: a sample at a new IP at the end of a
+//!   20 KB function, decoding from the function's start (no anchor yet, the
+//!   first sample in that part of the function) or from the closest anchor
+//!   (`anchors`: every later new IP);
 //! * `classify/*`: which data object an address belongs to (heap object
 //!   map hit, static variable, the thread's stack, unknown);
 //! * `cct/*`: inserting a call path into the thread's calling-context tree
@@ -30,7 +34,28 @@ use hpcrun_preload::cct::{self, Tree};
 use hpcrun_preload::ffi::StackBounds;
 use hpcrun_preload::handler;
 use hpcrun_preload::soft::{self, Regs};
-use hpcrun_preload::{ffi, modules, objects, threads, unwind};
+use hpcrun_preload::{anchors, ffi, modules, objects, threads, unwind};
+
+// A 20,000-byte function (5,000 x `add rax, 1`) ending in a load; the
+// label after the load is the IP a sample of that load interrupts.
+std::arch::global_asm!(
+    ".text",
+    ".globl hpcrun_bench_big_function",
+    ".type hpcrun_bench_big_function,@function",
+    "hpcrun_bench_big_function:",
+    ".rept 5000",
+    "add rax, 1",
+    ".endr",
+    "mov rax, [rdi]",
+    ".globl hpcrun_bench_big_function_after_load",
+    "hpcrun_bench_big_function_after_load:",
+    "ret",
+    ".size hpcrun_bench_big_function, .-hpcrun_bench_big_function",
+);
+
+extern "C" {
+    fn hpcrun_bench_big_function_after_load();
+}
 
 /// RDI's index in `Regs::gpr`.
 const RDI: usize = 7;
@@ -132,6 +157,30 @@ fn handler_benches(c: &mut Criterion) {
         decode.bench_function("analyse_cached", |b| {
             b.iter(|| handler::analyse(state, snap, black_box(&regs)))
         });
+    });
+    // A new IP deep in a 20 KB function.
+    let mut big = Regs::default();
+    big.rip = hpcrun_bench_big_function_after_load as usize as u64;
+    big.gpr[RDI] = block_addr + 8;
+    assert!(anchors::init());
+    let (a, _, _) = handler::analyse(state, snap, &big);
+    assert_eq!(big.rip - a, 3, "the load before the label");
+    decode.bench_function("analyse_new_ip_20KB/from_function_start", |b| {
+        b.iter_batched(
+            || {
+                anchors::clear();
+                threads::forget_previous(state, big.rip);
+            },
+            |()| handler::analyse(state, snap, black_box(&big)),
+            BatchSize::PerIteration,
+        )
+    });
+    decode.bench_function("analyse_new_ip_20KB/from_anchor", |b| {
+        b.iter_batched(
+            || threads::forget_previous(state, big.rip),
+            |()| handler::analyse(state, snap, black_box(&big)),
+            BatchSize::PerIteration,
+        )
     });
     decode.finish();
 

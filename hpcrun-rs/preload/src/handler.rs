@@ -14,7 +14,7 @@ use crate::modules::Snapshot;
 use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
 use crate::threads::{self, ThreadState};
-use crate::{ffi, modules, numa, objects, sampling, unwind};
+use crate::{anchors, ffi, modules, numa, objects, sampling, unwind};
 
 /// Allocations requested while a sample handler ran on the same thread
 /// (through the library's allocator or the malloc hooks). Must stay 0: it
@@ -264,6 +264,26 @@ pub enum Source {
     AtIp,
 }
 
+/// The instruction before `ip` in the function starting at `func`,
+/// decoding forward from the closest known boundary (else the function's
+/// start), and noting the boundaries met on the way.
+fn previous_from_anchor_or_start(code: &[u8], seg_start: u64, func: u64, ip: u64) -> Option<u64> {
+    let from = anchors::start_before(ip, func).unwrap_or(func);
+    let decode = |from: u64| {
+        soft::previous_by_forward_decode_noting(
+            code,
+            seg_start,
+            from,
+            ip,
+            anchors::BLOCK_SHIFT,
+            &mut anchors::record,
+        )
+    };
+    // A stale anchor (code replaced at the same address) misses the IP:
+    // start over from the function's start.
+    decode(from).or_else(|| (from != func).then(|| decode(func)).flatten())
+}
+
 /// The skid-corrected instruction and its memory access. (Public for the
 /// benchmarks, like [`classify`] and [`sample`].)
 #[doc(hidden)]
@@ -279,7 +299,7 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Acces
         let found = snap
             .function_start(ip)
             .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start)
-            .and_then(|f| soft::previous_by_forward_decode(code, seg_start, f, ip))
+            .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
             .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))?;
         threads::cache_previous(state, ip, found);
         Some(found)

@@ -16,7 +16,8 @@
 //! * [`sampling`]: the per-thread `perf_event_open` task-clock event whose
 //!   overflow signal goes to that thread.
 //! * [`handler`]: the signal handler: unwind, decode the skid-corrected
-//!   instruction ([`soft`]), find the data object, insert into the trees
+//!   instruction ([`soft`], from the closest known instruction boundary
+//!   of [`anchors`]), find the data object, insert into the trees
 //!   ([`cct`]).
 //! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
@@ -36,6 +37,7 @@
 //! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`],
 //! [`labels`] (the C entry points), [`signal_hooks`] and [`handler`].
 
+pub mod anchors;
 pub mod cct;
 pub mod checkpoint;
 pub mod config;

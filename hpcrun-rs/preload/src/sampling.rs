@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 use formats::measurement::HistogramLayout;
 
 use crate::{
-    cct, config, ffi, handler, hooks, modules, numa, objects, pages, pmu, signals, soft, threads,
-    writer,
+    anchors, cct, config, ffi, handler, hooks, modules, numa, objects, pages, pmu, signals, soft,
+    threads, writer,
 };
 
 /// Pages of each thread's page-fault ring (a power of two).
@@ -63,6 +63,7 @@ fn init() {
         }
         modules::refresh(None);
         soft::warm_up();
+        anchors::init();
         numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
         let _ = LAYOUT.set(cfg.histogram);
         CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);

@@ -151,20 +151,51 @@ pub fn decode_at(code: &[u8], code_start: u64, ip: u64) -> Option<Instruction> {
 /// Start of the instruction that ends exactly at `ip`, decoding forward from
 /// `from` (a function start). `None` if the decode does not land on `ip`.
 pub fn previous_by_forward_decode(code: &[u8], code_start: u64, from: u64, ip: u64) -> Option<u64> {
+    previous_by_forward_decode_noting(code, code_start, from, ip, 64, &mut |_| {})
+}
+
+/// [`previous_by_forward_decode`] from `from` (a function start or a known
+/// boundary), calling `note` with the first instruction that starts in
+/// each `2^block_shift`-byte block after `from`'s (the anchors of
+/// [`crate::anchors`]; those of the last 64 blocks before `ip`) once the
+/// decode has landed on `ip`.
+pub fn previous_by_forward_decode_noting(
+    code: &[u8],
+    code_start: u64,
+    from: u64,
+    ip: u64,
+    block_shift: u32,
+    note: &mut dyn FnMut(u64),
+) -> Option<u64> {
     let start = from.checked_sub(code_start)? as usize;
     let end = ip.checked_sub(code_start)? as usize;
     let bytes = code.get(start..end)?;
     let mut decoder = Decoder::with_ip(64, bytes, from, DecoderOptions::NONE);
     let mut insn = Instruction::default();
     let mut last = None;
+    // The anchors of the last 64 blocks before `ip` are noted (a ring in a
+    // fixed buffer: no allocation; the ones nearest the IP matter most).
+    let mut anchors = [0u64; 64];
+    let mut n = 0usize;
+    let mut block = from >> block_shift;
     while decoder.can_decode() {
         decoder.decode_out(&mut insn);
         if insn.is_invalid() {
             return None;
         }
+        if insn.ip() >> block_shift != block {
+            block = insn.ip() >> block_shift;
+            anchors[n % anchors.len()] = insn.ip();
+            n += 1;
+        }
         last = Some(insn.ip());
     }
-    (decoder.ip() == ip).then_some(last?)
+    if decoder.ip() != ip {
+        return None;
+    }
+    let kept = n.min(anchors.len());
+    (n - kept..n).for_each(|i| note(anchors[i % anchors.len()]));
+    last
 }
 
 /// Without a function start: the longest valid instruction that ends at
@@ -400,6 +431,35 @@ mod tests {
             next_access(&code2, 0x100, 0x107, &regs),
             Access::Unrecoverable
         );
+    }
+
+    #[test]
+    fn forward_decode_from_any_boundary_finds_the_same_instruction() {
+        // 300 x `add rax, 1` (4 bytes), then `mov rax, [rdi]`: 1,203 bytes.
+        let mut code: Vec<u8> = std::iter::repeat([0x48, 0x83, 0xc0, 0x01])
+            .take(300)
+            .flatten()
+            .collect();
+        code.extend([0x48, 0x8b, 0x07]);
+        let (start, ip) = (0x4000u64, 0x4000 + code.len() as u64);
+        let mut noted = Vec::new();
+        let prev =
+            previous_by_forward_decode_noting(&code, start, start, ip, 8, &mut |a| noted.push(a));
+        assert_eq!(prev, Some(0x4000 + 1200));
+        // The first instruction of each later 256-byte block.
+        assert_eq!(noted, [0x4100, 0x4200, 0x4300, 0x4400]);
+        for &a in &noted {
+            assert_eq!(previous_by_forward_decode(&code, start, a, ip), prev);
+        }
+        // A decode that does not land on the IP notes nothing.
+        let mut none = Vec::new();
+        let short = &code[..code.len() - 1];
+        assert_eq!(
+            previous_by_forward_decode_noting(short, start, start, ip - 1, 8, &mut |a| none
+                .push(a)),
+            None
+        );
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -240,6 +240,16 @@ pub fn cached_previous(state: &ThreadState, ip: u64) -> Option<u64> {
         .then(|| state.decode_cache[slot + 1].load(Relaxed))
 }
 
+/// Forgets the cached previous instruction of `ip` (benchmarks: a sample
+/// at a new IP).
+#[doc(hidden)]
+pub fn forget_previous(state: &ThreadState, ip: u64) {
+    let slot = (ip as usize ^ (ip as usize >> 12)) % DECODE_CACHE * 2;
+    if state.decode_cache[slot].load(Relaxed) == ip {
+        state.decode_cache[slot].store(0, Relaxed);
+    }
+}
+
 pub fn cache_previous(state: &ThreadState, ip: u64, prev: u64) {
     let slot = (ip as usize ^ (ip as usize >> 12)) % DECODE_CACHE * 2;
     state.decode_cache[slot].store(0, Relaxed);
