@@ -159,8 +159,10 @@ fn handler_benches(c: &mut Criterion) {
         });
     });
     // A new IP deep in a 20 KB function.
-    let mut big = Regs::default();
-    big.rip = hpcrun_bench_big_function_after_load as usize as u64;
+    let mut big = Regs {
+        rip: hpcrun_bench_big_function_after_load as usize as u64,
+        ..Default::default()
+    };
     big.gpr[RDI] = block_addr + 8;
     assert!(anchors::init());
     let (a, _, _) = handler::analyse(state, snap, &big);
