@@ -72,7 +72,7 @@ fn title_bar(app: &AppState, theme: Theme) -> Line<'static> {
     } else {
         format!(" {} ranks ·", info.ranks.len())
     };
-    let text = format!(
+    let mut text = format!(
         " hpcview-tui │ {events} │{ranks} {} proc · {} thr │ metric: {} │ filter: {} │ order: {}",
         info.processes,
         info.threads,
@@ -80,6 +80,9 @@ fn title_bar(app: &AppState, theme: Theme) -> Line<'static> {
         app.filter_label(),
         sort_label(app),
     );
+    if let Some(b) = &app.baseline {
+        text.push_str(&format!(" │ Δshare vs baseline {}", b.path.display()));
+    }
     Line::from(Span::styled(text, theme.header()))
 }
 
