@@ -48,12 +48,7 @@ pub fn render_compared(
     render_with(db, tables, top, Some(baseline))
 }
 
-fn render_with(
-    db: &Database,
-    tables: Tables,
-    top: usize,
-    base: Option<&mut Baseline>,
-) -> String {
+fn render_with(db: &Database, tables: Tables, top: usize, base: Option<&mut Baseline>) -> String {
     let mut out = header(db);
     out.push('\n');
     if let Some(b) = base.as_deref() {

@@ -160,7 +160,13 @@ impl Baseline {
         }
         match (item.node, item.parent) {
             (Node::Object(o), None) => return self.object_delta(o),
-            (Node::Group(_), None) => return Some(self.function_delta(&item.label)),
+            // Functions and lines without exclusive samples are in
+            // neither run's diff: matched by path below.
+            (Node::Group(_), None) => {
+                if let Some(d) = self.functions.get(&item.label) {
+                    return Some(*d);
+                }
+            }
             (Node::Line(_), Some(p)) => {
                 let function = &pane.items[p as usize].label;
                 let key = format!("{function}\u{0}{}", item.label);
@@ -201,7 +207,8 @@ impl Baseline {
             Some(Some(p)) => {
                 base.materialize(model, p);
                 let kids = base.items[p as usize].children.clone().unwrap_or_default();
-                kids.into_iter().find(|&k| same_row(&base.items[k as usize], item))
+                kids.into_iter()
+                    .find(|&k| same_row(&base.items[k as usize], item))
             }
             None => match item.node {
                 Node::Object(o) => {
@@ -242,28 +249,22 @@ mod tests {
     use super::*;
     use crate::fixtures;
 
-    /// abc where C's samples fell from 900 to 300 (the access path too).
-    fn faster() -> Database {
-        let mut db = fixtures::abc();
-        let c = db.objects[0].node as usize;
-        // C's one sampled access node is the deepest under it.
-        let leaf = (c..db.data.nodes.len())
-            .find(|&i| db.data.nodes[i].exclusive[0] == 900)
-            .unwrap();
-        db.data.nodes[leaf].exclusive[0] = 300;
-        db
-    }
-
     #[test]
     fn objects_take_the_diffs_delta_and_paths_their_own() {
-        let after = Model::new(faster(), None);
+        let after = Model::new(fixtures::abc_faster(), None);
         let mut base = Baseline::new("b".into(), fixtures::abc(), &after.db);
         let mut pane = Pane::new(&after, PaneKind::Data);
         let c = pane.visible[0];
         assert_eq!(pane.items[c as usize].label, "C");
         // C: 90% before, 300 of 400 = 75% after.
-        let d = base.diff.objects.iter().find(|r| r.name == "C").unwrap();
-        assert_eq!(base.delta(&after, &pane, c), Some(Delta::Change(d.delta_share)));
+        let d = base
+            .diff
+            .objects
+            .iter()
+            .find(|r| r.name == "C")
+            .unwrap()
+            .delta_share;
+        assert_eq!(base.delta(&after, &pane, c), Some(Delta::Change(d)));
         assert_eq!(base.delta(&after, &pane, c).unwrap().text(), "-15.0");
         // The access path below C: matched by path, same share as C.
         pane.toggle(&after);
@@ -273,7 +274,11 @@ mod tests {
         assert_eq!(pane.items[path as usize].label, "_start");
         assert_eq!(base.delta(&after, &pane, path).unwrap().text(), "-15.0");
         // B: 7% -> 17.5%.
-        let b = *pane.visible.iter().find(|&&i| pane.items[i as usize].label == "B").unwrap();
+        let b = *pane
+            .visible
+            .iter()
+            .find(|&&i| pane.items[i as usize].label == "B")
+            .unwrap();
         assert_eq!(base.delta(&after, &pane, b).unwrap().text(), "+10.5");
     }
 
@@ -288,8 +293,13 @@ mod tests {
             assert!(pane.search(&after, "compute_v2", true), "{kind:?}");
             let id = pane.selected_id().unwrap();
             assert_eq!(base.delta(&after, &pane, id), Some(Delta::New), "{kind:?}");
-            // main is in both.
+            // main is in both, and so is __libc_start_call_main (no
+            // exclusive samples: not in the diff's functions).
             pane.select_edge(false);
+            assert!(pane.search(&after, "main", true), "{kind:?}");
+            let id = pane.selected_id().unwrap();
+            let d = base.delta(&after, &pane, id).unwrap();
+            assert!(matches!(d, Delta::Change(_)), "{kind:?}: {d:?}");
             assert!(pane.search(&after, "main", true), "{kind:?}");
             let id = pane.selected_id().unwrap();
             let d = base.delta(&after, &pane, id).unwrap();

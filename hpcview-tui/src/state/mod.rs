@@ -205,7 +205,10 @@ impl AppState {
     /// The deltas of the rows on screen in a window of `rows` rows (after
     /// scrolling the selection into it); None without a baseline.
     pub fn visible_deltas(&mut self, rows: usize) -> Option<Vec<Option<Delta>>> {
-        let pane = self.panes.get_mut(&self.view).expect("the pane in view exists");
+        let pane = self
+            .panes
+            .get_mut(&self.view)
+            .expect("the pane in view exists");
         pane.scroll_into_view(rows);
         let baseline = self.baseline.as_mut()?;
         let end = (pane.offset + rows).min(pane.visible.len());

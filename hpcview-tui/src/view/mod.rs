@@ -13,6 +13,7 @@
 //! ```
 
 pub mod detail;
+pub mod heatmap;
 mod popup;
 mod source;
 mod theme;
@@ -72,7 +73,7 @@ fn title_bar(app: &AppState, theme: Theme) -> Line<'static> {
     } else {
         format!(" {} ranks ·", info.ranks.len())
     };
-    let mut text = format!(
+    let text = format!(
         " hpcview-tui │ {events} │{ranks} {} proc · {} thr │ metric: {} │ filter: {} │ order: {}",
         info.processes,
         info.threads,
@@ -80,9 +81,6 @@ fn title_bar(app: &AppState, theme: Theme) -> Line<'static> {
         app.filter_label(),
         sort_label(app),
     );
-    if let Some(b) = &app.baseline {
-        text.push_str(&format!(" │ Δshare vs baseline {}", b.path.display()));
-    }
     Line::from(Span::styled(text, theme.header()))
 }
 
