@@ -167,4 +167,21 @@ mod tests {
         assert!(err.contains("primary metric"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn a_baseline_that_is_not_a_database_is_named() {
+        let dir = std::env::temp_dir().join(format!("hpcview-tui-base-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_db = dir.join("notes.txt");
+        std::fs::write(&not_db, b"not a database").unwrap();
+        let err = format!("{:#}", baseline(&not_db, &Database::default()).unwrap_err());
+        assert!(
+            err.contains("--baseline") && err.contains("notes.txt"),
+            "{err}"
+        );
+        let err = format!("{:#}", baseline(&dir.join("nope"), &Database::default()).unwrap_err());
+        assert!(err.contains("nope") && err.contains("does not exist"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -556,6 +556,31 @@ Code-centric view: top 1 of 1 functions by samples
     }
 
     #[test]
+    fn compared_report_has_delta_columns() {
+        let after = crate::fixtures::abc_faster();
+        let mut base = Baseline::new("runs/before".into(), crate::fixtures::abc(), &after);
+        let text = render_compared(&after, Tables::Both, 10, &mut base);
+        let line = |what: &str| -> &str {
+            text.lines()
+                .find(|l| l.contains(what))
+                .unwrap_or_else(|| panic!("no {what}:\n{text}"))
+        };
+        assert!(line("baseline: runs/before").contains("percentage points"), "{text}");
+        assert!(line("baseline: runs/before").contains("memory samples 1000 -> 400"));
+        assert!(line("#   share  Δshare").ends_with("allocation site"), "{text}");
+        // C: 90% -> 75%; B: 7% -> 17.5%.
+        assert!(line("  C ").contains(" 75.0%   -15.0  "), "{text}");
+        assert!(line("  B ").contains(" 17.5%   +10.5  "), "{text}");
+        assert!(line(" share  Δshare   samples  function").contains("hottest line"));
+        assert!(line("compute ").contains("100.0%     0.0  "), "{text}");
+        let text = render_compared(&after, Tables::Bottleneck, 10, &mut base);
+        let c = text.lines().find(|l| l.ends_with("  C")).unwrap();
+        assert!(c.contains("75.0%   -15.0  "), "{text}");
+        // Without a baseline: no column.
+        assert!(!render(&after, Tables::Both, 10).contains("Δshare"));
+    }
+
+    #[test]
     fn long_names_are_shortened() {
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abc", 4), "abc");
