@@ -180,8 +180,14 @@ mod tests {
             err.contains("--baseline") && err.contains("notes.txt"),
             "{err}"
         );
-        let err = format!("{:#}", baseline(&dir.join("nope"), &Database::default()).unwrap_err());
-        assert!(err.contains("nope") && err.contains("does not exist"), "{err}");
+        let err = format!(
+            "{:#}",
+            baseline(&dir.join("nope"), &Database::default()).unwrap_err()
+        );
+        assert!(
+            err.contains("nope") && err.contains("does not exist"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

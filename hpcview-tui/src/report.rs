@@ -76,7 +76,7 @@ pub fn baseline_line(b: &Baseline) -> String {
     let (objects, functions) = b.vanished();
     let total = &b.diff.total;
     format!(
-        "baseline: {} | Δshare: change of the row's share in percentage points (this database minus the baseline), new: not in the baseline | memory samples {} -> {} | gone since the baseline: {objects} objects, {functions} functions",
+        "baseline: {} | Δshare: change of the row's share in percentage points (this database minus the baseline), new: not in the baseline | memory samples {} -> {} | gone since the baseline: objects {objects}, functions {functions}",
         b.path.display(),
         total.before,
         total.after,
@@ -565,9 +565,15 @@ Code-centric view: top 1 of 1 functions by samples
                 .find(|l| l.contains(what))
                 .unwrap_or_else(|| panic!("no {what}:\n{text}"))
         };
-        assert!(line("baseline: runs/before").contains("percentage points"), "{text}");
+        assert!(
+            line("baseline: runs/before").contains("percentage points"),
+            "{text}"
+        );
         assert!(line("baseline: runs/before").contains("memory samples 1000 -> 400"));
-        assert!(line("#   share  Δshare").ends_with("allocation site"), "{text}");
+        assert!(
+            line("#   share  Δshare").ends_with("allocation site"),
+            "{text}"
+        );
         // C: 90% -> 75%; B: 7% -> 17.5%.
         assert!(line("  C ").contains(" 75.0%   -15.0  "), "{text}");
         assert!(line("  B ").contains(" 17.5%   +10.5  "), "{text}");
