@@ -176,7 +176,7 @@ impl Baseline {
             }
             _ => {}
         }
-        Some(match self.matching(after, pane, id) {
+        Some(match self.matching(pane, id) {
             Some(b) => {
                 let base = &self.panes[&pane.kind];
                 Delta::Change(pane.share(after, id) - base.share(&self.model, b))
@@ -186,16 +186,13 @@ impl Baseline {
     }
 
     /// The baseline pane's row that matches row `id` of `pane`.
-    fn matching(&mut self, after: &Model, pane: &Pane, id: u32) -> Option<u32> {
+    fn matching(&mut self, pane: &Pane, id: u32) -> Option<u32> {
         let kind = pane.kind;
         if let Some(m) = self.matches.get(&(kind, id)) {
             return *m;
         }
         let item = &pane.items[id as usize];
-        let parent = match item.parent {
-            Some(p) => Some(self.matching(after, pane, p)),
-            None => None,
-        };
+        let parent = item.parent.map(|p| self.matching(pane, p));
         let model = &self.model;
         let base = self
             .panes
