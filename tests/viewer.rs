@@ -10,7 +10,10 @@
 //!   on screen, resize, `q` quits and the shell's screen is back; a panic
 //!   (the hidden `HPCVIEW_TEST_PANIC` hook) also gives the shell's screen
 //!   back, out of raw mode, with the panic message on it; with `NO_COLOR`
-//!   the viewer sends no colour escape sequences.
+//!   the viewer sends no colour escape sequences;
+//! * `--report --baseline`: abc against a baseline of abc, and abc built
+//!   with `-DC_CONTIGUOUS` against strided abc: C's `Δshare` is negative
+//!   and equals `hpcprof-rs diff`'s change of C's share.
 
 use std::path::Path;
 use std::process::Command;
@@ -150,6 +153,83 @@ fn panes_on_a_real_abc_database() {
     for key in ["PgUp", "Tab", "bottleneck", "search", "filter", "quit"] {
         assert!(s.contains(key), "help lacks {key}:\n{s}");
     }
+}
+
+/// The `Δshare` cell of object `name` in a `--report --view data` table
+/// (`#  share  Δshare  samples  kind  name  site`).
+fn report_delta(report: &str, name: &str) -> String {
+    report
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|w| w.len() > 5 && w[4] == "heap" && w[5] == name)
+        .unwrap_or_else(|| panic!("no heap object {name} in:\n{report}"))[2]
+        .to_string()
+}
+
+#[test]
+fn report_with_a_baseline_shows_c_falling() {
+    // abc (C strided) before, abc -DC_CONTIGUOUS after: C's share falls
+    // from most of the samples to a minority (tests/decide.rs), and the
+    // two builds' objects match by name and allocation site.
+    let strided = scratch("viewer-baseline-strided");
+    let contig = scratch("viewer-baseline-contig");
+    let exe = compile_c("abc/abc.c", &strided, &[]);
+    let exe_c = compile_c("abc/abc.c", &contig, &["-DC_CONTIGUOUS"]);
+    let before = profile(&strided, EVENT, &exe, &["8"]).db;
+    let after = profile(&contig, EVENT, &exe_c, &["8"]).db;
+    let report = |db: &Path, base: &Path| {
+        let out = run(Command::new(tool("hpcview-tui"))
+            .arg(db)
+            .args(["--report", "--view", "data", "--baseline"])
+            .arg(base));
+        ok_stdout(&out, "hpcview-tui --report --baseline")
+    };
+    let text = report(&after, &before);
+    assert!(
+        text.contains(&format!("baseline: {}", before.display())),
+        "{text}"
+    );
+    assert!(text.contains("Δshare"), "{text}");
+    let delta = report_delta(&text, "C");
+    let d: f64 = delta
+        .parse()
+        .unwrap_or_else(|_| panic!("C's delta {delta:?} is no number:\n{text}"));
+    assert!(d < 0.0, "C's share did not fall: {delta}\n{text}");
+    // The same number as hpcprof-rs diff's (one decimal).
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("diff")
+        .arg(&before)
+        .arg(&after)
+        .args(["--format", "json"]));
+    let diff: serde_json::Value =
+        serde_json::from_str(&ok_stdout(&out, "hpcprof-rs diff")).expect("diff JSON");
+    let c = diff["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "C" && o["kind"] == "heap")
+        .expect("C in the diff");
+    let expected = 100.0 * c["delta_share"].as_f64().unwrap();
+    assert!((d - expected).abs() <= 0.051, "{d} vs diff's {expected}");
+    // Against itself: every object matched, no change.
+    let same = report(&after, &after);
+    for name in ["A", "B", "C"] {
+        assert_eq!(report_delta(&same, name), "0.0", "{same}");
+    }
+
+    // A baseline that is not a database: exit 2, the file named.
+    let notes = contig.join("notes.txt");
+    std::fs::write(&notes, "not a database").unwrap();
+    let out = run(Command::new(tool("hpcview-tui"))
+        .arg(&after)
+        .args(["--report", "--baseline"])
+        .arg(&notes));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--baseline") && err.contains("notes.txt"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -172,6 +172,25 @@ fn change_pct(before: u64, after: u64) -> Option<f64> {
 /// Key -> (kind, name, site, bytes, side) of one run.
 type Table = BTreeMap<String, (String, String, String, Option<u64>, Side)>;
 
+/// What matches an object across two runs: kind, name and allocation site
+/// ("abc.c:31"); the key of its row in [`Diff::objects`] ([`Row::key`]).
+pub fn object_key(db: &Database, obj: &DataObject) -> String {
+    let site = alloc_site(db, obj).map(site_text).unwrap_or_default();
+    format!("{}\u{0}{}\u{0}{site}", obj.kind.as_str(), obj.name)
+}
+
+impl Row {
+    /// The key this row was matched by: [`object_key`] for objects, the
+    /// function's name for functions, function and "file:line" for lines.
+    pub fn key(&self) -> String {
+        match self.kind.as_str() {
+            "function" => self.name.clone(),
+            "line" => format!("{}\u{0}{}", self.name, self.site),
+            kind => format!("{kind}\u{0}{}\u{0}{}", self.name, self.site),
+        }
+    }
+}
+
 fn object_table(db: &Database) -> Table {
     let mut t = Table::new();
     for o in views::objects(db) {
@@ -562,6 +581,15 @@ mod tests {
         assert_eq!((d.total.before, d.total.after), (105, 55));
         // Largest absolute change first.
         assert_eq!(d.objects[0].name, "B");
+    }
+
+    #[test]
+    fn row_keys_are_the_matching_keys() {
+        let before = db("/a", &[("A", 12, 10)]);
+        let after = db("/b", &[("A", 12, 30)]);
+        let d = diff(&before, &after);
+        assert_eq!(d.objects[0].key(), object_key(&after, &after.objects[0]));
+        assert_eq!(d.objects[0].key(), object_key(&before, &before.objects[0]));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::DefaultTerminal;
 
-use crate::state::{model::Model, Action, AppState};
+use crate::state::{baseline::Baseline, model::Model, Action, AppState};
 use crate::view::{self, Theme};
 
 /// The action of a key in the current state (None: ignored).
@@ -71,12 +71,14 @@ pub fn keymap(app: &AppState, key: KeyEvent) -> Option<Action> {
 /// (a hidden test hook: tests/viewer.rs checks the terminal comes back).
 pub const TEST_PANIC_ENV: &str = "HPCVIEW_TEST_PANIC";
 
-/// Runs the viewer on a loaded model until the user quits.
-pub fn run(model: Model) -> Result<()> {
+/// Runs the viewer on a loaded model (compared with `baseline`, if any)
+/// until the user quits.
+pub fn run(model: Model, baseline: Option<Baseline>) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("standard input/output is not a terminal; use --report for a text report");
     }
     let mut app = AppState::new(model);
+    app.baseline = baseline;
     let theme = Theme::from_env();
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     let panic_after_draw = std::env::var_os(TEST_PANIC_ENV).is_some_and(|v| !v.is_empty());

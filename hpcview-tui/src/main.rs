@@ -5,6 +5,8 @@
 //! hpcview-tui db/ --report                    # both tables, top 10
 //! hpcview-tui db/ --report --view data --top 20
 //! hpcview-tui db/ --report --view bottleneck
+//! hpcview-tui after/ --baseline before/       # delta columns in every pane
+//! hpcview-tui after/ --baseline before/ --report
 //! ```
 //!
 //! The viewer is the library's [`hpcview_tui::app`]; keys and panes are in
@@ -12,18 +14,24 @@
 //! (events, processes, threads, primary metric, address recovery rate), the
 //! data-centric table (objects with their share, kind, name and allocation
 //! site), the code-centric table (functions with their hottest line), or
-//! the bottleneck-priority table.
+//! the bottleneck-priority table. With `--baseline` every pane and table
+//! gets a `Δshare` column: the change of the row's share against the
+//! baseline database in percentage points, or `new`
+//! ([`hpcview_tui::state::baseline`]).
 //!
-//! Exit status: 0 on success, 2 when the database cannot be read (missing,
-//! damaged or written by a newer version) or the viewer cannot start.
+//! Exit status: 0 on success, 2 when the database or the baseline cannot be
+//! read (missing, damaged or written by a newer version) or the viewer
+//! cannot start.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
+use formats::database::Database;
 use hpcview_tui::report;
+use hpcview_tui::state::baseline::Baseline;
 use hpcview_tui::state::model::{self, Model};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -60,6 +68,19 @@ struct Args {
     /// Rows per table.
     #[arg(long, value_name = "N", default_value_t = 10)]
     top: usize,
+
+    /// Compare with this database (the run before a change): every pane and
+    /// table gets a column with the change of each row's share, in
+    /// percentage points ("new" for rows the baseline lacks).
+    #[arg(long, value_name = "BEFORE_DB")]
+    baseline: Option<PathBuf>,
+}
+
+/// Reads the baseline database; errors name it.
+fn baseline(path: &Path, after: &Database) -> Result<Baseline> {
+    let before = model::load(path)
+        .with_context(|| format!("--baseline {} is not a usable database", path.display()))?;
+    Ok(Baseline::new(path.to_path_buf(), before, after))
 }
 
 fn main() -> ExitCode {
@@ -76,17 +97,28 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<ExitCode> {
     if !args.report {
         let model = Model::open(&args.db)?;
-        hpcview_tui::app::run(model)?;
+        let base = match &args.baseline {
+            Some(path) => Some(baseline(path, &model.db)?),
+            None => None,
+        };
+        hpcview_tui::app::run(model, base)?;
         return Ok(ExitCode::SUCCESS);
     }
     let db = model::load(&args.db)?;
+    let mut base = match &args.baseline {
+        Some(path) => Some(baseline(path, &db)?),
+        None => None,
+    };
     let tables = match args.view {
         ViewArg::Data => report::Tables::Data,
         ViewArg::Code => report::Tables::Code,
         ViewArg::Both => report::Tables::Both,
         ViewArg::Bottleneck => report::Tables::Bottleneck,
     };
-    let text = report::render(&db, tables, args.top);
+    let text = match base.as_mut() {
+        Some(b) => report::render_compared(&db, tables, args.top, b),
+        None => report::render(&db, tables, args.top),
+    };
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
@@ -133,6 +165,29 @@ mod tests {
         std::fs::write(&file, bad.to_bytes().unwrap()).unwrap();
         let err = format!("{:#}", load(&dir).unwrap_err());
         assert!(err.contains("primary metric"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_baseline_that_is_not_a_database_is_named() {
+        let dir = std::env::temp_dir().join(format!("hpcview-tui-base-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_db = dir.join("notes.txt");
+        std::fs::write(&not_db, b"not a database").unwrap();
+        let err = format!("{:#}", baseline(&not_db, &Database::default()).unwrap_err());
+        assert!(
+            err.contains("--baseline") && err.contains("notes.txt"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            baseline(&dir.join("nope"), &Database::default()).unwrap_err()
+        );
+        assert!(
+            err.contains("nope") && err.contains("does not exist"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

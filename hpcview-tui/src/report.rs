@@ -2,7 +2,10 @@
 //! data-centric and/or the code-centric table, from [`formats::views`], or
 //! the bottleneck-priority table (`--view bottleneck`) from
 //! [`crate::state`]: the same rows, in the same order, as the viewer's
-//! data-centric and flat panes with `b`.
+//! data-centric and flat panes with `b`. Compared with a baseline
+//! ([`render_compared`], `--baseline`), every table gets a `Δshare` column
+//! (the change of the row's share in percentage points, or `new`; see
+//! [`crate::state::baseline`]).
 //!
 //! ```
 //! use hpcview_tui::report::{render, Tables};
@@ -14,6 +17,8 @@ use std::fmt::Write;
 
 use formats::database::{Database, Frame};
 use formats::views::{self, FunctionRow, ObjectRow};
+
+use crate::state::baseline::{Baseline, Delta};
 
 /// Which tables to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,22 +34,58 @@ const MAX_NAME: usize = 40;
 
 /// The whole report, `top` rows per table.
 pub fn render(db: &Database, tables: Tables, top: usize) -> String {
+    render_with(db, tables, top, None)
+}
+
+/// The report of `db` compared with `baseline` (made for `db`): a line
+/// naming the baseline after the header, and a `Δshare` column.
+pub fn render_compared(
+    db: &Database,
+    tables: Tables,
+    top: usize,
+    baseline: &mut Baseline,
+) -> String {
+    render_with(db, tables, top, Some(baseline))
+}
+
+fn render_with(db: &Database, tables: Tables, top: usize, base: Option<&mut Baseline>) -> String {
     let mut out = header(db);
     out.push('\n');
+    if let Some(b) = base.as_deref() {
+        out.push_str(&baseline_line(b));
+        out.push('\n');
+    }
     if tables == Tables::Bottleneck {
         out.push('\n');
-        out.push_str(&bottleneck_table(db, top));
+        out.push_str(&bottleneck_table(db, top, base));
         return out;
     }
     if matches!(tables, Tables::Data | Tables::Both) {
         out.push('\n');
-        out.push_str(&data_table(db, top));
+        out.push_str(&data_table(db, top, base.as_deref()));
     }
     if matches!(tables, Tables::Code | Tables::Both) {
         out.push('\n');
-        out.push_str(&code_table(db, top));
+        out.push_str(&code_table(db, top, base.as_deref()));
     }
     out
+}
+
+/// "baseline: PATH | Δshare = ...": which database the deltas compare with.
+pub fn baseline_line(b: &Baseline) -> String {
+    let (objects, functions) = b.vanished();
+    let total = &b.diff.total;
+    format!(
+        "baseline: {} | Δshare: change of the row's share in percentage points (this database minus the baseline), new: not in the baseline | memory samples {} -> {} | gone since the baseline: objects {objects}, functions {functions}",
+        b.path.display(),
+        total.before,
+        total.after,
+    )
+}
+
+/// The delta cell of a row (`{:>6}`), empty without a baseline.
+fn delta_cell(d: Option<Delta>) -> String {
+    d.map(|d| format!("  {:>6}", d.text())).unwrap_or_default()
 }
 
 /// One line: events, processes, threads, primary metric, recovery rate.
@@ -166,8 +207,9 @@ fn primary(db: &Database, metrics: &[u64]) -> u64 {
         .unwrap_or(0)
 }
 
-/// The data-centric table: objects by the primary metric.
-pub fn data_table(db: &Database, top: usize) -> String {
+/// The data-centric table: objects by the primary metric (with a `Δshare`
+/// column against `base`).
+pub fn data_table(db: &Database, top: usize, base: Option<&Baseline>) -> String {
     let rows: Vec<ObjectRow<'_>> = views::objects(db);
     let total = rows.len();
     let rows = &rows[..top.min(total)];
@@ -191,9 +233,10 @@ pub fn data_table(db: &Database, top: usize) -> String {
     let rank_w = rows.len().to_string().len().max(1);
     let _ = writeln!(
         out,
-        "{:>rank_w$}  {:>6}  {:>metric_w$}  {:<7}  {}  allocation site",
+        "{:>rank_w$}  {:>6}{}  {:>metric_w$}  {:<7}  {}  allocation site",
         "#",
         "share",
+        if base.is_some() { "  Δshare" } else { "" },
         metric,
         "kind",
         pad("name", name_w),
@@ -206,9 +249,10 @@ pub fn data_table(db: &Database, top: usize) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>rank_w$}  {:>6}  {:>metric_w$}  {:<7}  {}  {site}",
+            "{:>rank_w$}  {:>6}{}  {:>metric_w$}  {:<7}  {}  {site}",
             i + 1,
             percent(row.share),
+            delta_cell(base.and_then(|b| b.object_delta(row.index))),
             primary(db, &row.metrics),
             row.kind.as_str(),
             pad(name, name_w),
@@ -217,8 +261,9 @@ pub fn data_table(db: &Database, top: usize) -> String {
     out
 }
 
-/// The code-centric table: functions by the primary metric.
-pub fn code_table(db: &Database, top: usize) -> String {
+/// The code-centric table: functions by the primary metric (with a
+/// `Δshare` column against `base`).
+pub fn code_table(db: &Database, top: usize, base: Option<&Baseline>) -> String {
     let rows: Vec<FunctionRow<'_>> = views::functions(db);
     let total = rows.len();
     let rows = &rows[..top.min(total)];
@@ -241,8 +286,9 @@ pub fn code_table(db: &Database, top: usize) -> String {
     let metric_w = metric.chars().count().max(8);
     let _ = writeln!(
         out,
-        "{:>6}  {:>metric_w$}  {}  hottest line",
+        "{:>6}{}  {:>metric_w$}  {}  hottest line",
         "share",
+        if base.is_some() { "  Δshare" } else { "" },
         metric,
         pad("function", name_w),
     );
@@ -250,8 +296,9 @@ pub fn code_table(db: &Database, top: usize) -> String {
         let loc = location(row.file, row.line);
         let _ = writeln!(
             out,
-            "{:>6}  {:>metric_w$}  {}  {}",
+            "{:>6}{}  {:>metric_w$}  {}  {}",
             percent(row.share),
+            delta_cell(base.map(|b| b.function_delta(row.function))),
             primary(db, &row.metrics),
             pad(name, name_w),
             if loc.is_empty() { "-" } else { &loc },
@@ -261,8 +308,9 @@ pub fn code_table(db: &Database, top: usize) -> String {
 }
 
 /// The bottleneck-priority table: objects, then functions, by
-/// `proxy x share` (see [`crate::state::bottleneck`]).
-pub fn bottleneck_table(db: &Database, top: usize) -> String {
+/// `proxy x share` (see [`crate::state::bottleneck`]), with a `Δshare`
+/// column against `base`.
+pub fn bottleneck_table(db: &Database, top: usize, mut base: Option<&mut Baseline>) -> String {
     use crate::state::bottleneck::{MEM_HIGH, SHARE_HIGH};
     use crate::state::model::Model;
     use crate::state::tree::{Pane, PaneKind, Sort, SortKey};
@@ -300,17 +348,26 @@ pub fn bottleneck_table(db: &Database, top: usize) -> String {
         }
         let _ = writeln!(
             out,
-            "{:>6}  {:>6}  {:>5}  {:<39}  {:<7}  name",
-            "score", "share", "mem%", "advice", "kind"
+            "{:>6}  {:>6}{}  {:>5}  {:<39}  {:<7}  name",
+            "score",
+            "share",
+            if base.is_some() { "  Δshare" } else { "" },
+            "mem%",
+            "advice",
+            "kind"
         );
         for id in rows {
             let b = pane.bottleneck(&model, id);
+            let delta = base
+                .as_deref_mut()
+                .and_then(|base| base.delta(&model, &pane, id));
             let item = &pane.items[id as usize];
             let _ = writeln!(
                 out,
-                "{:>6.3}  {:>6}  {:>5}  {:<39}  {:<7}  {}",
+                "{:>6.3}  {:>6}{}  {:>5}  {:<39}  {:<7}  {}",
                 b.score,
                 percent(b.share),
+                delta_cell(delta),
                 b.mem
                     .map(|m| format!("{:.0}%", 100.0 * m))
                     .unwrap_or_else(|| "n/a".into()),
@@ -496,6 +553,37 @@ Code-centric view: top 1 of 1 functions by samples
         // Without cpu_samples there is no proxy: said, not invented.
         let text = render(&sample_db(), Tables::Bottleneck, 2);
         assert!(text.contains("proxy is n/a"), "{text}");
+    }
+
+    #[test]
+    fn compared_report_has_delta_columns() {
+        let after = crate::fixtures::abc_faster();
+        let mut base = Baseline::new("runs/before".into(), crate::fixtures::abc(), &after);
+        let text = render_compared(&after, Tables::Both, 10, &mut base);
+        let line = |what: &str| -> &str {
+            text.lines()
+                .find(|l| l.contains(what))
+                .unwrap_or_else(|| panic!("no {what}:\n{text}"))
+        };
+        assert!(
+            line("baseline: runs/before").contains("percentage points"),
+            "{text}"
+        );
+        assert!(line("baseline: runs/before").contains("memory samples 1000 -> 400"));
+        assert!(
+            line("#   share  Δshare").ends_with("allocation site"),
+            "{text}"
+        );
+        // C: 90% -> 75%; B: 7% -> 17.5%.
+        assert!(line("  C ").contains(" 75.0%   -15.0  "), "{text}");
+        assert!(line("  B ").contains(" 17.5%   +10.5  "), "{text}");
+        assert!(line(" share  Δshare   samples  function").contains("hottest line"));
+        assert!(line("compute ").contains("100.0%     0.0  "), "{text}");
+        let text = render_compared(&after, Tables::Bottleneck, 10, &mut base);
+        let c = text.lines().find(|l| l.ends_with("  C")).unwrap();
+        assert!(c.contains("75.0%   -15.0  "), "{text}");
+        // Without a baseline: no column.
+        assert!(!render(&after, Tables::Both, 10).contains("Δshare"));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use hpcview_tui::fixtures;
+use hpcview_tui::state::baseline::Baseline;
 use hpcview_tui::state::model::Model;
 use hpcview_tui::state::{Action, AppState, Focus};
 use hpcview_tui::view::{self, Theme};
@@ -164,6 +165,72 @@ fn column_chooser_and_search_prompt() {
     );
     let s = screen(&mut app, 100, 30);
     insta::assert_snapshot!("search_prompt", s);
+}
+
+#[test]
+fn detail_pane_hot_range_and_heat_map() {
+    let mut app = app("heat");
+    // Focus the detail pane and scroll down to the object's measurements.
+    keys(&mut app, &[Action::NextPane, Action::NextPane]);
+    assert_eq!(app.focus, Focus::Detail);
+    keys(&mut app, &vec![Action::Down; 10]);
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("detail_heat_map", s);
+    // One row per thread, on one line each: thread 0 in C's first half,
+    // thread 1 in its second (2 buckets per column in a 43-column pane).
+    let half = |c: &str| c.repeat(8);
+    for row in [
+        format!("thread 0 |{}{}| 50%", half("█"), half(" ")),
+        format!("thread 1 |{}{}| 50%", half(" "), half("█")),
+    ] {
+        assert!(s.contains(&row), "no {row:?}:\n{s}");
+    }
+    assert!(s.contains("hot range: 90% of its samples in bytes"), "{s}");
+}
+
+#[test]
+fn delta_columns_against_a_baseline() {
+    let before = db_dir("baseline-before");
+    let after = std::env::temp_dir().join(format!("hpcview-panes-{}-after", std::process::id()));
+    let _ = std::fs::remove_dir_all(&after);
+    fixtures::write(
+        &fixtures::abc_faster(),
+        &after,
+        &[(fixtures::ABC_FILE, fixtures::ABC_SOURCE)],
+    )
+    .unwrap();
+    let model = Model::open(&after).unwrap();
+    let before_db = hpcview_tui::state::model::load(&before).unwrap();
+    // The path is only shown: a fixed one keeps the snapshot stable.
+    let base = Baseline::new("runs/before".into(), before_db, &model.db);
+    let mut app = AppState::new(model).with_baseline(base);
+    let s = screen(&mut app, 100, 30);
+    let row = |s: &str, what: &str| -> String {
+        s.lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("no {what}:\n{s}"))
+            .to_string()
+    };
+    assert!(s.contains("samples excl Δshare name"), "{s}");
+    assert!(s.contains("Δshare vs baseline runs/before"), "{s}");
+    // C: 90% -> 75%, B: 7% -> 17.5%, A: 3% -> 7.5%.
+    assert!(row(&s, "[heap] C").contains(" -15.0 "), "{s}");
+    assert!(row(&s, "[heap] B").contains(" +10.5 "), "{s}");
+    assert!(row(&s, "[heap] A").contains("  +4.5 "), "{s}");
+    // The flat pane: compute fell from 100% to 400 of 400 memory samples
+    // (its exclusive share did not change).
+    keys(
+        &mut app,
+        &[Action::CodeView, Action::CodeView, Action::CodeView],
+    );
+    let s = screen(&mut app, 100, 30);
+    assert!(row(&s, "[fn] compute").contains("   0.0 "), "{s}");
+    // Bottleneck order keeps the column.
+    keys(&mut app, &[Action::DataView, Action::Bottleneck]);
+    let s = screen(&mut app, 100, 30);
+    assert!(row(&s, "[heap] C").contains(" -15.0 "), "{s}");
+    keys(&mut app, &[Action::Bottleneck]);
+    insta::assert_snapshot!("data_pane_baseline", screen(&mut app, 100, 30));
 }
 
 /// Colours used anywhere on the screen, as (fg, bg, underline) of cells

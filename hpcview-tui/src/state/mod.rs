@@ -1,6 +1,7 @@
 //! Everything the viewer knows, as plain data: the loaded [`model::Model`],
 //! one [`tree::Pane`] per outline, focus, metric columns, sort order,
-//! search, the rank/thread filter and the source file being shown.
+//! search, the rank/thread filter, the source file being shown and the
+//! optional [`baseline::Baseline`] that delta columns compare with.
 //! [`AppState::apply`] performs an [`Action`]; nothing here touches a
 //! terminal, so all of it is unit-testable.
 //!
@@ -13,6 +14,7 @@
 //! assert!(app.apply(Action::Quit));
 //! ```
 
+pub mod baseline;
 pub mod bottleneck;
 pub mod model;
 pub mod tree;
@@ -20,6 +22,7 @@ pub mod tree;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use baseline::{Baseline, Delta};
 use model::Model;
 use tree::{Column, Pane, PaneKind, Sort, SortKey};
 
@@ -131,6 +134,8 @@ pub struct AppState {
     pub detail_scroll: usize,
     /// Rows of the tree pane (set by the view; used for PgUp/PgDn).
     pub page: usize,
+    /// The database compared with (`--baseline`): delta columns.
+    pub baseline: Option<Baseline>,
     source_cache: HashMap<String, CachedSource>,
 }
 
@@ -179,6 +184,7 @@ impl AppState {
             },
             detail_scroll: 0,
             page: 10,
+            baseline: None,
             source_cache: HashMap::new(),
         };
         // Every pane is built at open (the bottom-up pane walks the whole
@@ -188,6 +194,37 @@ impl AppState {
         }
         app.switch(PaneKind::Data);
         app
+    }
+
+    /// Compares every pane with `baseline` (delta columns).
+    pub fn with_baseline(mut self, baseline: Baseline) -> Self {
+        self.baseline = Some(baseline);
+        self
+    }
+
+    /// The deltas of the rows on screen in a window of `rows` rows (after
+    /// scrolling the selection into it); None without a baseline.
+    pub fn visible_deltas(&mut self, rows: usize) -> Option<Vec<Option<Delta>>> {
+        let pane = self
+            .panes
+            .get_mut(&self.view)
+            .expect("the pane in view exists");
+        pane.scroll_into_view(rows);
+        let baseline = self.baseline.as_mut()?;
+        let end = (pane.offset + rows).min(pane.visible.len());
+        Some(
+            pane.visible[pane.offset..end]
+                .iter()
+                .map(|&id| baseline.delta(&self.model, pane, id))
+                .collect(),
+        )
+    }
+
+    /// The delta of the selected row (None without a baseline).
+    pub fn selected_delta(&mut self) -> Option<Delta> {
+        let pane = &self.panes[&self.view];
+        let id = pane.selected_id()?;
+        self.baseline.as_mut()?.delta(&self.model, pane, id)
     }
 
     /// The pane in view.

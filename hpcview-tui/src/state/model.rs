@@ -1,6 +1,7 @@
 //! The loaded database plus the indices every pane needs: children lists
 //! (CSR) and inclusive metrics of both trees, and the memory-boundness proxy
-//! of every function (see [`super::bottleneck`]).
+//! of every function (see [`super::bottleneck`]), and the NUMA advice of
+//! the objects.
 //!
 //! Built once when the viewer opens a database; everything else reads it.
 //!
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use formats::advice::NumaFinding;
 use formats::database::{Database, Frame, NodeKind, Tree, FILE_NAME};
 
 /// Children lists and inclusive metrics of one tree.
@@ -146,6 +148,9 @@ pub struct Model {
     pub object_mem: Vec<Option<f64>>,
     /// Proxy of every function (by function id), by the same rule.
     pub function_bottleneck: Vec<Option<f64>>,
+    /// NUMA advice ([`formats::advice::numa`]) for the objects that need
+    /// some, computed once.
+    pub numa: Vec<NumaFinding>,
 }
 
 impl Model {
@@ -256,7 +261,9 @@ impl Model {
                 object_mem[o] = ratio(num, den);
             }
         }
+        let numa = formats::advice::numa(&db);
         Model {
+            numa,
             db,
             dir,
             columns,

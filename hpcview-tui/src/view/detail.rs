@@ -1,7 +1,10 @@
 //! The detail pane: what the selected row is, its values, its bottleneck
 //! quadrant and its distribution over threads and ranks; for data objects
-//! also size, allocation site and the per-object measurements that the
-//! database does not carry yet (shown as "not measured", never invented).
+//! also size, allocation site and the per-object measurements: offset
+//! histogram, hot range ([`formats::advice::hot_range`]), threads, the
+//! page x thread map ([`super::heatmap`]), first touch, NUMA local/remote
+//! and NUMA advice ([`formats::advice::numa`]); what the database does not
+//! carry is shown as "not measured", never invented.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -15,7 +18,8 @@ use crate::state::tree::Node;
 use crate::state::{AppState, Filter};
 use formats::database::Dist;
 
-fn bytes(b: u64) -> String {
+/// `0 B`, `512 B`, `8.0 MiB`.
+pub(crate) fn bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;
     let mut u = 0;
@@ -40,8 +44,19 @@ fn dist_text(d: &Option<Dist>, what: &str, none: &str) -> String {
     }
 }
 
-/// The detail lines of the selected row (also used by tests).
+/// Width the detail lines are laid out for by [`lines`] (the page x
+/// thread map's columns).
+pub const DEFAULT_WIDTH: usize = 60;
+
+/// The detail lines of the selected row for a pane [`DEFAULT_WIDTH`]
+/// characters wide (also used by tests).
 pub fn lines(app: &AppState) -> Vec<String> {
+    lines_in(app, DEFAULT_WIDTH)
+}
+
+/// The detail lines of the selected row for a pane `width` characters
+/// wide.
+pub fn lines_in(app: &AppState, width: usize) -> Vec<String> {
     let model = &app.model;
     let pane = app.pane();
     let Some(id) = pane.selected_id() else {
@@ -182,7 +197,7 @@ pub fn lines(app: &AppState) -> Vec<String> {
         }
     }
     if let Some(o) = item.object.filter(|_| matches!(item.node, Node::Object(_))) {
-        object_lines(app, o, &item.inc, &mut out);
+        object_lines(app, o, &item.inc, width, &mut out);
     }
     out
 }
@@ -243,7 +258,7 @@ pub fn histogram_text(h: &formats::database::ObjectHistogram, bytes: u64) -> (St
 }
 
 /// Per-object measurements: histogram, threads, first touch, NUMA.
-fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
+fn object_lines(app: &AppState, o: u32, inc: &[u64], width: usize, out: &mut Vec<String>) {
     let model = &app.model;
     let db = &model.db;
     let obj = &db.objects[o as usize];
@@ -252,6 +267,7 @@ fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
             let (bar, summary) = histogram_text(h, obj.bytes);
             out.push(format!("offset histogram |{bar}|"));
             out.push(format!("  {summary}"));
+            out.extend(hot_range_line(obj));
         }
         None => out.push("offset histogram: not measured (no recovered address in it)".into()),
     }
@@ -280,6 +296,7 @@ fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
         };
         out.push(format!("by thread: {}{more}", shown.join(", ")));
     }
+    out.extend(super::heatmap::lines(db, obj, width));
     let first_touch = db
         .metric_column("first_touch")
         .and_then(|c| obj.top_thread(c));
@@ -312,13 +329,81 @@ fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
             "NUMA local/remote: not measured (hpcrun-rs --numa, or a multi-node machine)".into(),
         ),
     }
+    if let Some(f) = model.numa.iter().find(|f| f.object == o) {
+        out.extend(numa_lines(f));
+    }
+}
+
+/// "hot range: 90% of its samples in bytes 0 B-8.0 MiB (of 64.0 MiB)":
+/// the smallest byte range holding 90% of the object's sampled accesses.
+pub fn hot_range_line(obj: &formats::database::DataObject) -> Option<String> {
+    let (start, end, held) = formats::advice::hot_range(obj, 0.9)?;
+    let unit = (obj.bytes / obj.allocations.max(1)).max(1);
+    let each = if obj.allocations > 1 {
+        format!(", in each of its {} allocations", obj.allocations)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "hot range: {:.0}% of its samples in bytes {}-{} (of {}{each})",
+        100.0 * held,
+        bytes(start),
+        bytes(end),
+        bytes(unit)
+    ))
+}
+
+/// The NUMA advice and its evidence in plain words.
+pub fn numa_lines(f: &formats::advice::NumaFinding) -> Vec<String> {
+    let shares: Vec<String> = f
+        .thread_shares
+        .iter()
+        .take(4)
+        .map(|(t, s)| format!("{t} {:.0}%", 100.0 * s))
+        .collect();
+    let more = if f.thread_shares.len() > 4 {
+        format!(" and {} more", f.thread_shares.len() - 4)
+    } else {
+        String::new()
+    };
+    let mut evidence = format!(
+        "  evidence: accesses by {}{more} ({} threads)",
+        shares.join(", "),
+        f.threads
+    );
+    if let Some(o) = f.ownership {
+        evidence.push_str(&format!(
+            "; {:.0}% of the accesses fall in parts used by one thread",
+            100.0 * o
+        ));
+    }
+    match (f.numa_local, f.numa_remote) {
+        (Some(l), Some(r)) => evidence.push_str(&format!(
+            "; {} local, {} remote ({} remote)",
+            count(l),
+            count(r),
+            percent(r, l + r)
+        )),
+        _ => evidence.push_str("; local/remote not measured"),
+    }
+    vec![
+        format!(
+            "NUMA: first touched by {} ({:.0}% of pages), {:.0}% of accesses by other threads: {}",
+            f.first_touch_thread,
+            100.0 * f.first_touch_share,
+            100.0 * f.accessed_by_others,
+            f.action.advice()
+        ),
+        evidence,
+    ]
 }
 
 pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: Theme, focused: bool) {
     let block = Block::bordered()
         .title(Span::styled(" Detail ", theme.border(focused)))
         .border_style(theme.border(focused));
-    let text: Vec<Line<'_>> = lines(app)
+    let width = area.width.saturating_sub(2) as usize;
+    let text: Vec<Line<'_>> = lines_in(app, width)
         .into_iter()
         .enumerate()
         .map(|(i, l)| {
@@ -338,4 +423,77 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: The
             .scroll((app.detail_scroll.min(u16::MAX as usize) as u16, 0)),
         area,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use crate::state::model::Model;
+    use formats::measurement::MetricInfo;
+
+    fn detail(db: formats::database::Database) -> Vec<String> {
+        let app = AppState::new(Model::new(db, None));
+        assert_eq!(app.pane().selected_item().unwrap().label, "C");
+        lines(&app)
+    }
+
+    #[test]
+    fn hot_range_and_heat_map_of_c() {
+        let l = detail(fixtures::abc());
+        // C: 90 accesses in each of buckets 0-7, 6 in the 24 others (864):
+        // 0-17 hold 780 (90.3%); buckets of 64,000,000 / 32 bytes.
+        assert!(
+            l.contains(&"hot range: 90% of its samples in bytes 0 B-34.3 MiB (of 61.0 MiB)".into()),
+            "{l:#?}"
+        );
+        let map = l
+            .iter()
+            .position(|x| x.starts_with("page x thread map"))
+            .unwrap();
+        let half = |c: char| c.to_string().repeat(16);
+        assert_eq!(
+            l[map + 1],
+            format!("thread 0 |{}{}| 50%", half('█'), half(' '))
+        );
+        assert_eq!(
+            l[map + 2],
+            format!("thread 1 |{}{}| 50%", half(' '), half('█'))
+        );
+        assert!(l[map + 3].contains("░▒▓█"), "{l:#?}");
+        // No first-touch data in this database: no NUMA advice.
+        assert!(
+            !l.iter().any(|x| x.starts_with("NUMA: first touched")),
+            "{l:#?}"
+        );
+    }
+
+    #[test]
+    fn numa_advice_with_its_evidence() {
+        let mut db = fixtures::abc();
+        db.info.metrics.push(MetricInfo {
+            name: "first_touch".into(),
+            unit: "pages".into(),
+            description: String::new(),
+        });
+        // Thread 0 first-touched C's pages; thread 1 made 60% of its
+        // accesses, each thread in its own half.
+        for o in &mut db.objects {
+            for (t, v) in &mut o.by_thread {
+                v.push(if *t == 0 { 50 } else { 0 });
+            }
+        }
+        db.validate().unwrap();
+        let l = detail(db).join("\n");
+        assert!(
+            l.contains(
+                "NUMA: first touched by thread 0 (100% of pages), 60% of accesses by other threads: initialise in parallel"
+            ),
+            "{l}"
+        );
+        assert!(
+            l.contains("evidence: accesses by thread 1 60%, thread 0 40% (2 threads); 100% of the accesses fall in parts used by one thread; local/remote not measured"),
+            "{l}"
+        );
+    }
 }

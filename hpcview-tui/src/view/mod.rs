@@ -13,6 +13,7 @@
 //! ```
 
 pub mod detail;
+pub mod heatmap;
 mod popup;
 mod source;
 mod theme;

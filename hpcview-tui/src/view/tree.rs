@@ -1,12 +1,14 @@
 //! The outline pane: metric columns (value and percentage of the total),
-//! optional bottleneck columns, then the indented tree label.
+//! optional bottleneck columns, with a baseline the change of each row's
+//! share (`Δshare`, percentage points, or `new`), then the indented tree
+//! label.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use ratatui::Frame;
 
-use super::{fit, sort_label, Theme};
+use super::{fit, fit_left, sort_label, Theme};
 use crate::state::tree::{Column, Item, Pane, SortKey};
 use crate::state::{AppState, Focus};
 
@@ -14,6 +16,8 @@ use crate::state::{AppState, Focus};
 const CELL: usize = 15;
 const MEM: usize = 5;
 const ADVICE: usize = 12;
+/// Width of the delta column ("+100.0", "new").
+const DELTA: usize = 6;
 
 /// Compact count: `1234567` -> `1234567`, `123456789` -> `123.5M`.
 pub(crate) fn count(v: u64) -> String {
@@ -46,7 +50,7 @@ fn cell(item: &Item, c: Column, totals: &[u64]) -> String {
 
 pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme: Theme) {
     let focused = app.focus == Focus::Tree;
-    let title = format!(
+    let mut title = format!(
         " {} · {} ",
         app.pane().kind.title(),
         if app.bottleneck {
@@ -55,6 +59,11 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
             format!("by {}", sort_label(app))
         }
     );
+    if let Some(b) = &app.baseline {
+        let room = (area.width as usize).saturating_sub(title.chars().count() + 24);
+        let path = fit_left(&b.path.display().to_string(), room.max(12));
+        title.push_str(&format!("· Δshare vs baseline {path} "));
+    }
     let block = Block::bordered()
         .title(Span::styled(title, theme.border(focused)))
         .border_style(theme.border(focused));
@@ -66,6 +75,7 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
     let bottleneck = app.bottleneck;
     let sort = app.effective_sort();
     let width = inner.width as usize;
+    let deltas = app.visible_deltas(rows);
 
     let mut lines = Vec::with_capacity(rows + 1);
     // Column headers.
@@ -90,6 +100,9 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
     }
     if bottleneck {
         head.push_str(&format!("{:>MEM$} {:<ADVICE$} ", "mem%", "advice"));
+    }
+    if deltas.is_some() {
+        head.push_str(&format!("{:>DELTA$} ", "Δshare"));
     }
     let rank = match app.filter {
         crate::state::Filter::Rank(r) => Some(r),
@@ -169,6 +182,16 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
             spans.push(Span::raw(format!("{mem:>MEM$} ")));
             spans.push(Span::styled(format!("{advice:<ADVICE$} "), style));
             used += MEM + ADVICE + 2;
+        }
+        if let Some(deltas) = &deltas {
+            let d = deltas
+                .get(pos - pane.offset)
+                .copied()
+                .flatten()
+                .map(|d| d.text())
+                .unwrap_or_default();
+            spans.push(Span::raw(format!("{d:>DELTA$} ")));
+            used += DELTA + 1;
         }
         if let (Some(r), Some(total)) = (rank, rank_total) {
             let node = match item.dist_node {
