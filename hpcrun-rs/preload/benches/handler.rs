@@ -160,7 +160,7 @@ fn handler_benches(c: &mut Criterion) {
     });
     // A new IP deep in a 20 KB function.
     let mut big = Regs {
-        rip: hpcrun_bench_big_function_after_load as usize as u64,
+        rip: hpcrun_bench_big_function_after_load as *const () as u64,
         ..Default::default()
     };
     big.gpr[RDI] = block_addr + 8;
