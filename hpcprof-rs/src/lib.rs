@@ -8,7 +8,9 @@
 //! object's allocation site outside allocator wrappers ([`site`]) and names
 //! it after its label or the variable its allocation is assigned to
 //! ([`naming`], [`name`]), and writes the database atomically ([`db`]).
-//! [`advise`] renders the placement and NUMA advice of a database.
+//! [`advise`] renders the placement and NUMA advice of a database. With the
+//! cargo feature `mpi`, `distributed` runs the merge over MPI ranks
+//! ([`merge::Share`]: one rank's partial merge, sent and combined).
 //!
 //! ```no_run
 //! let files = hpcprof_rs::read::find(std::path::Path::new("measurements")).unwrap();
@@ -20,6 +22,8 @@
 
 pub mod advise;
 pub mod db;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod merge;
 pub mod name;
 pub mod naming;

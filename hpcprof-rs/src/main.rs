@@ -85,6 +85,14 @@ struct MergeArgs {
     #[arg(long = "alloc-wrapper", value_name = "PATTERN")]
     alloc_wrapper: Vec<String>,
 
+    /// Merge on MPI: run under `mpirun -np P` (or `srun`); the ranks share
+    /// the files (all threads of a measured process on one rank, `-j`
+    /// workers each) and rank 0 writes the database, byte-identical to the
+    /// serial merge's. Needs a build with `--features mpi`
+    /// (docs/GUIDE.md, "Merging on MPI").
+    #[arg(long)]
+    mpi: bool,
+
     /// Directory of *.hpcrun files written by hpcrun-rs.
     #[arg(value_name = "MEASUREMENTS_DIR")]
     measurements: PathBuf,
@@ -288,11 +296,20 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
     // Refuse before doing any work.
     let wrappers =
         hpcprof_rs::site::Wrappers::new(&args.alloc_wrapper).map_err(anyhow::Error::msg)?;
-    let files = read::find(&args.measurements)?;
-    db::check_output(&args.output, args.force)?;
-    let progress = progress_bar(&files);
-    let mut merged = merge::merge_files(&files, &|bytes| progress.inc(bytes));
-    progress.finish_and_clear();
+    let (mut merged, files) = if args.mpi {
+        match merge_on_mpi(&args)? {
+            Some(m) => m,
+            // Another rank: its share went to rank 0.
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    } else {
+        let files = read::find(&args.measurements)?;
+        db::check_output(&args.output, args.force)?;
+        let progress = progress_bar(&files);
+        let merged = merge::merge_files(&files, &|bytes| progress.inc(bytes));
+        progress.finish_and_clear();
+        (merged, files.len())
+    };
     let db = &mut merged.db;
     hpcprof_rs::naming::name_objects(&mut db.objects, &db.frames, &wrappers);
     let skipped = merged.db.info.skipped.len();
@@ -302,7 +319,7 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
     if merged.db.info.profiles == 0 {
         anyhow::bail!(
             "none of the {} measurement files in {} could be read",
-            files.len(),
+            files,
             args.measurements.display()
         );
     }
@@ -328,6 +345,30 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--mpi`: this rank's part of the distributed merge; rank 0 gets the
+/// merged result and the number of files, the other ranks `None`.
+#[cfg(feature = "mpi")]
+fn merge_on_mpi(args: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
+    use hpcprof_rs::distributed::{self, Outcome};
+    let check = || db::check_output(&args.output, args.force).map_err(|e| format!("{e:#}"));
+    match distributed::merge(&args.measurements, &check, &|_| {}) {
+        Ok(Outcome::Root(merged)) => {
+            let n = merged.db.info.profiles as usize + merged.db.info.skipped.len();
+            Ok(Some((merged, n)))
+        }
+        Ok(Outcome::Sent) => Ok(None),
+        Err(e) => Err(anyhow::anyhow!(e)),
+    }
+}
+
+/// `--mpi` in a build without MPI support.
+#[cfg(not(feature = "mpi"))]
+fn merge_on_mpi(_: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
+    anyhow::bail!(
+        "--mpi: this hpcprof-rs was built without MPI support; build it with `cargo build --release -p hpcprof-rs --features mpi` (needs an MPI library, e.g. Debian's libopenmpi-dev or libmpich-dev, and libclang-dev) and run it under mpirun or srun"
+    )
 }
 
 /// Input size above which a merge shows a progress bar (on a terminal only).

@@ -49,11 +49,13 @@ use formats::measurement::{
 use rayon::prelude::*;
 
 mod output;
+mod share;
 
 use crate::site::Wrappers;
 use crate::symbolize::{self, Loc, Symbolizer};
 use output::FinishedTree;
 pub use output::MergedDb;
+pub use share::{process_groups, Share};
 
 /// FxHash (rustc's hasher): the merge hashes small integer keys millions
 /// of times; SipHash's DoS resistance buys nothing here.
@@ -707,6 +709,28 @@ impl Columns {
         let list = self.list.into_inner().unwrap_or_else(|e| e.into_inner());
         list.into_iter().map(|(m, _)| m).collect()
     }
+
+    /// The registry so far: (metric, described by a profile yet).
+    fn snapshot(&self) -> Vec<(MetricInfo, bool)> {
+        self.list.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Database column of a metric of another process's partial merge.
+    fn column(&self, info: &MetricInfo, described: bool) -> usize {
+        let mut list = self.list.lock().unwrap_or_else(|e| e.into_inner());
+        match list.iter().position(|(m, _)| m.name == info.name) {
+            Some(c) => {
+                if described && !list[c].1 {
+                    list[c] = (info.clone(), true);
+                }
+                c
+            }
+            None => {
+                list.push((info.clone(), described));
+                list.len() - 1
+            }
+        }
+    }
 }
 
 /// State shared by all workers.
@@ -1210,6 +1234,21 @@ struct Input<'a> {
 
 /// Runs the merge over `groups` of input indices (one group per process).
 fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)>) -> Streamed {
+    let timings = std::env::var_os("HPCPROF_RS_TIMINGS").is_some();
+    let t0 = std::time::Instant::now();
+    let (partial, shared) = run_partial(groups, input);
+    let merged = finish(partial, shared, skipped);
+    if timings {
+        eprintln!(
+            "hpcprof-rs: timings: finished at {:.3}s",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    merged
+}
+
+/// The workers' combined partial result over `groups`, not finished.
+fn run_partial(groups: Vec<Vec<usize>>, input: &Input<'_>) -> (Partial, Shared) {
     let shared = Shared {
         symbols: Symbolizer::default(),
         columns: Columns::new(),
@@ -1261,14 +1300,7 @@ fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)
             t0.elapsed().as_secs_f64()
         );
     }
-    let merged = finish(partial, shared, skipped);
-    if timings {
-        eprintln!(
-            "hpcprof-rs: timings: finished at {:.3}s",
-            t0.elapsed().as_secs_f64()
-        );
-    }
-    merged
+    (partial, shared)
 }
 
 /// Merges `profiles` (already decoded) into a database; `skipped` is recorded
@@ -1307,11 +1339,17 @@ fn process_of_file(path: &std::path::Path) -> String {
 /// documentation). `progress` is told the size of every file read.
 /// Unusable files are skipped with their reason.
 pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Streamed {
-    let mut groups: BTreeMap<(PathBuf, String), Vec<usize>> = BTreeMap::new();
-    for (i, f) in files.iter().enumerate() {
-        let dir = f.parent().map(PathBuf::from).unwrap_or_default();
-        groups.entry((dir, process_of_file(f))).or_default().push(i);
-    }
+    let groups = process_groups(files);
+    with_file_input(files, progress, |input| run(groups, input, Vec::new()))
+}
+
+/// Runs `f` with an [`Input`] that reads and decodes `files`, reporting
+/// each file's size to `progress`.
+fn with_file_input<T>(
+    files: &[PathBuf],
+    progress: &(dyn Fn(u64) + Sync),
+    f: impl FnOnce(&Input<'_>) -> T,
+) -> T {
     let load = |i: usize| -> Result<Cow<'_, ThreadProfile>, String> {
         // One read buffer per worker, reused: a fresh profile-sized block
         // per file would be mapped, faulted in and unmapped every time.
@@ -1336,7 +1374,7 @@ pub fn merge_files(files: &[PathBuf], progress: &(dyn Fn(u64) + Sync)) -> Stream
         load: &load,
         name: &name,
     };
-    run(groups.into_values().collect(), &input, Vec::new())
+    f(&input)
 }
 
 /// Canonical order key of a frame.

@@ -423,6 +423,33 @@ impl Symbolizer {
         }
     }
 
+    /// A copy of the frame table, by id (to send a partial merge to
+    /// another process, see `merge::Share`).
+    pub fn frame_list(&self) -> Vec<Frame> {
+        lock(&self.frames).list.clone()
+    }
+
+    /// The id of `frame` in this symboliser's table, interned on first sight
+    /// (frames of a partial merge from another process).
+    pub fn intern_frame(&self, frame: Frame) -> u32 {
+        lock(&self.frames).intern(frame)
+    }
+
+    /// The warnings so far.
+    pub fn warning_list(&self) -> Vec<String> {
+        lock(&self.warnings).clone()
+    }
+
+    /// Adds warnings not given yet (from another process's partial merge).
+    pub fn add_warnings(&self, more: Vec<String>) {
+        let mut all = lock(&self.warnings);
+        for w in more {
+            if !all.contains(&w) {
+                all.push(w);
+            }
+        }
+    }
+
     /// The frame table and the warnings; the symboliser is done.
     pub fn finish(self) -> (Frames, Vec<String>) {
         let frames = self.frames.into_inner().unwrap_or_else(|e| e.into_inner());
