@@ -528,6 +528,7 @@ mod tests {
                 node: db.data.nodes.len() as u32 - 1,
                 histogram: None,
                 by_thread: Vec::new(),
+                sites: Vec::new(),
             });
         }
         db

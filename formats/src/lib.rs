@@ -11,6 +11,8 @@
 //! * [`views`] and [`export`]: the derived tables (objects, functions) and the
 //!   stable JSON/CSV export contract (`hpcprof-rs export`).
 //! * [`diff`]: two databases compared (`hpcprof-rs diff`).
+//! * [`patterns`]: access patterns (strides per access site) and their
+//!   classification.
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -31,6 +33,7 @@ pub mod diff;
 pub mod envelope;
 pub mod export;
 pub mod measurement;
+pub mod patterns;
 pub mod views;
 
 pub use envelope::FormatError;

@@ -90,6 +90,7 @@ fn sample_db() -> Database {
             counts: vec![(0, 3), (31, 4)],
         }),
         by_thread: vec![(0, vec![7])],
+        sites: Vec::new(),
     });
     db.info.thread_list.push(formats::database::ThreadRef {
         rank: None,

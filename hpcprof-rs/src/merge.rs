@@ -40,12 +40,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use formats::database::{
-    DataObject, Database, DbInfo, Dist, Frame, ObjectHistogram, ObjectKind, ThreadRef,
+    AccessSite, DataObject, Database, DbInfo, Dist, Frame, ObjectHistogram, ObjectKind, ThreadRef,
     MAX_THREAD_VALUES,
 };
 use formats::measurement::{
     HistogramLayout, MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile,
 };
+use formats::patterns::StrideCounts;
 use rayon::prelude::*;
 
 mod output;
@@ -538,6 +539,9 @@ struct ObjExtra {
     /// Inclusive metrics (database columns) of the object in each thread,
     /// by index into the partial result's `InfoAcc::threads`.
     by_thread: Vec<(u32, Vec<u64>)>,
+    /// Access sites: innermost frame of the sampled instruction -> its
+    /// stride observations, summed over threads.
+    sites: HashMap<u32, StrideCounts>,
 }
 
 impl ObjExtra {
@@ -554,6 +558,9 @@ impl ObjExtra {
                 .into_iter()
                 .map(|(t, values)| (t + thread_offset, values)),
         );
+        for (frame, counts) in other.sites {
+            self.sites.entry(frame).or_default().absorb(&counts);
+        }
     }
 }
 
@@ -622,6 +629,7 @@ impl DataBuilder {
             node,
             histogram: None,
             by_thread: Vec::new(),
+            sites: Vec::new(),
         });
         self.extras.push(ObjExtra::default());
         self.keys.push(key.clone());
@@ -979,6 +987,24 @@ impl Partial {
                         let e = h.entry(b).or_default();
                         *e = e.saturating_add(n);
                     }
+                }
+            }
+            // Access sites, by the innermost source location of the
+            // instruction (the sites of one line merge).
+            for st in &p.object_stats {
+                let Some(&id) = obj_ids.get(&st.object) else {
+                    continue;
+                };
+                for site in &st.sites {
+                    let chain = cx.chain(cx.addrs.locate(site.ip));
+                    let Some(&frame) = chain.last() else {
+                        continue;
+                    };
+                    data.extras[id as usize]
+                        .sites
+                        .entry(frame)
+                        .or_default()
+                        .absorb(&site.counts);
                 }
             }
         }
@@ -1388,6 +1414,11 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
             used[f as usize] = true;
         }
     }
+    for extra in &part.data.extras {
+        for &f in extra.sites.keys() {
+            used[f as usize] = true;
+        }
+    }
     let mut order: Vec<u32> = (0..frame_table.list.len() as u32)
         .filter(|&f| used[f as usize])
         .collect();
@@ -1478,6 +1509,17 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
                     counts: extra.histogram.into_iter().collect(),
                 });
             }
+            obj.sites = extra
+                .sites
+                .into_iter()
+                .map(|(frame, counts)| AccessSite {
+                    frame: frame_map[frame as usize],
+                    counts,
+                })
+                .collect();
+            // Most sampled first; ties by source location.
+            obj.sites
+                .sort_by_key(|s| (std::cmp::Reverse(s.counts.samples), s.frame));
             if keep_threads {
                 let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
                 for (t, mut values) in extra.by_thread {
@@ -1645,6 +1687,7 @@ mod tests {
             p.object_stats = vec![ObjectStats {
                 object: ObjectRef::HeapSite(1),
                 histogram: hist,
+                sites: Vec::new(),
             }];
         }
         // Same result with any number of workers and any order.
@@ -1677,6 +1720,7 @@ mod tests {
         a.object_stats = vec![ObjectStats {
             object: ObjectRef::HeapSite(1),
             histogram: vec![(0, 1)],
+            sites: Vec::new(),
         }];
         b.object_stats = a.object_stats.clone();
         b.histogram_layout = HistogramLayout::Fraction(8);

@@ -420,6 +420,7 @@ mod tests {
                     node: 3,
                     histogram: None,
                     by_thread: Vec::new(),
+                    sites: Vec::new(),
                 },
                 DataObject {
                     kind: ObjectKind::Heap,
@@ -432,6 +433,7 @@ mod tests {
                     node: 7,
                     histogram: None,
                     by_thread: Vec::new(),
+                    sites: Vec::new(),
                 },
             ],
         }
