@@ -48,6 +48,10 @@ pub const MIN_DELTAS: u64 = 3;
 /// Strides listed per site or object.
 pub const TOP_STRIDES: usize = 3;
 
+/// Strides with a smaller share are not listed (the deltas of an
+/// irregular access are all different: listing them says nothing).
+pub const MIN_LISTED_SHARE: f64 = 0.05;
+
 /// What was observed at one access site (per thread in a measurement
 /// file, summed over threads in a database).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +163,7 @@ fn rank(
         .is_some_and(|&(_, n)| share(n) >= REGULAR_SHARE);
     let strides = list
         .into_iter()
+        .filter(|&(_, n)| share(n) >= MIN_LISTED_SHARE)
         .take(TOP_STRIDES)
         .map(|(bytes, n)| StrideShare {
             bytes,
@@ -451,6 +456,21 @@ mod tests {
         assert_eq!(p.source, StrideSource::Decoder);
         assert_eq!(p.strides[0].bytes, -8);
         assert_eq!(p.strides[0].elements, Some(-1));
+    }
+
+    #[test]
+    fn data_dependent_addresses_are_irregular() {
+        let s = StrideCounts {
+            strides: vec![(8, 2)],
+            data_dependent: 98,
+            ..Default::default()
+        };
+        let p = s.pattern().unwrap();
+        assert_eq!(p.regularity, Regularity::Irregular);
+        assert_eq!(p.source, StrideSource::Decoder);
+        assert!((p.data_dependent - 0.98).abs() < 1e-12);
+        // 2%: below the listed share.
+        assert!(p.strides.is_empty());
     }
 
     #[test]
