@@ -84,4 +84,25 @@ fn strides_and_misalignment_of_known_arrays() {
         assert_eq!(o["misaligned_share"], 0.0, "{o:#?}");
     }
     assert_eq!(aligned["strides"][0]["bytes"], 16, "{aligned:#?}");
+
+    // The report's findings name both, with their advice; the aligned
+    // array (unit-like stride, no misalignment) is no finding.
+    let out = run(Command::new(tool("hpcview-tui"))
+        .arg(&p.db)
+        .args(["--report", "--view", "data", "--top", "10"]));
+    let text = ok_stdout(&out, "hpcview-tui --report");
+    let findings = text
+        .split_once("Findings:")
+        .unwrap_or_else(|| panic!("no Findings section:\n{text}"))
+        .1;
+    assert!(
+        findings.contains("- strided: stride: 800 bytes (100 elements of 8 bytes), regular"),
+        "{text}"
+    );
+    assert!(
+        findings.contains("- packed: misaligned: ") && findings.contains("span two cache lines"),
+        "{text}"
+    );
+    assert!(findings.contains("advice: walk it contiguously"), "{text}");
+    assert!(!findings.contains("- aligned:"), "{text}");
 }

@@ -44,6 +44,28 @@ pub fn render(db: &Database, tables: Tables, top: usize) -> String {
         out.push('\n');
         out.push_str(&code_table(db, top));
     }
+    if matches!(tables, Tables::Data | Tables::Both) && crate::findings::measured(db) {
+        out.push('\n');
+        out.push_str(&findings_section(db, top));
+    }
+    out
+}
+
+/// The strongest access-pattern findings across objects, one line each
+/// with its advice ([`crate::findings`]).
+pub fn findings_section(db: &Database, top: usize) -> String {
+    let found = crate::findings::strongest(db, top);
+    let mut out = String::new();
+    if found.is_empty() {
+        out.push_str("Findings: none (no misaligned accesses, no large or data-dependent strides in the objects above 1%)\n");
+        return out;
+    }
+    let _ = writeln!(out, "Findings: {} strongest", found.len());
+    for f in &found {
+        let o = &db.objects[f.object as usize];
+        let _ = writeln!(out, "- {}: {}", fit(&o.name, MAX_NAME), f.text);
+        let _ = writeln!(out, "  advice: {}", f.kind.advice());
+    }
     out
 }
 

@@ -242,7 +242,8 @@ pub fn histogram_text(h: &formats::database::ObjectHistogram, bytes: u64) -> (St
     (bar, summary)
 }
 
-/// Per-object measurements: histogram, threads, first touch, NUMA.
+/// Per-object measurements: histogram, threads, first touch, NUMA,
+/// access patterns.
 fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
     let model = &app.model;
     let db = &model.db;
@@ -311,6 +312,11 @@ fn object_lines(app: &AppState, o: u32, inc: &[u64], out: &mut Vec<String>) {
         _ => out.push(
             "NUMA local/remote: not measured (hpcrun-rs --numa, or a multi-node machine)".into(),
         ),
+    }
+    // How it was accessed: misalignment, stride (databases from before
+    // these measurements say nothing).
+    if crate::findings::measured(db) {
+        out.extend(crate::findings::lines(db, o, inc));
     }
 }
 
