@@ -1714,6 +1714,50 @@ mod tests {
     }
 
     #[test]
+    fn access_sites_merge_per_object_site_and_stride() {
+        use formats::measurement::SiteStrides;
+        use formats::patterns::StrideCounts;
+        let mut a = thread(10, 10, 0, 5);
+        let mut b = thread(10, 11, 1, 7);
+        let site = |ip: u64, strides: Vec<(i64, u64)>, gcd: u64| SiteStrides {
+            ip,
+            counts: StrideCounts {
+                samples: strides.iter().map(|s| s.1).sum(),
+                element_bytes: 8,
+                strides,
+                delta_gcd: gcd,
+                ..Default::default()
+            },
+        };
+        a.object_stats = vec![ObjectStats {
+            object: ObjectRef::HeapSite(1),
+            histogram: Vec::new(),
+            sites: vec![site(0x40_1000, vec![(320_000, 4), (8, 1)], 16)],
+        }];
+        b.object_stats = vec![ObjectStats {
+            object: ObjectRef::HeapSite(1),
+            histogram: vec![(0, 1)],
+            sites: vec![
+                site(0x40_1000, vec![(320_000, 6)], 24),
+                site(0x40_2000, vec![(8, 2)], 8),
+            ],
+        }];
+        for profiles in [vec![a.clone(), b.clone()], vec![b, a]] {
+            let db = merge(&profiles, Vec::new()).db;
+            db.validate().unwrap();
+            let obj = object(&db, ObjectKind::Heap)[0];
+            assert_eq!(obj.sites.len(), 2, "{:?}", obj.sites);
+            // Most sampled first.
+            let top = &obj.sites[0].counts;
+            assert_eq!(top.samples, 11);
+            assert_eq!(top.strides, vec![(8, 1), (320_000, 10)]);
+            assert_eq!(top.delta_gcd, 8);
+            assert_eq!(obj.sites[1].counts.strides, vec![(8, 2)]);
+            assert_ne!(obj.sites[0].frame, obj.sites[1].frame);
+        }
+    }
+
+    #[test]
     fn different_histogram_layouts_drop_the_histograms() {
         let mut a = thread(10, 10, 0, 5);
         let mut b = thread(10, 11, 1, 7);
