@@ -568,7 +568,9 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 out.push(',');
                 out.push_str(m);
             }
-            out.push_str(",share,alloc_path,first_touch_thread,alloc_site\n");
+            out.push_str(
+                ",share,alloc_path,first_touch_thread,alloc_site,misaligned_share,access_pattern,stride_bytes,stride_share\n",
+            );
             for o in views::objects(db).into_iter().take(top) {
                 let path: Vec<String> = o.alloc_path.iter().map(|f| frame_text(f)).collect();
                 let first_touch = o
@@ -585,12 +587,22 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 for v in &o.metrics {
                     out.push_str(&format!(",{v}"));
                 }
+                let access = crate::patterns::object_access(db, o.index, &o.metrics);
+                let pattern = access.pattern.as_ref();
+                let top = pattern.and_then(|p| p.strides.first());
                 out.push_str(&format!(
-                    ",{:.6},{},{},{}\n",
+                    ",{:.6},{},{},{},{},{},{},{}\n",
                     o.share,
                     csv_field(&path.join(" > ")),
                     csv_field(&first_touch),
-                    csv_field(&o.alloc_site.map(frame_text).unwrap_or_default())
+                    csv_field(&o.alloc_site.map(frame_text).unwrap_or_default()),
+                    opt_f64(access.misaligned.map(|m| m.1)),
+                    pattern.map_or("", |p| match p.regularity {
+                        crate::patterns::Regularity::Regular => "regular",
+                        crate::patterns::Regularity::Irregular => "irregular",
+                    }),
+                    top.map(|s| s.bytes.to_string()).unwrap_or_default(),
+                    opt_f64(top.map(|s| s.share)),
                 ));
             }
         }
