@@ -101,6 +101,38 @@ fn heap_abc_c_dominates_and_a_b_are_found() {
         "C's accesses are doubles, got {width:.2} bytes on average"
     );
 
+    // Strides: the decoder reads them from compute()'s inner loop. C is
+    // walked with a stride of N*N doubles (gcc unrolls by two: `movsd
+    // (%rdx)` and `movhpd -0x4e200(%rdx)` around `add $0x9c400,%rdx`),
+    // A and B contiguously (16-byte vectors of doubles: 8 bytes, one
+    // element, per access). Each is one instruction's deterministic
+    // stride; the initialisation loop in main adds a few samples of
+    // another stride, far below the walk's.
+    let dominant = |o: &serde_json::Value| {
+        let s = &o["strides"][0];
+        (s["bytes"].as_i64(), s["elements"].as_i64())
+    };
+    eprintln!(
+        "abc heap strides: C {} A {} B {}",
+        c["strides"], a["strides"], b["strides"]
+    );
+    assert_eq!(
+        dominant(c),
+        (Some(200 * 200 * 8), Some(200 * 200)),
+        "{c:#?}"
+    );
+    assert_eq!(dominant(a), (Some(8), Some(1)), "{a:#?}");
+    assert_eq!(dominant(b), (Some(8), Some(1)), "{b:#?}");
+    for o in [a, b, c] {
+        assert_eq!(o["access_pattern"], "regular", "{o:#?}");
+        // Doubles at multiples of 8 bytes never span two cache lines.
+        assert_eq!(o["metrics"]["misaligned_samples"], 0, "{o:#?}");
+    }
+    let site = &c["sites"][0];
+    assert_eq!(site["function"], "compute");
+    assert_eq!(site["source"], "decoder");
+    assert_eq!(site["strides"][0]["bytes"], 320000);
+
     // The code-centric view has the same total and blames compute().
     let code = export_json(&p.db, "code");
     let functions = code["functions"].as_array().expect("functions");

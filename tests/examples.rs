@@ -39,6 +39,21 @@ fn pointer_chase_blames_the_list_nodes() {
         path.iter().any(|f| f["function"] == "make_list"),
         "{path:?}"
     );
+    // The walk loads each node's address from the previous node: the
+    // decoder finds the address register loaded in the loop, so the
+    // access is data-dependent, irregular (no stride dominates).
+    assert_eq!(top["access_pattern"], "irregular", "{top:#?}");
+    let walk = top["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["function"] == "walk")
+        .unwrap_or_else(|| panic!("no site in walk: {top:#?}"));
+    assert_eq!(walk["pattern"], "irregular", "{walk:#?}");
+    assert!(
+        walk["data_dependent_share"].as_f64().unwrap() > 0.9,
+        "{walk:#?}"
+    );
 }
 
 /// Period of the examples' runs: 100 us gives a few thousand samples.

@@ -33,6 +33,11 @@ fn main() {
                         a.free_unix_ns.is_some()
                     );
                 }
+                for st in &p.object_stats {
+                    for site in &st.sites {
+                        println!("  {:?} site {:#x}: {:?}", st.object, site.ip, site.counts);
+                    }
+                }
                 for s in &p.statics {
                     println!("  static {} {:#x} {}", s.name, s.address, s.size);
                 }

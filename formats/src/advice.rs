@@ -660,6 +660,7 @@ mod tests {
                 }),
                 by_thread: Vec::new(),
                 histogram_by_thread: Vec::new(),
+                sites: Vec::new(),
             });
         }
         d

@@ -284,6 +284,19 @@ pub struct DataObject {
     /// than `MAX_THREAD_VALUES` threads.
     #[serde(default)]
     pub histogram_by_thread: Vec<(u32, Vec<(u32, u64)>)>,
+    /// Access sites: the sampled instructions that touched the object,
+    /// with their strides (`crate::patterns`), by number of samples.
+    #[serde(default)]
+    pub sites: Vec<AccessSite>,
+}
+
+/// One access site of an object, summed over threads: the sampled
+/// instructions at one source location (its innermost frame).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessSite {
+    /// Index into `Database::frames`.
+    pub frame: u32,
+    pub counts: crate::patterns::StrideCounts,
 }
 
 impl DataObject {
@@ -386,6 +399,10 @@ impl Database {
                 )));
             }
             if obj.node as usize >= self.data.nodes.len()
+                || obj
+                    .sites
+                    .iter()
+                    .any(|s| s.frame as usize >= self.frames.len())
                 || obj
                     .alloc_path
                     .iter()

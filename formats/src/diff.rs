@@ -548,6 +548,7 @@ mod tests {
                 histogram: None,
                 by_thread: Vec::new(),
                 histogram_by_thread: Vec::new(),
+                sites: Vec::new(),
             });
         }
         db

@@ -212,6 +212,19 @@ pub struct ObjectOut<'a> {
     pub first_touch_thread: Option<String>,
     /// That thread's share of the object's first-touched pages.
     pub first_touch_share: Option<f64>,
+    /// `misaligned_samples` over the object's sampled accesses (`samples`
+    /// + `store_samples`); absent without that column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub misaligned_share: Option<f64>,
+    /// `regular` (one stride has at least 60% of the observations) or
+    /// `irregular`; absent without stride observations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_pattern: Option<crate::patterns::Regularity>,
+    /// The object's dominant strides over all its sites, sample-weighted,
+    /// largest share first.
+    pub strides: Vec<crate::patterns::StrideShare>,
+    /// Access sites (sampled source lines) with their own strides.
+    pub sites: Vec<crate::patterns::AccessSiteOut<'a>>,
 }
 
 /// An object's access histogram.
@@ -370,7 +383,16 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                     .map(|o| {
                         let col = |name| db.metric_column(name).and_then(|c| o.metrics.get(c));
                         let first_touch = o.first_touch(db);
+                        let access = crate::patterns::object_access(db, o.index, &o.metrics);
                         ObjectOut {
+                            misaligned_share: access.misaligned.map(|m| m.1),
+                            access_pattern: access.pattern.as_ref().map(|p| p.regularity),
+                            strides: access
+                                .pattern
+                                .as_ref()
+                                .map(|p| p.strides.clone())
+                                .unwrap_or_default(),
+                            sites: access.sites_out(),
                             kind: o.kind.as_str(),
                             name: o.name,
                             label: o.label,
@@ -546,7 +568,9 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 out.push(',');
                 out.push_str(m);
             }
-            out.push_str(",share,alloc_path,first_touch_thread,alloc_site\n");
+            out.push_str(
+                ",share,alloc_path,first_touch_thread,alloc_site,misaligned_share,access_pattern,stride_bytes,stride_share\n",
+            );
             for o in views::objects(db).into_iter().take(top) {
                 let path: Vec<String> = o.alloc_path.iter().map(|f| frame_text(f)).collect();
                 let first_touch = o
@@ -563,12 +587,22 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 for v in &o.metrics {
                     out.push_str(&format!(",{v}"));
                 }
+                let access = crate::patterns::object_access(db, o.index, &o.metrics);
+                let pattern = access.pattern.as_ref();
+                let top = pattern.and_then(|p| p.strides.first());
                 out.push_str(&format!(
-                    ",{:.6},{},{},{}\n",
+                    ",{:.6},{},{},{},{},{},{},{}\n",
                     o.share,
                     csv_field(&path.join(" > ")),
                     csv_field(&first_touch),
-                    csv_field(&o.alloc_site.map(frame_text).unwrap_or_default())
+                    csv_field(&o.alloc_site.map(frame_text).unwrap_or_default()),
+                    opt_f64(access.misaligned.map(|m| m.1)),
+                    pattern.map_or("", |p| match p.regularity {
+                        crate::patterns::Regularity::Regular => "regular",
+                        crate::patterns::Regularity::Irregular => "irregular",
+                    }),
+                    top.map(|s| s.bytes.to_string()).unwrap_or_default(),
+                    opt_f64(top.map(|s| s.share)),
                 ));
             }
         }

@@ -13,6 +13,8 @@
 //! * [`diff`]: two databases compared (`hpcprof-rs diff`).
 //! * [`advice`]: placement in fast memory, NUMA advice and hot ranges
 //!   (`hpcprof-rs advise`, the viewer's detail pane).
+//! * [`patterns`]: access patterns (strides per access site) and their
+//!   classification.
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -34,6 +36,7 @@ pub mod diff;
 pub mod envelope;
 pub mod export;
 pub mod measurement;
+pub mod patterns;
 pub mod views;
 
 pub use envelope::FormatError;

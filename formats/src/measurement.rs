@@ -144,6 +144,19 @@ pub struct ObjectStats {
     /// offset bucket, as (bucket, count) sorted by bucket; see
     /// `ThreadProfile::histogram_layout`.
     pub histogram: Vec<(u32, u64)>,
+    /// Access sites (sampled instructions) of the object with their
+    /// strides, by instruction address.
+    #[serde(default)]
+    pub sites: Vec<SiteStrides>,
+}
+
+/// One access site of an object in one thread: the sampled instruction
+/// (a lookup address, like the leaf of an access path) and what its
+/// samples said about its stride (`crate::patterns`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteStrides {
+    pub ip: u64,
+    pub counts: crate::patterns::StrideCounts,
 }
 
 /// One tracked heap block (at least `--min-bytes`).
@@ -460,6 +473,13 @@ impl ThreadProfile {
             };
             if !ok {
                 return Err(bad("object statistics name a missing object".into()));
+            }
+            if st
+                .sites
+                .iter()
+                .any(|s| s.counts.strides.len() > 64 || s.counts.deltas.len() > 64)
+            {
+                return Err(bad("a site lists too many strides".into()));
             }
         }
         for var in &self.statics {

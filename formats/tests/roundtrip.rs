@@ -91,6 +91,7 @@ fn sample_db() -> Database {
         }),
         by_thread: vec![(0, vec![7])],
         histogram_by_thread: vec![(0, vec![(0, 3), (31, 4)])],
+        sites: Vec::new(),
     });
     db.info.thread_list.push(formats::database::ThreadRef {
         rank: None,
@@ -154,6 +155,53 @@ fn database_round_trip() {
     let db = sample_db();
     let bytes = db.to_bytes().unwrap();
     assert_eq!(Database::from_bytes(&bytes).unwrap(), db);
+}
+
+#[test]
+fn access_sites_round_trip_and_are_checked() {
+    use formats::database::AccessSite;
+    use formats::patterns::StrideCounts;
+    let mut db = sample_db();
+    db.objects[0].sites = vec![AccessSite {
+        frame: 0,
+        counts: StrideCounts {
+            samples: 10,
+            element_bytes: 8,
+            strides: vec![(320_000, 9), (8, 1)],
+            data_dependent: 1,
+            deltas: vec![(640_000, 2)],
+            other_deltas: 5,
+            delta_gcd: 8,
+            ..Default::default()
+        },
+    }];
+    let bytes = db.to_bytes().unwrap();
+    assert_eq!(Database::from_bytes(&bytes).unwrap(), db);
+    db.objects[0].sites[0].frame = 99;
+    let bytes = db.to_bytes().unwrap();
+    assert!(matches!(
+        Database::from_bytes(&bytes),
+        Err(FormatError::Invalid { .. })
+    ));
+}
+
+/// `ObjectStats` as files before access sites wrote it.
+#[derive(serde::Serialize)]
+struct OldObjectStats {
+    object: formats::measurement::ObjectRef,
+    histogram: Vec<(u32, u64)>,
+}
+
+#[test]
+fn object_stats_without_sites_still_read() {
+    let old = OldObjectStats {
+        object: formats::measurement::ObjectRef::HeapSite(0),
+        histogram: vec![(3, 4)],
+    };
+    let bytes = rmp_serde::to_vec_named(&old).unwrap();
+    let read: formats::measurement::ObjectStats = rmp_serde::from_slice(&bytes).unwrap();
+    assert_eq!(read.histogram, vec![(3, 4)]);
+    assert!(read.sites.is_empty());
 }
 
 #[test]

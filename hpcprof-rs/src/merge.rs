@@ -40,12 +40,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use formats::database::{
-    DataObject, Database, DbInfo, Dist, Frame, ObjectHistogram, ObjectKind, ThreadRef,
+    AccessSite, DataObject, Database, DbInfo, Dist, Frame, ObjectHistogram, ObjectKind, ThreadRef,
     MAX_THREAD_VALUES,
 };
 use formats::measurement::{
     HistogramLayout, MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile,
 };
+use formats::patterns::StrideCounts;
 use rayon::prelude::*;
 
 mod output;
@@ -542,6 +543,9 @@ struct ObjExtra {
     by_thread: Vec<(u32, Vec<u64>)>,
     /// The access histogram of each thread (same indices), sparse.
     histogram_by_thread: Vec<(u32, Vec<(u32, u64)>)>,
+    /// Access sites: innermost frame of the sampled instruction -> its
+    /// stride observations, summed over threads.
+    sites: HashMap<u32, StrideCounts>,
 }
 
 impl ObjExtra {
@@ -564,6 +568,9 @@ impl ObjExtra {
                 .into_iter()
                 .map(|(t, counts)| (t + thread_offset, counts)),
         );
+        for (frame, counts) in other.sites {
+            self.sites.entry(frame).or_default().absorb(&counts);
+        }
     }
 }
 
@@ -633,6 +640,7 @@ impl DataBuilder {
             histogram: None,
             by_thread: Vec::new(),
             histogram_by_thread: Vec::new(),
+            sites: Vec::new(),
         });
         self.extras.push(ObjExtra::default());
         self.keys.push(key.clone());
@@ -1017,6 +1025,24 @@ impl Partial {
                             .histogram_by_thread
                             .push((thread_index, st.histogram.clone()));
                     }
+                }
+            }
+            // Access sites, by the innermost source location of the
+            // instruction (the sites of one line merge).
+            for st in &p.object_stats {
+                let Some(&id) = obj_ids.get(&st.object) else {
+                    continue;
+                };
+                for site in &st.sites {
+                    let chain = cx.chain(cx.addrs.locate(site.ip));
+                    let Some(&frame) = chain.last() else {
+                        continue;
+                    };
+                    data.extras[id as usize]
+                        .sites
+                        .entry(frame)
+                        .or_default()
+                        .absorb(&site.counts);
                 }
             }
         }
@@ -1440,6 +1466,11 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
             used[f as usize] = true;
         }
     }
+    for extra in &part.data.extras {
+        for &f in extra.sites.keys() {
+            used[f as usize] = true;
+        }
+    }
     let mut order: Vec<u32> = (0..frame_table.list.len() as u32)
         .filter(|&f| used[f as usize])
         .collect();
@@ -1530,6 +1561,17 @@ fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>)
                     counts: extra.histogram.into_iter().collect(),
                 });
             }
+            obj.sites = extra
+                .sites
+                .into_iter()
+                .map(|(frame, counts)| AccessSite {
+                    frame: frame_map[frame as usize],
+                    counts,
+                })
+                .collect();
+            // Most sampled first; ties by source location.
+            obj.sites
+                .sort_by_key(|s| (std::cmp::Reverse(s.counts.samples), s.frame));
             if keep_threads {
                 let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
                 for (t, mut values) in extra.by_thread {
@@ -1711,6 +1753,7 @@ mod tests {
             p.object_stats = vec![ObjectStats {
                 object: ObjectRef::HeapSite(1),
                 histogram: hist,
+                sites: Vec::new(),
             }];
         }
         // Same result with any number of workers and any order.
@@ -1737,12 +1780,57 @@ mod tests {
     }
 
     #[test]
+    fn access_sites_merge_per_object_site_and_stride() {
+        use formats::measurement::SiteStrides;
+        use formats::patterns::StrideCounts;
+        let mut a = thread(10, 10, 0, 5);
+        let mut b = thread(10, 11, 1, 7);
+        let site = |ip: u64, strides: Vec<(i64, u64)>, gcd: u64| SiteStrides {
+            ip,
+            counts: StrideCounts {
+                samples: strides.iter().map(|s| s.1).sum(),
+                element_bytes: 8,
+                strides,
+                delta_gcd: gcd,
+                ..Default::default()
+            },
+        };
+        a.object_stats = vec![ObjectStats {
+            object: ObjectRef::HeapSite(1),
+            histogram: Vec::new(),
+            sites: vec![site(0x40_1000, vec![(320_000, 4), (8, 1)], 16)],
+        }];
+        b.object_stats = vec![ObjectStats {
+            object: ObjectRef::HeapSite(1),
+            histogram: vec![(0, 1)],
+            sites: vec![
+                site(0x40_1000, vec![(320_000, 6)], 24),
+                site(0x40_2000, vec![(8, 2)], 8),
+            ],
+        }];
+        for profiles in [vec![a.clone(), b.clone()], vec![b, a]] {
+            let db = merge(&profiles, Vec::new()).db;
+            db.validate().unwrap();
+            let obj = object(&db, ObjectKind::Heap)[0];
+            assert_eq!(obj.sites.len(), 2, "{:?}", obj.sites);
+            // Most sampled first.
+            let top = &obj.sites[0].counts;
+            assert_eq!(top.samples, 11);
+            assert_eq!(top.strides, vec![(8, 1), (320_000, 10)]);
+            assert_eq!(top.delta_gcd, 8);
+            assert_eq!(obj.sites[1].counts.strides, vec![(8, 2)]);
+            assert_ne!(obj.sites[0].frame, obj.sites[1].frame);
+        }
+    }
+
+    #[test]
     fn different_histogram_layouts_drop_the_histograms() {
         let mut a = thread(10, 10, 0, 5);
         let mut b = thread(10, 11, 1, 7);
         a.object_stats = vec![ObjectStats {
             object: ObjectRef::HeapSite(1),
             histogram: vec![(0, 1)],
+            sites: Vec::new(),
         }];
         b.object_stats = a.object_stats.clone();
         b.histogram_layout = HistogramLayout::Fraction(8);

@@ -243,7 +243,7 @@ pub fn probe_with(
     vec![
         Availability {
             name: "mem:soft",
-            what: "software memory-access sampling (task-clock timer, decoded instruction, data address from registers)",
+            what: "software memory-access sampling (task-clock timer, decoded instruction, data address from registers); always records misaligned accesses and strides per access site (no extra event: the same decode, cached per instruction)",
             missing: software.clone(),
             via: None,
         },

@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod findings;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod report;

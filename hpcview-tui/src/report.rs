@@ -68,6 +68,28 @@ fn render_with(db: &Database, tables: Tables, top: usize, base: Option<&mut Base
         out.push('\n');
         out.push_str(&code_table(db, top, base.as_deref()));
     }
+    if matches!(tables, Tables::Data | Tables::Both) && crate::findings::measured(db) {
+        out.push('\n');
+        out.push_str(&findings_section(db, top));
+    }
+    out
+}
+
+/// The strongest access-pattern findings across objects, one line each
+/// with its advice ([`crate::findings`]).
+pub fn findings_section(db: &Database, top: usize) -> String {
+    let found = crate::findings::strongest(db, top);
+    let mut out = String::new();
+    if found.is_empty() {
+        out.push_str("Findings: none (no misaligned accesses, no large or data-dependent strides in the objects above 1%)\n");
+        return out;
+    }
+    let _ = writeln!(out, "Findings: {} strongest", found.len());
+    for f in &found {
+        let o = &db.objects[f.object as usize];
+        let _ = writeln!(out, "- {}: {}", fit(&o.name, MAX_NAME), f.text);
+        let _ = writeln!(out, "  advice: {}", f.kind.advice());
+    }
     out
 }
 
@@ -469,6 +491,7 @@ mod tests {
                     histogram: None,
                     by_thread: Vec::new(),
                     histogram_by_thread: Vec::new(),
+                    sites: Vec::new(),
                 },
                 DataObject {
                     kind: ObjectKind::Heap,
@@ -482,6 +505,7 @@ mod tests {
                     histogram: None,
                     by_thread: Vec::new(),
                     histogram_by_thread: Vec::new(),
+                    sites: Vec::new(),
                 },
             ],
         }

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use formats::database::{DataObject, Frame, ThreadRef};
 use formats::measurement::{HistogramLayout, MetricInfo, SampleStats};
+use formats::patterns::StrideCounts;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -225,6 +226,8 @@ struct WireExtra {
     histogram: Vec<(u32, u64)>,
     by_thread: Vec<(u32, Vec<u64>)>,
     histogram_by_thread: Vec<(u32, Vec<(u32, u64)>)>,
+    /// (frame, stride observations) of the object's access sites.
+    sites: Vec<(u32, StrideCounts)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -279,6 +282,7 @@ impl Wire {
                     histogram: e.histogram.iter().map(|(&b, &n)| (b, n)).collect(),
                     by_thread: e.by_thread.clone(),
                     histogram_by_thread: e.histogram_by_thread.clone(),
+                    sites: e.sites.iter().map(|(&f, c)| (f, c.clone())).collect(),
                 })
                 .collect(),
             keys: p
@@ -325,16 +329,13 @@ impl Wire {
             .map(|(m, described)| shared.columns.column(m, *described))
             .collect();
         shared.symbols.add_warnings(self.warnings);
-        let path = |p: Vec<u32>| -> Result<Vec<u32>, String> {
-            p.into_iter()
-                .map(|f| {
-                    frames
-                        .get(f as usize)
-                        .copied()
-                        .ok_or_else(|| "a frame outside the frame table".to_string())
-                })
-                .collect()
+        let frame = |f: u32| -> Result<u32, String> {
+            frames
+                .get(f as usize)
+                .copied()
+                .ok_or_else(|| "a frame outside the frame table".to_string())
         };
+        let path = |p: Vec<u32>| -> Result<Vec<u32>, String> { p.into_iter().map(frame).collect() };
         let values = |v: Vec<u64>| -> Vec<u64> {
             let mut out = Vec::new();
             for (c, x) in v.into_iter().enumerate() {
@@ -362,6 +363,9 @@ impl Wire {
         }
         for ((mut obj, key), extra) in self.objects.into_iter().zip(self.keys).zip(self.extras) {
             obj.alloc_path = path(obj.alloc_path)?;
+            for site in &mut obj.sites {
+                site.frame = frame(site.frame)?;
+            }
             let key = match key {
                 WireObjKey::Heap(p) => ObjKey::Heap(path(p)?),
                 WireObjKey::Static(s) => ObjKey::Static(s),
@@ -382,6 +386,11 @@ impl Wire {
                     .map(|(t, v)| (t, values(v)))
                     .collect(),
                 histogram_by_thread: extra.histogram_by_thread,
+                sites: extra
+                    .sites
+                    .into_iter()
+                    .map(|(f, c)| Ok((frame(f)?, c)))
+                    .collect::<Result<_, String>>()?,
             });
         }
         let i = self.info;

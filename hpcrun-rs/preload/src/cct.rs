@@ -57,7 +57,9 @@ pub const M_TLB_MISS: usize = 17;
 /// mem:soft: summed operand size of the sampled accesses whose address was
 /// recovered.
 pub const M_ACCESS_BYTES: usize = 18;
-pub const METRICS: usize = 19;
+/// Sampled accesses whose bytes span two 64-byte cache lines.
+pub const M_MISALIGNED: usize = 19;
+pub const METRICS: usize = 20;
 
 /// How many hash slots are probed before giving up.
 const MAX_PROBE: usize = 64;

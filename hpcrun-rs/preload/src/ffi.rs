@@ -237,6 +237,10 @@ unsafe impl ZeroInit for crate::objects::big::Entry {}
 unsafe impl ZeroInit for crate::objects::granules::Slot {}
 // SAFETY: see above.
 unsafe impl ZeroInit for crate::objects::Record {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::patterns::IpEntry {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::patterns::Site {}
 
 /// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
 /// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing

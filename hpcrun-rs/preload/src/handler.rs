@@ -13,6 +13,7 @@ use crate::cct::{self, Tree};
 use crate::modules::Snapshot;
 use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
+use crate::stride::{self, Decoded};
 use crate::threads::{self, ThreadState};
 use crate::{anchors, ffi, modules, numa, objects, sampling, unwind};
 
@@ -210,7 +211,7 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
         (cct::M_FIRST_TOUCH, u64::from(first)),
     ];
     let metrics = if first { &metrics[..] } else { &metrics[..1] };
-    record(state, path, metrics, Some(target), None, metrics);
+    record(state, path, metrics, Some(target), None, metrics, None);
 }
 
 /// Handler of fatal signals (SIGSEGV, SIGABRT, SIGTERM, ...): writes what
@@ -426,7 +427,9 @@ pub const PARTIAL_UNWIND: u64 = formats::measurement::PARTIAL_UNWIND_ADDRESS;
 /// Records one sample: `path` (innermost first) in the code tree with
 /// `code_metrics`, and, when `target` is known, below that object in its
 /// data tree with `data_metrics` (and into its offset histogram at
-/// `addr`). Returns false (counted) if the trees are full.
+/// `addr`; and, with `site` = (accessing instruction, its decoder stride),
+/// into the stride tables of that access site). Returns false (counted)
+/// if the trees are full.
 pub fn record(
     state: &ThreadState,
     path: &[u64],
@@ -434,6 +437,7 @@ pub fn record(
     target: Option<Target>,
     addr: Option<u64>,
     data_metrics: &[(usize, u64)],
+    site: Option<(u64, Decoded)>,
 ) -> bool {
     let stats = &state.stats;
     let tree: &Tree = &state.tree;
@@ -490,7 +494,31 @@ pub fn record(
             }
         }
     }
+    if let (Some(addr), Some((ip, stride))) = (addr, site) {
+        let delta = state.ips.delta(ip, object, addr);
+        if !state.sites.note(object, ip, stride, delta) {
+            stats.sites_full.fetch_add(1, Relaxed);
+        }
+    }
     true
+}
+
+/// The instruction at `ip`, decoded from its loaded module, with that
+/// module's code bytes and their start address.
+fn instruction_at(snap: &Snapshot, ip: u64) -> Option<(iced_x86::Instruction, &'static [u8], u64)> {
+    let (seg_start, seg_end) = snap.exec_segment(ip)?;
+    let code = ffi::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)?;
+    let insn = soft::decode_at(code, seg_start, ip)?;
+    Some((insn, code, seg_start))
+}
+
+/// The decoder stride of the memory access at `ip` (computed once per
+/// instruction and thread, see `patterns::IpTable`).
+fn site_stride(state: &ThreadState, snap: &Snapshot, ip: u64, regs: Option<&Regs>) -> Decoded {
+    state.ips.stride(ip, || match instruction_at(snap, ip) {
+        Some((insn, code, start)) => stride::static_stride(code, start, &insn, regs),
+        None => Decoded::Unknown,
+    })
 }
 
 /// Everything the handler does for one sample, given the interrupted
@@ -536,13 +564,18 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
         Access::Address { kind, .. } if !kind.loads() => cct::M_STORE_SAMPLES,
         _ => cct::M_SAMPLES,
     };
-    // Data-tree metrics: the access, its width, its NUMA placement; the
-    // code tree gets the same plus the CPU sample.
-    let mut data = [(metric, 1), (0, 0), (0, 0)];
+    // Data-tree metrics: the access, its width, whether it spans two
+    // cache lines, its NUMA placement; the code tree gets the same plus
+    // the CPU sample.
+    let mut data = [(metric, 1), (0, 0), (0, 0), (0, 0)];
     let mut n = 1;
-    if let Access::Address { size, .. } = access {
+    if let Access::Address { addr, size, .. } = access {
         if size > 0 {
             data[n] = (cct::M_ACCESS_BYTES, u64::from(size));
+            n += 1;
+        }
+        if stride::misaligned(addr, size) {
+            data[n] = (cct::M_MISALIGNED, 1);
             n += 1;
         }
     }
@@ -558,14 +591,25 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
         }
     }
     let data = &data[..n];
-    let mut code = [(cct::M_CPU_SAMPLES, 1), (0, 0), (0, 0), (0, 0)];
+    let mut code = [(cct::M_CPU_SAMPLES, 1), (0, 0), (0, 0), (0, 0), (0, 0)];
     let code_metrics = if target.is_some() {
         code[1..=n].copy_from_slice(data);
         &code[..=n]
     } else {
         &code[..1]
     };
-    if !record(state, path, code_metrics, target, addr, data) || target.is_none() {
+    // The access site: the instruction whose address was computed (its
+    // loop gives the decoder stride). An address taken from the next
+    // instruction (`Source::AtIp`) means the sampled load overwrote its
+    // own address register: a pointer chase, data-dependent.
+    let site = addr.map(|_| {
+        let stride = match source {
+            Source::Previous => site_stride(state, snap, leaf, Some(regs)),
+            Source::AtIp => Decoded::DataDependent,
+        };
+        (leaf, stride)
+    });
+    if !record(state, path, code_metrics, target, addr, data, site) || target.is_none() {
         return;
     }
     if metric == cct::M_STORE_SAMPLES {
@@ -660,6 +704,7 @@ pub fn hardware_sample(
         (source, 1),
         tlb,
         (0, 0),
+        (0, 0),
     ];
     if let Some(local) = numa::is_local(addr) {
         let m = if local {
@@ -669,7 +714,28 @@ pub fn hardware_sample(
         };
         metrics[4] = (m, 1);
     }
-    if !record(state, path, &metrics, Some(target), Some(addr), &metrics) {
+    // The records carry no access size: the instruction at the sample's
+    // IP (exact for IBS and precise PEBS) gives it when it decodes to an
+    // explicit memory operand.
+    let size = instruction_at(snap, ip)
+        .filter(|(insn, ..)| soft::has_memory_operand(insn))
+        .map(|(insn, ..)| insn.memory_size().size() as u32);
+    if size.is_some_and(|s| stride::misaligned(addr, s)) {
+        metrics[5] = (cct::M_MISALIGNED, 1);
+    }
+    // Deltas of the sampled addresses per site; the decoder stride too
+    // (constant steps only: the interrupted registers are not the
+    // sample's).
+    let site = Some((ip, site_stride(state, snap, ip, None)));
+    if !record(
+        state,
+        path,
+        &metrics,
+        Some(target),
+        Some(addr),
+        &metrics,
+        site,
+    ) {
         return;
     }
     if is_store {

@@ -19,6 +19,9 @@
 //!   instruction ([`soft`], from the closest known instruction boundary
 //!   of [`anchors`]), find the data object, insert into the trees
 //!   ([`cct`]).
+//! * [`stride`], [`patterns`]: access patterns of the sampled accesses:
+//!   the decoder's stride of an instruction in its loop, and the
+//!   per-thread tables of strides and sampled deltas per access site.
 //! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
 //! * [`writer`]: one MessagePack file per thread at thread and process exit
@@ -50,12 +53,14 @@ pub mod notices;
 pub mod numa;
 pub mod objects;
 pub mod pages;
+pub mod patterns;
 pub mod pmu;
 pub mod profile_file;
 pub mod sampling;
 pub mod signal_hooks;
 pub mod signals;
 pub mod soft;
+pub mod stride;
 pub mod threads;
 pub mod unwind;
 pub mod writer;

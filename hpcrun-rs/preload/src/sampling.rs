@@ -323,6 +323,11 @@ fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::ME
             "bytes",
             "operand size of the sampled memory accesses whose address was recovered, summed (mem:soft): access_bytes / (samples + store_samples) is the typical access width",
         ),
+        (
+            "misaligned_samples",
+            "samples",
+            "sampled accesses (loads and stores) whose bytes [address, address + operand size) span two 64-byte cache lines; the operand size comes from the decoded instruction",
+        ),
     ]
 }
 
@@ -341,7 +346,7 @@ pub fn active_columns() -> Vec<usize> {
         cols.push(cct::M_SAMPLES);
     }
     if !hardware_active() && cfg.period_ns > 0 && !code_only() {
-        cols.push(cct::M_ACCESS_BYTES);
+        cols.extend([cct::M_ACCESS_BYTES, cct::M_MISALIGNED]);
     }
     if cfg.page_faults.is_some() {
         cols.extend([cct::M_PAGE_FAULTS, cct::M_FIRST_TOUCH]);
@@ -351,6 +356,7 @@ pub fn active_columns() -> Vec<usize> {
     }
     if hardware_active() {
         cols.extend(cct::M_LATENCY..=cct::M_TLB_MISS);
+        cols.push(cct::M_MISALIGNED);
     }
     cols
 }

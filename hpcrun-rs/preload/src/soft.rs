@@ -226,16 +226,16 @@ pub fn previous_by_backward_guess(code: &[u8], code_start: u64, ip: u64) -> Opti
     memory.or(fallback)
 }
 
-fn memory_operand(insn: &Instruction) -> Option<u32> {
+pub(crate) fn memory_operand(insn: &Instruction) -> Option<u32> {
     (0..insn.op_count()).find(|&i| insn.op_kind(i) == OpKind::Memory)
 }
 
-fn has_memory_operand(insn: &Instruction) -> bool {
+pub(crate) fn has_memory_operand(insn: &Instruction) -> bool {
     !matches!(insn.mnemonic(), Mnemonic::Lea | Mnemonic::Nop) && memory_operand(insn).is_some()
 }
 
 /// True if executing `insn` changed register `reg` (conservatively).
-fn writes_register(insn: &Instruction, reg: Register) -> bool {
+pub(crate) fn writes_register(insn: &Instruction, reg: Register) -> bool {
     let full = reg.full_register();
     if insn.op_count() > 0 && insn.op_kind(0) == OpKind::Register {
         let compares = matches!(

@@ -59,6 +59,8 @@ pub struct Stats {
     /// Histogram increments lost because the table was full (the sample
     /// itself is kept).
     pub histogram_full: AtomicU64,
+    /// Stride observations lost because the site table was full.
+    pub sites_full: AtomicU64,
 }
 
 /// Slots of a thread's histogram table ((object, bucket) pairs).
@@ -76,6 +78,10 @@ pub struct ThreadState {
     pub tree: cct::Tree,
     /// Offset histograms of the data objects: (object node, bucket) -> count.
     pub histogram: cct::Counts,
+    /// Decoder strides and last sampled address per instruction.
+    pub ips: crate::patterns::IpTable,
+    /// Stride observations per access site (object node, instruction).
+    pub sites: crate::patterns::SiteTable,
     pub stats: Stats,
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
@@ -170,6 +176,8 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
     let tree = cct::Tree::new(tree_capacity)?;
     let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
     let decode_cache = ffi::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
+    let ips = crate::patterns::IpTable::new()?;
+    let sites = crate::patterns::SiteTable::new()?;
     let state = ThreadState {
         pid: ffi::getpid(),
         tid: ffi::gettid(),
@@ -178,6 +186,8 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         start_ns: ffi::now_unix_ns(),
         tree,
         histogram,
+        ips,
+        sites,
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),

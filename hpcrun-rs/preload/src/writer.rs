@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
-    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile,
+    ObjectStats, ProcessInfo, SampleStats, SiteStrides, StaticVar, ThreadInfo, ThreadProfile,
 };
 
 use crate::threads::{self, ThreadState};
@@ -267,18 +267,38 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         log.reverse();
         profile.allocations = log;
     }
-    // Offset histograms, per object.
-    let mut histograms: HashMap<ObjectRef, Vec<(u32, u64)>> = HashMap::new();
+    // Offset histograms and access sites (strides), per object.
+    let mut per_object: HashMap<ObjectRef, ObjectStats> = HashMap::new();
     for (node, bucket, count) in state.histogram.entries() {
         if let Some(&o) = object_of.get(&node) {
-            histograms.entry(o).or_default().push((bucket, count));
+            per_object
+                .entry(o)
+                .or_insert_with(|| ObjectStats {
+                    object: o,
+                    ..Default::default()
+                })
+                .histogram
+                .push((bucket, count));
         }
     }
-    let mut object_stats: Vec<ObjectStats> = histograms
-        .into_iter()
-        .map(|(object, mut histogram)| {
-            histogram.sort_unstable();
-            ObjectStats { object, histogram }
+    for (node, ip, counts) in state.sites.entries() {
+        if let Some(&o) = object_of.get(&node) {
+            per_object
+                .entry(o)
+                .or_insert_with(|| ObjectStats {
+                    object: o,
+                    ..Default::default()
+                })
+                .sites
+                .push(SiteStrides { ip, counts });
+        }
+    }
+    let mut object_stats: Vec<ObjectStats> = per_object
+        .into_values()
+        .map(|mut st| {
+            st.histogram.sort_unstable();
+            st.sites.sort_unstable_by_key(|s| s.ip);
+            st
         })
         .collect();
     object_stats.sort_by_key(|s| format!("{:?}", s.object));
@@ -327,6 +347,13 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .stats
             .dropped
             .insert("histogram table full (samples kept)".into(), full);
+    }
+    let full = s.sites_full.load(Relaxed);
+    if full > 0 {
+        profile
+            .stats
+            .dropped
+            .insert("stride table full (samples kept)".into(), full);
     }
     // Hardware records that gave no sample (mem:latency, mem:stores).
     for (cause, n) in state.hw.dropped().filter(|&(_, n)| n > 0) {

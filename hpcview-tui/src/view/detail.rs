@@ -257,7 +257,8 @@ pub fn histogram_text(h: &formats::database::ObjectHistogram, bytes: u64) -> (St
     (bar, summary)
 }
 
-/// Per-object measurements: histogram, threads, first touch, NUMA.
+/// Per-object measurements: histogram, threads, first touch, NUMA,
+/// access patterns.
 fn object_lines(app: &AppState, o: u32, inc: &[u64], width: usize, out: &mut Vec<String>) {
     let model = &app.model;
     let db = &model.db;
@@ -331,6 +332,11 @@ fn object_lines(app: &AppState, o: u32, inc: &[u64], width: usize, out: &mut Vec
     }
     if let Some(f) = model.numa.iter().find(|f| f.object == o) {
         out.extend(numa_lines(f));
+    }
+    // How it was accessed: misalignment, stride (databases from before
+    // these measurements say nothing).
+    if crate::findings::measured(db) {
+        out.extend(crate::findings::lines(db, o, inc));
     }
 }
 

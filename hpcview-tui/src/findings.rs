@@ -1,0 +1,285 @@
+//! Access-pattern findings: how each object was accessed, in plain words
+//! (the detail pane's lines), and the strongest findings across objects
+//! with one line of advice each (`--report`'s "Findings" section).
+//!
+//! ```
+//! use hpcview_tui::findings;
+//! let db = hpcview_tui::fixtures::abc();
+//! // The fixture has no access patterns: nothing to report.
+//! assert!(findings::strongest(&db, 10).is_empty());
+//! ```
+
+use formats::database::Database;
+use formats::patterns::{self, Pattern, Regularity, StrideShare, StrideSource};
+
+/// Objects with a smaller share of the primary metric get no finding.
+pub const MIN_OBJECT_SHARE: f64 = 0.01;
+/// Misaligned accesses below this share of an object's accesses are no
+/// finding.
+pub const MIN_MISALIGNED_SHARE: f64 = 0.01;
+/// A regular stride at least this large touches a new cache line at
+/// every access.
+pub const LARGE_STRIDE: u64 = 64;
+/// Share of data-dependent samples that makes an irregular finding.
+pub const MIN_DATA_DEPENDENT: f64 = 0.5;
+
+/// What kind of pattern a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Misaligned,
+    LargeStride,
+    Irregular,
+}
+
+impl Kind {
+    /// One line of advice.
+    pub fn advice(self) -> &'static str {
+        match self {
+            Kind::Misaligned => {
+                "align it so no element spans two cache lines: natural alignment (no `packed`), reorder or pad record fields"
+            }
+            Kind::LargeStride => {
+                "walk it contiguously: interchange the loops, transpose the array, or block the loop nest"
+            }
+            Kind::Irregular => {
+                "addresses come from loaded data: keep what is used together together (sort indices, pool list nodes), or prefetch"
+            }
+        }
+    }
+}
+
+/// One finding about one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Index into `Database::objects`.
+    pub object: u32,
+    pub kind: Kind,
+    /// The plain line ("misaligned: 12% of sampled accesses span two
+    /// cache lines").
+    pub text: String,
+    /// Object share x pattern share: the ordering of `--report`.
+    pub strength: f64,
+}
+
+/// "320000 bytes (40000 elements of 8 bytes)".
+fn stride_words(s: &StrideShare) -> String {
+    match s.elements.filter(|&e| e != 0) {
+        Some(e) => {
+            let size = s.bytes / e;
+            let what = if e.abs() == 1 { "element" } else { "elements" };
+            format!("{} bytes ({e} {what} of {size} bytes)", s.bytes)
+        }
+        None => format!("{} bytes", s.bytes),
+    }
+}
+
+fn pct(share: f64) -> String {
+    if share > 0.0 && share < 0.01 {
+        "<1%".to_string()
+    } else {
+        format!("{:.0}%", 100.0 * share)
+    }
+}
+
+/// The stride line of a pattern.
+fn stride_line(p: &Pattern) -> String {
+    let from = match p.source {
+        StrideSource::Decoder => "",
+        StrideSource::Samples => ", from sampled address deltas only",
+    };
+    match (p.regularity, p.strides.first()) {
+        (Regularity::Regular, Some(s)) => format!(
+            "stride: {}, regular ({} of {} sampled accesses{from})",
+            stride_words(s),
+            pct(s.share),
+            p.observations
+        ),
+        _ if p.data_dependent >= MIN_DATA_DEPENDENT => format!(
+            "stride: irregular, {} of the sampled addresses depend on loaded data (indirection, pointer chase)",
+            pct(p.data_dependent)
+        ),
+        (_, Some(s)) => format!(
+            "stride: irregular, no stride has 60% (top: {} at {}{from})",
+            stride_words(s),
+            pct(s.share)
+        ),
+        (_, None) => format!("stride: irregular, no stride has 60%{from}"),
+    }
+}
+
+/// The detail pane's lines about object `index`, whose inclusive metrics
+/// are `metrics`: misalignment and stride, or why they are missing.
+pub fn lines(db: &Database, index: u32, metrics: &[u64]) -> Vec<String> {
+    let access = patterns::object_access(db, index, metrics);
+    let mut out = Vec::new();
+    match access.misaligned {
+        Some((0, _)) => out.push("misaligned: no sampled access spans two cache lines".into()),
+        Some((_, share)) => out.push(format!(
+            "misaligned: {} of sampled accesses span two cache lines",
+            pct(share)
+        )),
+        None if db.metric_column("misaligned_samples").is_some() => {}
+        None => out.push("misaligned: not measured".into()),
+    }
+    match &access.pattern {
+        Some(p) => out.push(stride_line(p)),
+        None => out.push("stride: not measured".into()),
+    }
+    // Sites with another stride than the object's dominant one.
+    let dominant = access
+        .pattern
+        .as_ref()
+        .and_then(|p| p.strides.first())
+        .map(|s| s.bytes);
+    for (frame, counts, p) in access.sites.iter().take(4) {
+        let Some(p) = p else { continue };
+        let first = p.strides.first().map(|s| s.bytes);
+        if access.sites.len() > 1 && first != dominant {
+            let at = match (&frame.file, frame.line) {
+                (Some(f), Some(l)) => format!("{}:{l}", f.rsplit('/').next().unwrap_or(f)),
+                _ => frame.function.clone(),
+            };
+            out.push(format!(
+                "  at {at} ({} samples): {}",
+                counts.samples,
+                stride_line(p)
+            ));
+        }
+    }
+    out
+}
+
+/// The findings about object `index` (see [`strongest`]).
+pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if share < MIN_OBJECT_SHARE {
+        return out;
+    }
+    let access = patterns::object_access(db, index, metrics);
+    if let Some((_, m)) = access.misaligned.filter(|m| m.1 >= MIN_MISALIGNED_SHARE) {
+        out.push(Finding {
+            object: index,
+            kind: Kind::Misaligned,
+            text: format!(
+                "misaligned: {} of sampled accesses span two cache lines",
+                pct(m)
+            ),
+            strength: share * m,
+        });
+    }
+    if let Some(p) = &access.pattern {
+        let top = p.strides.first();
+        match (p.regularity, top) {
+            (Regularity::Regular, Some(s)) if s.bytes.unsigned_abs() >= LARGE_STRIDE => {
+                out.push(Finding {
+                    object: index,
+                    kind: Kind::LargeStride,
+                    text: stride_line(p),
+                    strength: share * s.share,
+                })
+            }
+            (Regularity::Irregular, _)
+                if p.source == StrideSource::Decoder && p.data_dependent >= MIN_DATA_DEPENDENT =>
+            {
+                out.push(Finding {
+                    object: index,
+                    kind: Kind::Irregular,
+                    text: stride_line(p),
+                    strength: share * p.data_dependent,
+                })
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The strongest findings across all objects, strongest first, at most
+/// `top`.
+pub fn strongest(db: &Database, top: usize) -> Vec<Finding> {
+    let mut all: Vec<Finding> = formats::views::objects(db)
+        .iter()
+        .flat_map(|o| of_object(db, o.index, &o.metrics, o.share))
+        .collect();
+    all.sort_by(|a, b| {
+        b.strength
+            .total_cmp(&a.strength)
+            .then(a.object.cmp(&b.object))
+    });
+    all.truncate(top);
+    all
+}
+
+/// True when the database holds access-pattern measurements at all.
+pub fn measured(db: &Database) -> bool {
+    db.metric_column("misaligned_samples").is_some()
+        || db.objects.iter().any(|o| !o.sites.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formats::database::AccessSite;
+    use formats::measurement::MetricInfo;
+    use formats::patterns::StrideCounts;
+
+    fn with_patterns() -> Database {
+        let mut db = crate::fixtures::abc();
+        db.info.metrics.push(MetricInfo {
+            name: "misaligned_samples".into(),
+            ..Default::default()
+        });
+        db.frames.push(formats::database::Frame {
+            function: "compute".into(),
+            file: Some("/src/abc.c".into()),
+            line: Some(33),
+            ..Default::default()
+        });
+        let frame = db.frames.len() as u32 - 1;
+        for o in &mut db.objects {
+            let stride = if o.name == "C" { 320_000 } else { 8 };
+            o.sites = vec![AccessSite {
+                frame,
+                counts: StrideCounts {
+                    samples: 100,
+                    element_bytes: 8,
+                    strides: vec![(stride, 100)],
+                    ..Default::default()
+                },
+            }];
+        }
+        db
+    }
+
+    #[test]
+    fn large_regular_stride_is_a_finding() {
+        let db = with_patterns();
+        let found = strongest(&db, 10);
+        assert!(!found.is_empty());
+        let f = &found[0];
+        assert_eq!(db.objects[f.object as usize].name, "C");
+        assert_eq!(f.kind, Kind::LargeStride);
+        assert_eq!(
+            f.text,
+            "stride: 320000 bytes (40000 elements of 8 bytes), regular (100% of 100 sampled accesses)"
+        );
+        // Unit strides are no finding.
+        assert!(found
+            .iter()
+            .all(|f| db.objects[f.object as usize].name == "C"));
+    }
+
+    #[test]
+    fn detail_lines_say_what_was_measured() {
+        let db = with_patterns();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap() as u32;
+        let inc = db.data.inclusive(db.info.metrics.len());
+        let metrics = &inc[db.objects[c as usize].node as usize];
+        let l = lines(&db, c, metrics);
+        assert_eq!(l[0], "misaligned: no sampled access spans two cache lines");
+        assert!(l[1].starts_with("stride: 320000 bytes"), "{l:?}");
+        let plain = crate::fixtures::abc();
+        let l = lines(&plain, c, metrics);
+        assert_eq!(l, vec!["misaligned: not measured", "stride: not measured"]);
+    }
+}
