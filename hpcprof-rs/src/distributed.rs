@@ -35,6 +35,10 @@ pub enum Outcome {
     Root(Streamed),
     /// Another rank: its share went to rank 0's side.
     Sent,
+    /// The job failed and this rank has said why (every rank says it
+    /// before any exits: a launcher ends the whole job at the first
+    /// process that exits with an error).
+    Failed,
 }
 
 /// Runs this rank's part of the distributed merge of `dir`. `check` runs
@@ -126,13 +130,16 @@ pub fn merge(
     let mut failed = size;
     world.all_reduce_into(&mine, &mut failed, mpi::collective::SystemOperation::min());
     if failed < size {
-        return Err(match local_error {
+        let why = match local_error {
             Some(e) => e,
             None => format!(
                 "{me}: stopping: rank {failed} could not read its share of {} (see its message); no database was written",
                 dir.display()
             ),
-        });
+        };
+        eprintln!("hpcprof-rs: error: {why}");
+        world.barrier();
+        return Ok(Outcome::Failed);
     }
     let mut share = share.expect("no rank failed");
 

@@ -359,6 +359,7 @@ fn merge_on_mpi(args: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
             Ok(Some((merged, n)))
         }
         Ok(Outcome::Sent) => Ok(None),
+        Ok(Outcome::Failed) => std::process::exit(2),
         Err(e) => Err(anyhow::anyhow!(e)),
     }
 }

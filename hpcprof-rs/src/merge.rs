@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex};
 
 use formats::database::{
     AccessSite, DataObject, Database, DbInfo, Dist, Frame, ObjectHistogram, ObjectKind, ThreadRef,
-    MAX_THREAD_VALUES,
+    MAX_RANK_VALUES, MAX_THREAD_VALUES,
 };
 use formats::measurement::{
     HistogramLayout, MetricInfo, NodeKey, ObjectRef, SampleStats, ThreadProfile,
@@ -516,17 +516,23 @@ impl TreeBuilder {
     }
 
     /// Adds one rank's sums to the rank accumulators and per-rank values.
-    fn add_rank(&mut self, rank: u32, values: &RankValues) {
+    /// Adds one rank's per-node values to the rank summaries, and to the
+    /// per-rank lists when `keep` (runs whose database keeps them: a list
+    /// entry per node and rank would otherwise be held until the end,
+    /// 16,000 ranks: 650 MB).
+    fn add_rank(&mut self, rank: u32, values: &RankValues, keep: bool) {
         if self.ranks.len() < self.len() {
             self.ranks.resize(self.len(), Acc::default());
         }
-        if self.by_rank.len() < self.len() {
+        if keep && self.by_rank.len() < self.len() {
             self.by_rank.resize(self.len(), Vec::new());
         }
         for (&n, &v) in values {
             if v > 0 {
                 self.ranks[n as usize].add(v);
-                self.by_rank[n as usize].push((rank, v));
+                if keep {
+                    self.by_rank[n as usize].push((rank, v));
+                }
             }
         }
     }
@@ -745,6 +751,13 @@ impl Columns {
 struct Shared {
     symbols: Symbolizer,
     columns: Columns,
+    /// The whole merge has at most `MAX_THREAD_VALUES` inputs: per-thread
+    /// values and histograms of objects are gathered (the database keeps
+    /// them only for runs of that many threads).
+    keep_thread_values: bool,
+    /// The whole merge has at most `MAX_RANK_VALUES` processes (hence
+    /// ranks): per-rank values of nodes are gathered.
+    keep_rank_values: bool,
 }
 
 /// (allocations, bytes, symbolised allocation path) of one site.
@@ -1001,10 +1014,15 @@ impl Partial {
                 }
             }
         }
-        for (id, values) in obj_values {
-            data.extras[id as usize]
-                .by_thread
-                .push((thread_index, values));
+        // Per-thread values are kept only for runs the database keeps them
+        // for: a run of more threads would hold one entry per thread and
+        // object until the end (16,000 threads: 750 MB).
+        if shared.keep_thread_values {
+            for (id, values) in obj_values {
+                data.extras[id as usize]
+                    .by_thread
+                    .push((thread_index, values));
+            }
         }
         if !p.object_stats.is_empty() {
             let layout = *info.layout.get_or_insert(p.histogram_layout);
@@ -1020,7 +1038,7 @@ impl Partial {
                         let e = extra.histogram.entry(b).or_default();
                         *e = e.saturating_add(n);
                     }
-                    if !st.histogram.is_empty() {
+                    if shared.keep_thread_values && !st.histogram.is_empty() {
                         extra
                             .histogram_by_thread
                             .push((thread_index, st.histogram.clone()));
@@ -1066,7 +1084,7 @@ impl Partial {
 
     /// Accumulates a process's facts: allocation counts summed over
     /// processes, stack sizes, per-rank sums.
-    fn flush(&mut self, st: ProcState) {
+    fn flush(&mut self, st: ProcState, keep_ranks: bool) {
         for (_, (allocations, bytes, path)) in st.sites {
             let e = self.site_counts.entry(path).or_default();
             e.0 = e.0.saturating_add(allocations);
@@ -1081,13 +1099,13 @@ impl Partial {
             }
         }
         for (rank, values) in &st.code_ranks {
-            self.code.add_rank(*rank, values);
+            self.code.add_rank(*rank, values, keep_ranks);
             if !self.info.flushed_ranks.insert(*rank) {
                 self.info.rank_clash = true;
             }
         }
         for (rank, values) in &st.data_ranks {
-            self.data.tb.add_rank(*rank, values);
+            self.data.tb.add_rank(*rank, values, keep_ranks);
         }
     }
 
@@ -1133,7 +1151,7 @@ impl Partial {
             }
         }
         if whole {
-            self.flush(st);
+            self.flush(st, shared.keep_rank_values);
         } else {
             self.pend(st, None, None);
         }
@@ -1262,7 +1280,8 @@ struct Input<'a> {
 fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)>) -> Streamed {
     let timings = std::env::var_os("HPCPROF_RS_TIMINGS").is_some();
     let t0 = std::time::Instant::now();
-    let (partial, shared) = run_partial(groups, input);
+    let sizes = (groups.iter().map(Vec::len).sum(), groups.len());
+    let (partial, shared) = run_partial(groups, input, sizes);
     let merged = finish(partial, shared, skipped);
     if timings {
         eprintln!(
@@ -1273,11 +1292,19 @@ fn run(groups: Vec<Vec<usize>>, input: &Input<'_>, skipped: Vec<(String, String)
     merged
 }
 
-/// The workers' combined partial result over `groups`, not finished.
-fn run_partial(groups: Vec<Vec<usize>>, input: &Input<'_>) -> (Partial, Shared) {
+/// The workers' combined partial result over `groups`, not finished;
+/// `sizes` are the numbers of profiles and of processes of the whole
+/// merge (all shares).
+fn run_partial(
+    groups: Vec<Vec<usize>>,
+    input: &Input<'_>,
+    sizes: (usize, usize),
+) -> (Partial, Shared) {
     let shared = Shared {
         symbols: Symbolizer::default(),
         columns: Columns::new(),
+        keep_thread_values: sizes.0 <= MAX_THREAD_VALUES,
+        keep_rank_values: sizes.1 <= MAX_RANK_VALUES,
     };
     let workers = rayon::current_num_threads().max(1);
     let total: usize = groups.iter().map(Vec::len).sum();
@@ -1421,7 +1448,7 @@ fn frame_order(f: &Frame) -> (&str, &str, Option<&str>, Option<u32>, bool, Optio
 fn finish(mut part: Partial, shared: Shared, mut skipped: Vec<(String, String)>) -> Streamed {
     let pending = std::mem::take(&mut part.pending);
     if !pending.is_empty() {
-        part.flush(pending);
+        part.flush(pending, shared.keep_rank_values);
     }
     // The lookup tables are not needed any more.
     part.end_profiles();

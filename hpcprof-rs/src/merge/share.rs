@@ -52,12 +52,13 @@ impl Share {
         groups: Vec<Vec<usize>>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Share {
+        let sizes = (files.len(), process_groups(files).len());
         let (mut part, shared) =
-            with_file_input(files, progress, |input| run_partial(groups, input));
+            with_file_input(files, progress, |input| run_partial(groups, input, sizes));
         // Every process of this share is complete here.
         let pending = std::mem::take(&mut part.pending);
         if !pending.is_empty() {
-            part.flush(pending);
+            part.flush(pending, shared.keep_rank_values);
         }
         part.end_profiles();
         Share { part, shared }
