@@ -32,7 +32,7 @@ use crate::read;
 /// What a rank ends with.
 pub enum Outcome {
     /// Rank 0: the finished merge.
-    Root(Streamed),
+    Root(Box<Streamed>),
     /// Another rank: its share went to rank 0's side.
     Sent,
     /// The job failed and this rank has said why (every rank says it
@@ -164,7 +164,7 @@ pub fn merge(
         }
         step *= 2;
     }
-    Ok(Outcome::Root(share.finish()))
+    Ok(Outcome::Root(Box::new(share.finish())))
 }
 
 fn hostname() -> String {

@@ -356,7 +356,7 @@ fn merge_on_mpi(args: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
     match distributed::merge(&args.measurements, &check, &|_| {}) {
         Ok(Outcome::Root(merged)) => {
             let n = merged.db.info.profiles as usize + merged.db.info.skipped.len();
-            Ok(Some((merged, n)))
+            Ok(Some((*merged, n)))
         }
         Ok(Outcome::Sent) => Ok(None),
         Ok(Outcome::Failed) => std::process::exit(2),
