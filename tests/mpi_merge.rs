@@ -6,7 +6,9 @@
 //!
 //! The MPI build (`--features mpi`) is made here, into `target/mpi`, the
 //! first time (it needs an MPI library and libclang; CI installs them).
-//! Skipped, with a message, only where no MPI is installed.
+//! Skipped, with a message, where no MPI is installed or (outside CI) the
+//! feature cannot be built: the default `cargo test --workspace` needs
+//! no MPI.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -33,11 +35,15 @@ fn mpi_hpcprof() -> Option<&'static Path> {
                 .arg(&target)
                 .output()
                 .expect("run cargo build");
-            assert!(
-                out.status.success(),
-                "building hpcprof-rs --features mpi failed (needs libclang-dev and an MPI library):\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            if !out.status.success() {
+                let why = format!(
+                    "building hpcprof-rs --features mpi failed (needs libclang-dev and an MPI library's headers):\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert!(std::env::var_os("CI").is_none(), "{why}");
+                eprintln!("SKIPPED: {why}");
+                return None;
+            }
             Some(target.join("debug/hpcprof-rs"))
         })
         .as_deref()
