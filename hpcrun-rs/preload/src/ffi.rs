@@ -503,7 +503,26 @@ pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
         return Err(errno());
     }
     signal_and_enable(fd, signal)?;
+    // One overflow at a time: the event disables itself at its next
+    // overflow and the handler re-arms it when done (`rearm_event`), so a
+    // handler slower than the period cannot queue signal after signal (the
+    // per-user queue of pending signals, `ulimit -i`, is shared by all of
+    // the user's processes), and the handler's own time is not sampled.
+    if !rearm_event(fd) {
+        let e = errno();
+        close_event(fd);
+        return Err(e);
+    }
     Ok(fd)
+}
+
+/// `ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)`: enables the event for one more
+/// overflow, after which the kernel disables it again. Async-signal-safe
+/// (one system call).
+pub fn rearm_event(fd: c_int) -> bool {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: ioctl on an fd; an invalid fd only returns an error.
+    unsafe { libc::ioctl(fd, pe::REFRESH as _, 1) == 0 }
 }
 
 /// Sample layout of the page-fault event.
@@ -1236,6 +1255,20 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 /// Reads a counting perf event's value (task-clock: ns of CPU time).
+/// CPU time of thread `tid` of this process (its kernel CPU clock, as
+/// `pthread_getcpuclockid` builds it); `None` once the thread is gone.
+pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
+    // CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), tid inverted << 3.
+    let clock = ((!(tid as libc::clockid_t)) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec; a bad clock id only returns an error.
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 pub fn read_counter(fd: c_int) -> Option<u64> {
     let mut value: u64 = 0;
     // SAFETY: reading 8 bytes into a u64.

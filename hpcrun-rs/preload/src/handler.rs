@@ -64,12 +64,18 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
 /// SIGIO, installed while the program leaves it at its default action
 /// (terminate): when the kernel cannot queue a perf event's real-time
 /// signal (the per-user limit of pending signals, `ulimit -i`, reached by
-/// many threads sampled fast on a loaded machine), it sends SIGIO instead.
+/// the user's other processes, or by a tiny limit), it sends SIGIO instead.
 /// That must not kill the program: the sample is counted as dropped.
 pub extern "C" fn on_sigio(_signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
     let saved_errno = ffi::errno();
     if let Some(state) = threads::current() {
         state.stats.dropped[threads::DROP_QUEUE_FULL].fetch_add(1, Relaxed);
+        // The overflow whose signal was lost stopped the task-clock event
+        // (one overflow at a time): arm it again, or sampling would end.
+        let fd = state.perf_fd.load(Relaxed);
+        if fd >= 0 {
+            ffi::rearm_event(fd);
+        }
     }
     ffi::set_errno(saved_errno);
 }
@@ -95,6 +101,16 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
         return;
     }
     enter(context, sample);
+    // The task-clock event stopped itself at this overflow: arm it for the
+    // next one (see `ffi::open_task_clock`), whatever `sample` did.
+    if let Some(state) = threads::current() {
+        let fd = state.perf_fd.load(Relaxed);
+        if fd >= 0 {
+            let saved_errno = ffi::errno();
+            ffi::rearm_event(fd);
+            ffi::set_errno(saved_errno);
+        }
+    }
 }
 
 /// The handler of the page-fault event's signal: drains the thread's

@@ -182,11 +182,13 @@ pub fn start_thread(index: u32) {
 
 /// Stops a thread's sampling (from any thread).
 pub fn stop(state: &threads::ThreadState, close: bool) {
-    // The task-clock count is the thread's CPU time: with the period, the
-    // samples it should have had (see notices.rs).
+    // The thread's CPU time: with the period, the samples it should have
+    // had (see notices.rs). From its CPU clock, not the task-clock event's
+    // count: the event stops at an overflow until its signal is handled,
+    // so a thread whose signal is blocked counts one period only.
     let fd = state.perf_fd.load(Acquire);
     if fd >= 0 && !hardware_active() {
-        if let Some(ns) = ffi::read_counter(fd) {
+        if let Some(ns) = ffi::thread_cpu_ns_of(state.tid).or_else(|| ffi::read_counter(fd)) {
             state.stats.cpu_time_ns.store(ns, Relaxed);
         }
     }
