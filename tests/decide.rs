@@ -208,15 +208,7 @@ fn advise_says_initialise_in_parallel_for_the_serially_initialised_array() {
     let exe = compile_c("first_touch/first_touch.c", &dir, &["-fopenmp"]);
     for mode in ["serial", "parallel"] {
         let sub = dir.join(mode);
-        std::fs::create_dir_all(&sub).unwrap();
-        let measurements = sub.join("measurements");
-        let out = run(Command::new(tool("hpcrun-rs"))
-            .env("OMP_NUM_THREADS", "2")
-            .args(["-e", EVENT, "-e", "page-faults", "-o"])
-            .arg(&measurements)
-            .arg(&exe)
-            .args([mode, "4"]));
-        ok_stdout(&out, "hpcrun-rs first_touch");
+        let (_, measurements) = measure_first_touch(&sub, &exe, EVENT, mode);
         merge_and_export(&sub, &measurements);
         let a = advise(&sub.join("db"), &[]);
         assert_eq!(a["first_touch_measured"], true);

@@ -372,15 +372,7 @@ fn first_touch_threads_follow_the_initialisation() {
     let exe = compile_c("first_touch/first_touch.c", &dir, &["-fopenmp"]);
     for mode in ["serial", "parallel"] {
         let sub = dir.join(mode);
-        std::fs::create_dir_all(&sub).unwrap();
-        let measurements = sub.join("measurements");
-        let out = run(Command::new(tool("hpcrun-rs"))
-            .env("OMP_NUM_THREADS", "2")
-            .args(["-e", EVENT, "-e", "page-faults", "-o"])
-            .arg(&measurements)
-            .arg(&exe)
-            .args([mode, "4"]));
-        let stdout = ok_stdout(&out, "hpcrun-rs first_touch");
+        let (stdout, measurements) = measure_first_touch(&sub, &exe, EVENT, mode);
         assert!(
             stdout.starts_with(&format!("first_touch {mode} threads=2 sweeps=4 ")),
             "{stdout}"

@@ -479,14 +479,20 @@ fn run_export(args: ExportArgs) -> Result<ExitCode> {
         FormatArg::Json => export::to_json(&db, view, args.top),
         FormatArg::Csv => export::to_csv(&db, view, args.top),
     };
+    print_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a report to standard output; a closed pipe
+/// (`hpcprof-rs export db | head`) is fine.
+fn print_out(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        // `hpcprof-rs export db | head` is fine.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(e).context("cannot write to standard output"),
     }
 }
@@ -505,15 +511,7 @@ fn run_diff(args: DiffArgs) -> Result<ExitCode> {
         DiffFormatArg::Json => formats::diff::to_json(&d),
         DiffFormatArg::Csv => formats::diff::to_csv(&d),
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => return Err(e).context("cannot write to standard output"),
-    }
+    print_out(&text)?;
     if let Some(pct) = args.fail_if_worse {
         let reasons = formats::diff::worse(&d, pct, args.min_share / 100.0);
         for r in &reasons {
@@ -538,15 +536,8 @@ fn run_advise(args: AdviseArgs) -> Result<ExitCode> {
         AdviseFormatArg::Text => advise::to_text(&db, placement.as_ref(), &numa, has_first_touch),
         AdviseFormatArg::Json => advise::to_json(placement.as_ref(), &numa, has_first_touch),
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(e) => Err(e).context("cannot write to standard output"),
-    }
+    print_out(&text)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

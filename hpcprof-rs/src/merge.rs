@@ -48,6 +48,7 @@ use formats::measurement::{
 };
 use formats::patterns::StrideCounts;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 mod output;
 mod share;
@@ -156,7 +157,7 @@ impl AddrMap {
 }
 
 /// Identity of a data object across profiles.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 enum ObjKey {
     Heap(Vec<u32>),
     Static(String),
@@ -193,7 +194,7 @@ impl ObjKey {
 const ROOTS: [&str; 4] = ["", HEAP_ROOT, STATIC_ROOT, UNKNOWN_ROOT];
 
 /// Child key of a tree node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 enum Key {
     /// Index into [`ROOTS`].
     Root(u8),
@@ -207,7 +208,7 @@ enum Key {
 /// 40 bytes (one per tree node): the sum of squares is kept in 96 bits
 /// (`sumsq_hi`, `sumsq_lo`; saturating at 2^96, i.e. values of 2^48 per
 /// thread) instead of a 16-byte aligned `u128`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Acc {
     count: u32,
     sumsq_hi: u32,

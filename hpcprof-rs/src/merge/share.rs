@@ -80,11 +80,6 @@ impl Share {
         })
     }
 
-    /// Files this share could not use, with the reason.
-    pub fn skipped(&self) -> &[(String, String)] {
-        &self.part.info.skipped
-    }
-
     /// The finished, canonical database (only once every share is in).
     pub fn finish(mut self) -> Streamed {
         // The per-profile tables were freed; the lookup tables rebuilt on
@@ -95,53 +90,12 @@ impl Share {
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireAcc {
-    count: u32,
-    sumsq_hi: u32,
-    sumsq_lo: u64,
-    sum: u64,
-    min: u64,
-    max: u64,
-}
-
-impl WireAcc {
-    fn of(a: &Acc) -> Self {
-        WireAcc {
-            count: a.count,
-            sumsq_hi: a.sumsq_hi,
-            sumsq_lo: a.sumsq_lo,
-            sum: a.sum,
-            min: a.min,
-            max: a.max,
-        }
-    }
-
-    fn acc(&self) -> Acc {
-        Acc {
-            count: self.count,
-            sumsq_hi: self.sumsq_hi,
-            sumsq_lo: self.sumsq_lo,
-            sum: self.sum,
-            min: self.min,
-            max: self.max,
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize)]
-enum WireKey {
-    Root(u8),
-    Frame(u32),
-    Object(u32),
-}
-
-#[derive(Serialize, Deserialize)]
 struct WireTree {
     parents: Vec<u32>,
-    keys: Vec<WireKey>,
+    keys: Vec<Key>,
     exclusive: Vec<Vec<u64>>,
-    threads: Vec<WireAcc>,
-    ranks: Vec<WireAcc>,
+    threads: Vec<Acc>,
+    ranks: Vec<Acc>,
     by_rank: Vec<Vec<(u32, u64)>>,
 }
 
@@ -149,18 +103,10 @@ impl WireTree {
     fn of(t: &TreeBuilder) -> Self {
         WireTree {
             parents: t.parents.clone(),
-            keys: t
-                .keys
-                .iter()
-                .map(|k| match *k {
-                    Key::Root(r) => WireKey::Root(r),
-                    Key::Frame(f) => WireKey::Frame(f),
-                    Key::Object(o) => WireKey::Object(o),
-                })
-                .collect(),
+            keys: t.keys.clone(),
             exclusive: t.exclusive.clone(),
-            threads: t.threads.iter().map(WireAcc::of).collect(),
-            ranks: t.ranks.iter().map(WireAcc::of).collect(),
+            threads: t.threads.clone(),
+            ranks: t.ranks.clone(),
             by_rank: t.by_rank.clone(),
         }
     }
@@ -178,13 +124,12 @@ impl WireTree {
         t.keys = Vec::with_capacity(n);
         for k in self.keys {
             t.keys.push(match k {
-                WireKey::Root(r) => Key::Root(r),
-                WireKey::Frame(f) => Key::Frame(
+                Key::Frame(f) => Key::Frame(
                     *frames
                         .get(f as usize)
                         .ok_or("a frame outside the frame table")?,
                 ),
-                WireKey::Object(o) => Key::Object(o),
+                k => k,
             });
         }
         for i in 1..n {
@@ -202,24 +147,14 @@ impl WireTree {
                 }
             }
         }
-        t.threads = self.threads.iter().map(WireAcc::acc).collect();
-        t.ranks = self.ranks.iter().map(WireAcc::acc).collect();
+        t.threads = self.threads;
+        t.ranks = self.ranks;
         t.by_rank = self.by_rank;
         if t.threads.len() > n || t.ranks.len() > n || t.by_rank.len() > n {
             return Err("node values beyond the tree".into());
         }
         Ok(t)
     }
-}
-
-#[derive(Serialize, Deserialize)]
-enum WireObjKey {
-    Heap(Vec<u32>),
-    Static(String),
-    Stack(u32),
-    SmallHeap,
-    Unknown,
-    NotRecovered,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -258,7 +193,7 @@ struct Wire {
     roots: (u32, u32, u32),
     objects: Vec<DataObject>,
     extras: Vec<WireExtra>,
-    keys: Vec<WireObjKey>,
+    keys: Vec<ObjKey>,
     info: WireInfo,
     site_counts: Vec<(Vec<u32>, (u64, u64))>,
 }
@@ -286,19 +221,7 @@ impl Wire {
                     sites: e.sites.iter().map(|(&f, c)| (f, c.clone())).collect(),
                 })
                 .collect(),
-            keys: p
-                .data
-                .keys
-                .iter()
-                .map(|k| match k {
-                    ObjKey::Heap(path) => WireObjKey::Heap(path.clone()),
-                    ObjKey::Static(n) => WireObjKey::Static(n.clone()),
-                    ObjKey::Stack(n) => WireObjKey::Stack(*n),
-                    ObjKey::SmallHeap => WireObjKey::SmallHeap,
-                    ObjKey::Unknown => WireObjKey::Unknown,
-                    ObjKey::NotRecovered => WireObjKey::NotRecovered,
-                })
-                .collect(),
+            keys: p.data.keys.clone(),
             info: WireInfo {
                 events: i.events.iter().cloned().collect(),
                 commands: i.commands.iter().cloned().collect(),
@@ -368,12 +291,8 @@ impl Wire {
                 site.frame = frame(site.frame)?;
             }
             let key = match key {
-                WireObjKey::Heap(p) => ObjKey::Heap(path(p)?),
-                WireObjKey::Static(s) => ObjKey::Static(s),
-                WireObjKey::Stack(t) => ObjKey::Stack(t),
-                WireObjKey::SmallHeap => ObjKey::SmallHeap,
-                WireObjKey::Unknown => ObjKey::Unknown,
-                WireObjKey::NotRecovered => ObjKey::NotRecovered,
+                ObjKey::Heap(p) => ObjKey::Heap(path(p)?),
+                k => k,
             };
             let id = part.data.objects.len() as u32;
             part.data.object_ids.insert(key.clone(), id);

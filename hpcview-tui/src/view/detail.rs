@@ -20,18 +20,7 @@ use formats::database::Dist;
 
 /// `0 B`, `512 B`, `8.0 MiB`.
 pub(crate) fn bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    formats::advice::bytes_text(b)
 }
 
 fn dist_text(d: &Option<Dist>, what: &str, none: &str) -> String {
