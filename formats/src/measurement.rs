@@ -148,6 +148,37 @@ pub struct ObjectStats {
     /// strides, by instruction address.
     #[serde(default)]
     pub sites: Vec<SiteStrides>,
+    /// Sharing events (`-e sharing`): this thread's watchpoint traps on
+    /// the object, by kind.
+    #[serde(default)]
+    pub sharing: Vec<SharingEvents>,
+    /// Reuse outcomes (`-e reuse`) of this thread's watched words in the
+    /// object, as (bucket, count) sorted by bucket; buckets as
+    /// `crate::patterns::REUSE_BUCKETS`.
+    #[serde(default)]
+    pub reuse: Vec<(u32, u64)>,
+}
+
+/// Sharing events of one kind in one thread: a watchpoint this thread
+/// trapped on, armed by another thread's sample (see docs/GUIDE.md,
+/// "Access patterns").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharingEvents {
+    /// True sharing: the trapping access touched the very bytes of the
+    /// other thread's sampled access; false sharing: another 8-byte word
+    /// of the same 64-byte line.
+    pub true_sharing: bool,
+    /// Offset of the cache line's start from the object's start (negative
+    /// when the object starts inside the line).
+    pub line_offset: i64,
+    /// Index (`ThreadInfo::index`) of the other thread, in the same
+    /// process.
+    pub other_thread: u32,
+    /// This thread's instruction (a lookup address, like a leaf).
+    pub ip: u64,
+    /// The other thread's sampled instruction.
+    pub other_ip: u64,
+    pub count: u64,
 }
 
 /// One access site of an object in one thread: the sampled instruction
@@ -383,6 +414,32 @@ pub struct SampleStats {
     /// reported it.
     #[serde(default)]
     pub notices: BTreeMap<String, u64>,
+    /// Watchpoints (`-e sharing`, `-e reuse`).
+    #[serde(default)]
+    pub watchpoints: WatchStats,
+}
+
+/// What the watchpoint analyses did in a thread (summed over threads).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchStats {
+    /// Watchpoints armed by this thread's samples (sharing watchpoints in
+    /// other threads, the reuse watchpoint in itself).
+    pub armed: u64,
+    /// Traps of this thread's watchpoints handled.
+    pub traps: u64,
+    /// Traps that found their watchpoint being re-armed (not counted).
+    pub stale: u64,
+    /// Events lost because the thread's table was full.
+    pub lost: u64,
+}
+
+impl WatchStats {
+    pub fn add(&mut self, other: &WatchStats) {
+        self.armed += other.armed;
+        self.traps += other.traps;
+        self.stale += other.stale;
+        self.lost += other.lost;
+    }
 }
 
 impl SampleStats {
@@ -408,6 +465,7 @@ impl SampleStats {
         for (notice, n) in &other.notices {
             *self.notices.entry(notice.clone()).or_default() += n;
         }
+        self.watchpoints.add(&other.watchpoints);
     }
 }
 

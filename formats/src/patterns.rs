@@ -52,6 +52,15 @@ pub const TOP_STRIDES: usize = 3;
 /// irregular access are all different: listing them says nothing).
 pub const MIN_LISTED_SHARE: f64 = 0.05;
 
+/// Reuse buckets of the watchpoint reuse analysis (`-e reuse`): the
+/// thread CPU time until a sampled word was touched again by the same
+/// thread, or that it was not touched before the watch was re-armed for
+/// a later sample (one to a few sampling periods). Bucket `i` of the
+/// measurement and database histograms is `REUSE_BUCKETS[i]`. The time
+/// includes the trap's own delivery (10-50 us in a VM): the first bucket
+/// means "at once" (a table, a loop-carried value).
+pub const REUSE_BUCKETS: [&str; 5] = ["< 100 us", "< 1 ms", "< 10 ms", ">= 10 ms", "not reused"];
+
 /// What was observed at one access site (per thread in a measurement
 /// file, summed over threads in a database).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -58,6 +58,15 @@ pub fn hardware_env(chosen: &Chosen) -> Result<Option<String>> {
 /// Default period of `page-faults`: every fault (first touch needs them all).
 pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
 
+/// Default of `sharing[@N]` and `reuse[@N]`: watchpoints armed at every
+/// sample of the timer source.
+pub const DEFAULT_WATCH_EVERY: u64 = 1;
+
+/// The watchpoint analyses: they run on a sample source's samples.
+fn is_analysis(name: &str) -> bool {
+    matches!(name, "sharing" | "reuse")
+}
+
 /// Parses the `-e` options; returns the events to run (at most one timer
 /// source, plus `page-faults`) and notes for stderr.
 pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String>)> {
@@ -92,6 +101,10 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
                 name: "page-faults",
                 period: period.unwrap_or(DEFAULT_PAGE_FAULT_PERIOD),
             },
+            "sharing" | "reuse" => Chosen {
+                name: if name == "sharing" { "sharing" } else { "reuse" },
+                period: period.unwrap_or(DEFAULT_WATCH_EVERY),
+            },
             "mem:latency" | "mem:stores" => {
                 let event =
                     pmu::sysfs::MemEvent::from_name(name).map_or("mem:latency", |e| e.name());
@@ -115,10 +128,10 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
                 }
             }
             other => bail!(
-                "unknown event '{other}' (known: mem:soft, cpu-time, page-faults, mem:latency, mem:stores); see hpcrun-rs --list-events"
+                "unknown event '{other}' (known: mem:soft, cpu-time, page-faults, mem:latency, mem:stores, sharing, reuse); see hpcrun-rs --list-events"
             ),
         };
-        let is_timer = |c: &Chosen| c.name != "page-faults";
+        let is_timer = |c: &Chosen| c.name != "page-faults" && !is_analysis(c.name);
         if let Some(prev) = chosen
             .iter()
             .find(|c| c.name == event.name || (is_timer(c) && is_timer(&event)))
@@ -130,6 +143,28 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
             continue;
         }
         chosen.push(event);
+    }
+    // The watchpoints are armed by samples with data addresses: without a
+    // memory source, mem:soft runs; cpu-time has no data addresses.
+    if chosen.iter().any(|c| is_analysis(c.name)) {
+        match chosen
+            .iter()
+            .position(|c| c.name != "page-faults" && !is_analysis(c.name))
+        {
+            None => {
+                chosen.insert(
+                    0,
+                    Chosen {
+                        name: "mem:soft",
+                        period: DEFAULT_SOFT_PERIOD_NS,
+                    },
+                );
+            }
+            Some(i) if chosen[i].name == "cpu-time" => {
+                bail!("sharing and reuse need data addresses: use them with mem:soft (or a hardware memory event), not cpu-time")
+            }
+            Some(_) => {}
+        }
     }
     Ok((chosen, notes))
 }
@@ -150,6 +185,8 @@ pub fn describe(chosen: &[Chosen]) -> String {
         .map(|c| {
             let unit = if c.name == "page-faults" {
                 "faults"
+            } else if is_analysis(c.name) {
+                "samples"
             } else {
                 "ns"
             };
@@ -205,6 +242,21 @@ pub fn probe_with(
         Some((
             format!("perf_event_paranoid is {paranoid} and this user has no CAP_PERFMON"),
             "sysctl kernel.perf_event_paranoid=2 (or grant CAP_PERFMON)".to_string(),
+        ))
+    } else {
+        None
+    };
+    let watchpoints = if let Some(sw) = &software {
+        Some(sw.clone())
+    } else if !cfg!(target_arch = "x86_64") {
+        Some((
+            "the watchpoint analyses are built for x86-64 debug registers only".to_string(),
+            "run on x86-64".to_string(),
+        ))
+    } else if !devices.iter().any(|d| d == "breakpoint") {
+        Some((
+            "the kernel has no hardware breakpoint events (no /sys/bus/event_source/devices/breakpoint)".to_string(),
+            "use a kernel built with CONFIG_HAVE_HW_BREAKPOINT".to_string(),
         ))
     } else {
         None
@@ -269,6 +321,18 @@ pub fn probe_with(
             name: "page-faults",
             what: "page-fault sampling with data addresses: first-touch thread per object (software event)",
             missing: software.clone(),
+            via: None,
+        },
+        Availability {
+            name: "sharing",
+            what: "true and false sharing between threads, per object and cache line: each sample arms hardware watchpoints on its cache line in up to 4 other threads (3 debug registers each); costs about 2 us per armed thread and one signal per trap (sharing@N: every N-th sample)",
+            missing: watchpoints.clone(),
+            via: None,
+        },
+        Availability {
+            name: "reuse",
+            what: "temporal reuse per object: a watchpoint on the sampled word in the same thread times the next touch (1 debug register, one signal per trap; reuse@N: every N-th sample)",
+            missing: watchpoints,
             via: None,
         },
     ]

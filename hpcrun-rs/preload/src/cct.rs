@@ -59,7 +59,12 @@ pub const M_TLB_MISS: usize = 17;
 pub const M_ACCESS_BYTES: usize = 18;
 /// Sampled accesses whose bytes span two 64-byte cache lines.
 pub const M_MISALIGNED: usize = 19;
-pub const METRICS: usize = 20;
+/// Watchpoint traps (`-e sharing`): another thread touched the sampled
+/// bytes (true sharing) or another word of their cache line (false
+/// sharing), at least one of the two accesses a write.
+pub const M_FALSE_SHARING: usize = 20;
+pub const M_TRUE_SHARING: usize = 21;
+pub const METRICS: usize = 22;
 
 /// How many hash slots are probed before giving up.
 const MAX_PROBE: usize = 64;

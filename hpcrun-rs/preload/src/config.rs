@@ -50,7 +50,32 @@ pub struct Config {
     pub signal_offset: i32,
     /// Interval of the profile checkpoints in ms of wall time; 0: none.
     pub checkpoint_ms: u64,
+    /// `sharing[@N]`: arm sharing watchpoints every N-th sample; 0: off.
+    pub sharing_every: u32,
+    /// `reuse[@N]`: arm the reuse watchpoint every N-th sample; 0: off.
+    pub reuse_every: u32,
 }
+
+/// The watchpoint analyses named in `HPCRUN_EVENTS` (`sharing[@N]`,
+/// `reuse[@N]`): every how many samples each arms (0: not asked for).
+pub fn parse_watch(spec: &str) -> (u32, u32) {
+    let mut out = (0, 0);
+    for item in spec.split(',') {
+        let (name, n) = match item.split_once('@') {
+            Some((n, p)) => (n, p.parse().ok().filter(|&p: &u32| p > 0)),
+            None => (item, None),
+        };
+        match name {
+            "sharing" => out.0 = n.unwrap_or(DEFAULT_WATCH_EVERY),
+            "reuse" => out.1 = n.unwrap_or(DEFAULT_WATCH_EVERY),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Default of `sharing[@N]` and `reuse[@N]`: every sample.
+pub const DEFAULT_WATCH_EVERY: u32 = 1;
 
 /// Parses `HPCRUN_CHECKPOINT` (seconds, decimals allowed; 0 disables).
 pub fn parse_checkpoint(spec: &str) -> Option<u64> {
@@ -69,11 +94,15 @@ pub fn parse_events(spec: &str) -> (String, u64, Option<u64>) {
     let mut page_faults = None;
     let mut any = false;
     for item in spec.split(',').filter(|s| !s.is_empty()) {
-        any = true;
         let (name, p) = match item.split_once('@') {
             Some((n, p)) => (n, p.parse().ok().filter(|&p: &u64| p > 0)),
             None => (item, None),
         };
+        // Analyses of a timer source's samples, not sources.
+        if matches!(name, "sharing" | "reuse") {
+            continue;
+        }
+        any = true;
         match name {
             "page-faults" => page_faults = Some(p.unwrap_or(DEFAULT_PAGE_FAULT_PERIOD)),
             _ if timer.is_none() => {
@@ -135,7 +164,11 @@ pub fn get() -> &'static Config {
             .ok()
             .and_then(|s| parse_checkpoint(&s))
             .unwrap_or(DEFAULT_CHECKPOINT_MS);
+        let (sharing_every, reuse_every) =
+            parse_watch(&std::env::var(ENV_EVENTS).unwrap_or_default());
         Config {
+            sharing_every,
+            reuse_every,
             checkpoint_ms,
             out_dir,
             period_ns,

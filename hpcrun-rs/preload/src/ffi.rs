@@ -241,6 +241,8 @@ unsafe impl ZeroInit for crate::objects::Record {}
 unsafe impl ZeroInit for crate::patterns::IpEntry {}
 // SAFETY: see above.
 unsafe impl ZeroInit for crate::patterns::Site {}
+// SAFETY: see above.
+unsafe impl ZeroInit for crate::watch::SharingEntry {}
 
 /// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
 /// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing
@@ -600,6 +602,72 @@ pub fn close_event(fd: c_int) {
         libc::close(fd);
     }
     crate::signals::mark_perf_fd(fd, false);
+}
+
+/// Where a watchpoint waits while it watches nothing (never accessed).
+static WATCH_PARKING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The attributes of a one-shot hardware watchpoint (`PERF_TYPE_BREAKPOINT`)
+/// on the `len` bytes at `addr` (len 1, 2, 4 or 8, `addr` aligned to it):
+/// triggered by user-space writes, or by reads and writes with `reads`.
+fn watchpoint_attr(
+    addr: u64,
+    len: u64,
+    reads: bool,
+) -> perf_event_open_sys::bindings::perf_event_attr {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = pe::perf_event_attr {
+        type_: pe::PERF_TYPE_BREAKPOINT,
+        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
+        ..Default::default()
+    };
+    attr.bp_type = if reads {
+        pe::HW_BREAKPOINT_RW
+    } else {
+        pe::HW_BREAKPOINT_W
+    };
+    attr.__bindgen_anon_3.bp_addr = addr;
+    attr.__bindgen_anon_4.bp_len = len;
+    attr.__bindgen_anon_1.sample_period = 1;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    attr
+}
+
+/// Opens a disabled hardware watchpoint for the calling thread (one of
+/// its debug registers), whose trap sends `signal` to this thread.
+/// [`arm_watchpoint`] points it at an address. Returns the fd or the errno
+/// (`ENOSPC`: no free debug register, e.g. a debugger holds them).
+pub fn open_watchpoint(signal: c_int) -> Result<c_int, c_int> {
+    let parking = &WATCH_PARKING as *const _ as u64;
+    let mut attr = watchpoint_attr(parking, 8, true);
+    let fd = open_perf_event(&mut attr, -1)?;
+    if let Err(e) = route_perf_signal(fd, signal) {
+        close_fd(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// Points watchpoint `fd` (of any thread of this process) at the `len`
+/// bytes at `addr` and enables it (`PERF_EVENT_IOC_MODIFY_ATTRIBUTES` with
+/// `disabled` clear: one system call). It traps at every access until
+/// disabled: the trapped thread's handler disables it first thing
+/// ([`disable_event`]), so each arming gives one trap. (Arming for one
+/// overflow with `PERF_EVENT_IOC_REFRESH` does not work for breakpoints:
+/// on Linux 6.18 a breakpoint modified after its limited overflow stays in
+/// the debug register but never signals again, and every access then costs
+/// a debug exception, about 20 us.) For another thread's watchpoint the
+/// kernel updates its debug register by an interprocessor call (about 1
+/// us here). Async-signal-safe.
+pub fn arm_watchpoint(fd: c_int, addr: u64, len: u64, reads: bool) -> bool {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = watchpoint_attr(addr, len, reads);
+    attr.set_disabled(0);
+    // SAFETY: ioctl on an fd with a valid, fully initialised attr that
+    // outlives the call; an invalid fd only returns an error.
+    unsafe { libc::ioctl(fd, pe::MODIFY_ATTRIBUTES as _, &attr) == 0 }
 }
 
 /// Stops a sampling event without closing it (from any thread).

@@ -93,11 +93,26 @@ fn program_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_voi
     true
 }
 
+/// The calling thread's watchpoint whose trap this signal is, if any.
+fn watch_slot(info: *mut libc::siginfo_t, context: *mut c_void) -> Option<usize> {
+    let state = threads::current()?;
+    // SAFETY: the kernel's handler arguments, valid while the handler
+    // runs (and `delivered` does not outlive it).
+    let delivered = unsafe { ffi::Delivered::new(info, context) };
+    let (_, fd) = delivered.code_fd()?;
+    state.watch.slot_of_fd(fd)
+}
+
 /// The signal handler (installed with SA_SIGINFO | SA_RESTART). A signal
 /// of the same number that did not come from the profiler's perf events
 /// is the program's: its own action runs (`signals::forward`).
 pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     if program_signal(signal, info, context) {
+        return;
+    }
+    // A trap of one of this thread's watchpoints (same signal, its fd).
+    if let Some(slot) = watch_slot(info, context) {
+        enter(context, |state, ctx| watch_trap(state, ctx, slot));
         return;
     }
     enter(context, sample);
@@ -628,6 +643,9 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
     if !record(state, path, code_metrics, target, addr, data, site) || target.is_none() {
         return;
     }
+    if let (Access::Address { addr, size, kind }, Some(t)) = (access, target) {
+        arm_watches(state, &t, addr, size, kind.stores(), leaf);
+    }
     if metric == cct::M_STORE_SAMPLES {
         stats.stores.fetch_add(1, Relaxed);
         return;
@@ -639,6 +657,155 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
             Source::Previous => stats.recovered_previous.fetch_add(1, Relaxed),
             Source::AtIp => stats.recovered_at_ip.fetch_add(1, Relaxed),
         };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Watchpoints (`watch.rs`): arming them after a sample, and their traps.
+
+/// After a sample of `ip` that accessed `size` bytes at `addr` in heap or
+/// static object `target` (`store`: the access wrote): arms the sharing
+/// watchpoints of other threads and this thread's reuse watchpoint, each
+/// every N-th sample as configured. Stack and unknown data are never
+/// watched (the handler itself reads the stack).
+fn arm_watches(state: &ThreadState, target: &Target, addr: u64, size: u32, store: bool, ip: u64) {
+    use crate::watch::{self, Arm, Armed};
+    let (sharing, reuse) = (watch::sharing_every(), watch::reuse_every());
+    let Some((start, _)) = target.range else {
+        return;
+    };
+    if sharing == 0 && reuse == 0 {
+        return;
+    }
+    let n = state.stats.samples.load(Relaxed);
+    let (word, len) = watch::watched_range(addr, size);
+    let line = addr & !(watch::LINE - 1);
+    let what = Armed {
+        exact: true,
+        line,
+        from_thread: state.index,
+        from_ip: ip,
+        root: target.root,
+        tag: target.tag,
+        key: target.key,
+        start,
+        armed_ns: 0,
+    };
+    let armed = &state.stats.watch_armed;
+    if sharing > 0 && n % u64::from(sharing) == 0 {
+        let round = state.watch.next_round();
+        let others = watch::other_words(line, word & !7, round);
+        let count = threads::all().count();
+        let first = (round as usize) % count.max(1);
+        let mut targets = 0;
+        for other in threads::all().skip(first).chain(threads::all().take(first)) {
+            if std::ptr::eq(other, state)
+                || other.pid != state.pid
+                || other.finished.load(Relaxed)
+                || !other.watch.is_open(0)
+            {
+                continue;
+            }
+            // A load conflicts with a write only; a store with any access.
+            if other.watch.arm(0, word, len, store, &what) != Arm::Skipped {
+                armed.fetch_add(1, Relaxed);
+            }
+            let inexact = Armed {
+                exact: false,
+                ..what
+            };
+            for (j, &w) in others.iter().enumerate() {
+                if other.watch.arm(1 + j, w, 8, store, &inexact) != Arm::Skipped {
+                    armed.fetch_add(1, Relaxed);
+                }
+            }
+            targets += 1;
+            if targets >= watch::MAX_SHARING_TARGETS {
+                break;
+            }
+        }
+    }
+    if reuse > 0 && n % u64::from(reuse) == 0 && state.watch.is_open(watch::REUSE_SLOT) {
+        let what = Armed {
+            armed_ns: ffi::thread_cpu_ns(),
+            ..what
+        };
+        match state.watch.arm(watch::REUSE_SLOT, word, len, true, &what) {
+            Arm::Skipped => {}
+            Arm::Armed => {
+                armed.fetch_add(1, Relaxed);
+            }
+            Arm::Replaced(old) => {
+                armed.fetch_add(1, Relaxed);
+                note_reuse(state, &old, watch::REUSE_NOT_REUSED);
+            }
+        }
+    }
+}
+
+/// Counts one reuse outcome (bucket) of a watched word of `what`'s object.
+fn note_reuse(state: &ThreadState, what: &crate::watch::Armed, bucket: u32) {
+    let node = state.tree.child(what.root, what.tag, what.key);
+    if !node.is_some_and(|node| state.reuse.add(node, bucket)) {
+        state.stats.watch_full.fetch_add(1, Relaxed);
+    }
+}
+
+/// A trap of watchpoint `slot` of this thread: the watched word (or its
+/// line) was touched. Reuse: the thread CPU time since the watch was
+/// armed. Sharing: a true or false sharing event, recorded under the
+/// object with this access's call path, and in the thread's sharing table
+/// with the other thread's sampled instruction.
+fn watch_trap(state: &ThreadState, ctx: (Regs, u64, u64), slot: usize) {
+    use crate::watch::{self, SharingRow};
+    let stats = &state.stats;
+    let Some(what) = state.watch.take(slot) else {
+        stats.watch_stale.fetch_add(1, Relaxed);
+        return;
+    };
+    stats.watch_traps.fetch_add(1, Relaxed);
+    if slot == watch::REUSE_SLOT {
+        let ns = ffi::thread_cpu_ns().saturating_sub(what.armed_ns);
+        note_reuse(state, &what, watch::reuse_bucket(ns));
+        return;
+    }
+    let regs = &ctx.0;
+    let Some(snap) = modules::get().filter(|s| !s.is_own_code(regs.rip)) else {
+        return;
+    };
+    // A data watchpoint traps after the access: the accessing instruction
+    // is the one before the interrupted IP.
+    let (leaf, ..) = analyse(state, snap, regs);
+    // SAFETY: the frame buffer is used only by this thread's handlers,
+    // which block each other's signals (no re-entry).
+    let frames = unsafe { &mut *state.handler_frames.get() };
+    let Some(path) = call_path(state, snap, &ctx, leaf, frames) else {
+        return;
+    };
+    let metric = if what.exact {
+        cct::M_TRUE_SHARING
+    } else {
+        cct::M_FALSE_SHARING
+    };
+    let target = Target::of(what.root, what.tag, what.key);
+    let metrics = [(metric, 1)];
+    if !record(state, path, &metrics, Some(target), None, &metrics, None) {
+        return;
+    }
+    let Some(node) = state.tree.child(what.root, what.tag, what.key) else {
+        return;
+    };
+    let row = SharingRow {
+        node,
+        exact: what.exact,
+        other_thread: what.from_thread,
+        line_offset: what.line.wrapping_sub(what.start) as i64,
+        ip: leaf,
+        other_ip: what.from_ip,
+        count: 0,
+    };
+    if !state.sharing.note(&row) {
+        stats.watch_full.fetch_add(1, Relaxed);
     }
 }
 
@@ -754,6 +921,7 @@ pub fn hardware_sample(
     ) {
         return;
     }
+    arm_watches(state, &target, addr, size.unwrap_or(8), is_store, ip);
     if is_store {
         stats.stores.fetch_add(1, Relaxed);
     } else {

@@ -22,6 +22,9 @@
 //! * [`stride`], [`patterns`]: access patterns of the sampled accesses:
 //!   the decoder's stride of an instruction in its loop, and the
 //!   per-thread tables of strides and sampled deltas per access site.
+//! * [`watch`]: hardware watchpoints on sampled words (`-e sharing`,
+//!   `-e reuse`): which other thread touches the same cache line next,
+//!   and when the same thread touches the word again.
 //! * [`pages`]: which pages have been touched (first touch, `page-faults`).
 //! * [`numa`]: CPU -> node topology and the node of sampled pages.
 //! * [`writer`]: one MessagePack file per thread at thread and process exit
@@ -63,6 +66,7 @@ pub mod soft;
 pub mod stride;
 pub mod threads;
 pub mod unwind;
+pub mod watch;
 pub mod writer;
 
 /// The library's own allocator: glibc's allocator, reached without the hooks.

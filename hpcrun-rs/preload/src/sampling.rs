@@ -102,6 +102,9 @@ fn init() {
             ffi::install_fatal_handler(signal, handler::on_fatal);
         }
         ffi::at_fork(after_fork_in_child);
+        if !code_only() && cfg.period_ns > 0 {
+            crate::watch::configure(cfg.sharing_every, cfg.reuse_every);
+        }
         ACTIVE.store(true, Relaxed);
         // Before the hooks are ready: the helper thread is not measured.
         crate::checkpoint::start();
@@ -167,6 +170,18 @@ pub fn start_thread(index: u32) {
             )),
         }
     }
+    let (sharing, reuse) = (
+        crate::watch::sharing_every() > 0,
+        crate::watch::reuse_every() > 0,
+    );
+    if sharing || reuse {
+        if let Err(errno) = state.watch.open(SIGNAL.load(Relaxed), sharing, reuse) {
+            writer::warn_once(&format!(
+                "perf_event_open(breakpoint) failed (errno {errno}{}): this thread's accesses are not watched (sharing, reuse)",
+                if errno == libc::ENOSPC { ", no free debug register: a debugger may hold them" } else { "" }
+            ));
+        }
+    }
     if let Some(period) = cfg.page_faults {
         match ffi::open_page_faults(period, SIGNAL.load(Relaxed) + 1, FAULT_RING_PAGES) {
             Ok((fd, ring)) => {
@@ -203,6 +218,7 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
             }
         }
     }
+    state.watch.stop(close);
     if close {
         pmu::sampler::stop_thread(&state.hw);
     }
@@ -330,6 +346,16 @@ fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::ME
             "samples",
             "sampled accesses (loads and stores) whose bytes [address, address + operand size) span two 64-byte cache lines; the operand size comes from the decoded instruction",
         ),
+        (
+            "false_sharing",
+            "events",
+            "watchpoint traps (-e sharing): this access of one thread touched another 8-byte word of a 64-byte line that another thread had just been sampled accessing, at least one of the two a write",
+        ),
+        (
+            "true_sharing",
+            "events",
+            "watchpoint traps (-e sharing): this access of one thread touched the very bytes another thread had just been sampled accessing, at least one of the two a write",
+        ),
     ]
 }
 
@@ -352,6 +378,9 @@ pub fn active_columns() -> Vec<usize> {
     }
     if cfg.page_faults.is_some() {
         cols.extend([cct::M_PAGE_FAULTS, cct::M_FIRST_TOUCH]);
+    }
+    if crate::watch::sharing_every() > 0 {
+        cols.extend([cct::M_FALSE_SHARING, cct::M_TRUE_SHARING]);
     }
     if numa::enabled() {
         cols.extend([cct::M_NUMA_LOCAL, cct::M_NUMA_REMOTE]);

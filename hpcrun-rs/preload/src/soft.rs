@@ -61,6 +61,12 @@ impl AccessKind {
     pub fn loads(self) -> bool {
         !matches!(self, AccessKind::Store)
     }
+
+    /// True if the instruction writes the memory (stores and
+    /// read-modify-write).
+    pub fn stores(self) -> bool {
+        !matches!(self, AccessKind::Load)
+    }
 }
 
 /// Moves and sets whose memory destination is only written.

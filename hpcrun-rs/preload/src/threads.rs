@@ -61,10 +61,22 @@ pub struct Stats {
     pub histogram_full: AtomicU64,
     /// Stride observations lost because the site table was full.
     pub sites_full: AtomicU64,
+    /// Watchpoints armed (sharing in other threads, reuse in this one)
+    /// by this thread's samples.
+    pub watch_armed: AtomicU64,
+    /// Watchpoint traps of this thread handled.
+    pub watch_traps: AtomicU64,
+    /// Traps that found their watchpoint being re-armed (not counted).
+    pub watch_stale: AtomicU64,
+    /// Sharing events or reuse outcomes lost because their table was full.
+    pub watch_full: AtomicU64,
 }
 
 /// Slots of a thread's histogram table ((object, bucket) pairs).
 pub const HISTOGRAM_SLOTS: usize = 1 << 16;
+
+/// Slots of a thread's reuse table ((object, bucket) pairs).
+pub const REUSE_SLOTS: usize = 4096;
 
 /// Size of the per-thread cache of "instruction before this IP".
 pub const DECODE_CACHE: usize = 4096;
@@ -82,6 +94,12 @@ pub struct ThreadState {
     pub ips: crate::patterns::IpTable,
     /// Stride observations per access site (object node, instruction).
     pub sites: crate::patterns::SiteTable,
+    /// This thread's watchpoints (`-e sharing`, `-e reuse`).
+    pub watch: crate::watch::Watches,
+    /// Sharing events of this thread's accesses (its watchpoint traps).
+    pub sharing: crate::watch::SharingTable,
+    /// Reuse outcomes of its watched words: (object node, bucket) -> count.
+    pub reuse: cct::Counts,
     pub stats: Stats,
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
@@ -178,6 +196,8 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
     let decode_cache = ffi::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let ips = crate::patterns::IpTable::new()?;
     let sites = crate::patterns::SiteTable::new()?;
+    let sharing = crate::watch::SharingTable::new()?;
+    let reuse = cct::Counts::new(REUSE_SLOTS)?;
     let state = ThreadState {
         pid: ffi::getpid(),
         tid: ffi::gettid(),
@@ -188,6 +208,9 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         histogram,
         ips,
         sites,
+        watch: crate::watch::Watches::default(),
+        sharing,
+        reuse,
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),

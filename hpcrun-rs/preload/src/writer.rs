@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
-    ObjectStats, ProcessInfo, SampleStats, SiteStrides, StaticVar, ThreadInfo, ThreadProfile,
+    ObjectStats, ProcessInfo, SampleStats, SharingEvents, SiteStrides, StaticVar, ThreadInfo,
+    ThreadProfile, WatchStats,
 };
 
 use crate::threads::{self, ThreadState};
@@ -293,11 +294,53 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 .push(SiteStrides { ip, counts });
         }
     }
+    // Watchpoint findings (`-e sharing`, `-e reuse`), per object.
+    for row in state.sharing.rows() {
+        if let Some(&o) = object_of.get(&row.node) {
+            per_object
+                .entry(o)
+                .or_insert_with(|| ObjectStats {
+                    object: o,
+                    ..Default::default()
+                })
+                .sharing
+                .push(SharingEvents {
+                    true_sharing: row.exact,
+                    line_offset: row.line_offset,
+                    other_thread: row.other_thread,
+                    ip: row.ip,
+                    other_ip: row.other_ip,
+                    count: row.count,
+                });
+        }
+    }
+    for (node, bucket, count) in state.reuse.entries() {
+        if let Some(&o) = object_of.get(&node) {
+            per_object
+                .entry(o)
+                .or_insert_with(|| ObjectStats {
+                    object: o,
+                    ..Default::default()
+                })
+                .reuse
+                .push((bucket, count));
+        }
+    }
     let mut object_stats: Vec<ObjectStats> = per_object
         .into_values()
         .map(|mut st| {
             st.histogram.sort_unstable();
             st.sites.sort_unstable_by_key(|s| s.ip);
+            st.reuse.sort_unstable();
+            st.sharing.sort_unstable_by_key(|e| {
+                (
+                    e.true_sharing,
+                    e.line_offset,
+                    e.other_thread,
+                    e.ip,
+                    e.other_ip,
+                )
+            });
             st
         })
         .collect();
@@ -335,6 +378,12 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         ..Default::default()
     };
     profile.stats.notices = crate::notices::of_thread(state);
+    profile.stats.watchpoints = WatchStats {
+        armed: s.watch_armed.load(Relaxed),
+        traps: s.watch_traps.load(Relaxed),
+        stale: s.watch_stale.load(Relaxed),
+        lost: s.watch_full.load(Relaxed),
+    };
     if s.fault_sampling_stopped.load(Relaxed) > 0 {
         profile.stats.dropped.insert(
             "page-fault sampling stopped (fault feedback loop)".into(),
