@@ -1,6 +1,7 @@
-//! Criterion benchmark of the in-process merge (`hpcprof_rs::merge::merge`)
-//! on synthetic profiles, for quick comparisons of merge-code changes; the
-//! end-to-end numbers (files, real binary, memory) come from `bench-merge`.
+//! Criterion benchmark of the in-process merge (`hpcprof_rs::merge::merge`,
+//! then `hpcprof_rs::naming::name_objects`) on synthetic profiles, for
+//! quick comparisons of merge-code changes; the end-to-end numbers (files,
+//! real binary, memory) come from `bench-merge`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -18,11 +19,17 @@ fn merge(c: &mut Criterion) {
         .iter()
         .map(|p| p.to_bytes().map_or(0, |b| b.len() as u64))
         .sum();
+    let wrappers = hpcprof_rs::site::Wrappers::default();
     let mut group = c.benchmark_group("merge");
     group.throughput(Throughput::Bytes(bytes));
     group.sample_size(10);
     group.bench_function("64 threads, 4 ranks, in memory", |b| {
-        b.iter(|| hpcprof_rs::merge::merge(&profiles, Vec::new()))
+        b.iter(|| {
+            let mut merged = hpcprof_rs::merge::merge(&profiles, Vec::new());
+            let db = &mut merged.db;
+            hpcprof_rs::naming::name_objects(&mut db.objects, &db.frames, &wrappers);
+            merged
+        })
     });
     group.finish();
 }

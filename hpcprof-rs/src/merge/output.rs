@@ -13,7 +13,7 @@ use formats::database::{
 };
 use formats::envelope::{self, FormatError};
 
-use super::{Key, TreeBuilder, ROOTS};
+use super::tree::{Key, TreeBuilder, ROOTS};
 
 /// A finished tree: the builder's arrays with keys already mapped to final
 /// frame and object indices, and the canonical node order.
@@ -255,5 +255,30 @@ impl Serialize for NodesOut<'_> {
             seq.serialize_element(&tree.node(i))?;
         }
         seq.end()
+    }
+}
+
+/// A merged database and what went wrong on the way (nothing fatal).
+#[derive(Debug)]
+pub struct Merged {
+    pub db: Database,
+    pub warnings: Vec<String>,
+}
+
+/// A merged database ready to be written without being held in memory as a
+/// whole ([`MergedDb`]), and what went wrong on the way (nothing fatal).
+#[derive(Debug)]
+pub struct Streamed {
+    pub db: MergedDb,
+    pub warnings: Vec<String>,
+}
+
+impl Streamed {
+    /// The whole database in memory.
+    pub fn into_merged(self) -> Merged {
+        Merged {
+            db: self.db.into_database(),
+            warnings: self.warnings,
+        }
     }
 }

@@ -19,12 +19,16 @@ use std::path::PathBuf;
 use formats::database::{DataObject, Frame, ThreadRef};
 use formats::measurement::{HistogramLayout, MetricInfo, SampleStats};
 use formats::patterns::StrideCounts;
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::{
-    finish, process_of_file, run_partial, with_file_input, Acc, FxMap, InfoAcc, Key, ObjExtra,
-    ObjKey, Partial, ProcKey, Shared, Streamed, TreeBuilder,
-};
+use super::dist::Acc;
+use super::finish::finish;
+use super::objects::{ObjExtra, ObjKey};
+use super::output::Streamed;
+use super::partial::{InfoAcc, Partial, ProcKey, Shared};
+use super::tree::{Key, TreeBuilder};
+use super::workers::{process_of_file, run_partial, with_file_input};
 
 /// The measurement files grouped by measured process (all threads of a
 /// process in one group), in a fixed order: share `r` of `n` is every
@@ -331,7 +335,7 @@ impl Wire {
         for (p, counts) in self.site_counts {
             part.site_counts.insert(path(p)?, counts);
         }
-        part.cache = FxMap::default();
+        part.cache = FxHashMap::default();
         Ok(part)
     }
 }

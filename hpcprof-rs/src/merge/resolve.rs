@@ -1,0 +1,66 @@
+//! Address resolution of one profile: runtime address -> (module, file
+//! address) through the profile's module table ([`AddrMap`]), then the
+//! inline chain of frames through the worker's cache and the shared
+//! [`Symbolizer`] ([`Resolver`]).
+
+use std::sync::Arc;
+
+use formats::measurement::ThreadProfile;
+use rustc_hash::FxHashMap;
+
+use crate::symbolize::{Loc, Symbolizer};
+
+/// Runtime address -> module of one profile.
+pub(super) struct AddrMap {
+    /// (start, end, module id, bias), sorted by start.
+    pub(super) ranges: Vec<(u64, u64, u32, u64)>,
+}
+
+impl AddrMap {
+    pub(super) fn locate(&self, addr: u64) -> Loc {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        if i > 0 {
+            let (start, end, module, bias) = self.ranges[i - 1];
+            if addr >= start && addr < end {
+                return Loc::Module(module, addr.wrapping_sub(bias));
+            }
+        }
+        Loc::Unknown(addr)
+    }
+}
+
+/// Resolves one profile's addresses: its module map, the worker's cache and
+/// the shared symboliser.
+pub(super) struct Resolver<'a> {
+    pub(super) addrs: &'a AddrMap,
+    pub(super) cache: &'a mut FxHashMap<Loc, Arc<[u32]>>,
+    pub(super) symbols: &'a Symbolizer,
+}
+
+impl Resolver<'_> {
+    pub(super) fn chain(&mut self, loc: Loc) -> Arc<[u32]> {
+        if let Some(c) = self.cache.get(&loc) {
+            return c.clone();
+        }
+        let c = self.symbols.chain(loc);
+        self.cache.insert(loc, c.clone());
+        c
+    }
+
+    /// Allocation path of a site: root first, inline chains expanded.
+    pub(super) fn alloc_path(&mut self, p: &ThreadProfile, site: u32) -> Vec<u32> {
+        let Some(site) = p.alloc_sites.get(site as usize) else {
+            return Vec::new();
+        };
+        let mut path = Vec::with_capacity(site.frames.len() + 1);
+        let innermost = site.frames.len().saturating_sub(1);
+        for (i, &a) in site.frames.iter().rev().enumerate() {
+            let loc = self.addrs.locate(a);
+            path.extend_from_slice(&self.symbols.site_chain(loc, i == innermost));
+        }
+        if let Some(label) = &site.label {
+            path.push(self.symbols.label_frame(label));
+        }
+        path
+    }
+}
