@@ -288,6 +288,38 @@ pub struct DataObject {
     /// with their strides (`crate::patterns`), by number of samples.
     #[serde(default)]
     pub sites: Vec<AccessSite>,
+    /// Sharing events (`-e sharing`): watchpoint traps on the object's
+    /// cache lines, by kind, line, thread pair and code lines; most
+    /// events first.
+    #[serde(default)]
+    pub sharing: Vec<SharingLine>,
+    /// Reuse outcomes (`-e reuse`) of the object's watched words, per
+    /// bucket of `crate::patterns::REUSE_BUCKETS`; empty without any.
+    #[serde(default)]
+    pub reuse: Vec<u64>,
+}
+
+/// Sharing events of one kind on one cache line of an object, between
+/// one thread (whose access trapped) and another thread of the same
+/// process (whose sample armed the watchpoint).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharingLine {
+    /// True sharing: the very bytes of the other thread's sampled access;
+    /// false sharing: another 8-byte word of the same 64-byte line.
+    pub true_sharing: bool,
+    /// Offset of the line's start from the object's start (negative when
+    /// the object starts inside the line).
+    pub line_offset: i64,
+    /// The thread whose access trapped: index into `DbInfo::thread_list`.
+    pub thread: u32,
+    /// The other thread: its `ThreadRef::index` in the same process.
+    pub other_thread: u32,
+    /// This thread's access (innermost source location), index into
+    /// `Database::frames`.
+    pub frame: u32,
+    /// The other thread's sampled access.
+    pub other_frame: u32,
+    pub events: u64,
 }
 
 /// One access site of an object, summed over threads: the sampled

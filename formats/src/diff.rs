@@ -549,6 +549,8 @@ mod tests {
                 by_thread: Vec::new(),
                 histogram_by_thread: Vec::new(),
                 sites: Vec::new(),
+                sharing: Vec::new(),
+                reuse: Vec::new(),
             });
         }
         db

@@ -225,6 +225,21 @@ pub struct ObjectOut<'a> {
     pub strides: Vec<crate::patterns::StrideShare>,
     /// Access sites (sampled source lines) with their own strides.
     pub sites: Vec<crate::patterns::AccessSiteOut<'a>>,
+    /// Watchpoint traps on the object (`-e sharing`): another thread
+    /// touched another word of a cache line (false) or the very bytes
+    /// (true) a thread had just been sampled accessing, at least one of
+    /// the two a write; absent without `-e sharing`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub false_sharing_events: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub true_sharing_events: Option<u64>,
+    /// The lines, thread pairs and code lines of those events, most
+    /// events first.
+    pub sharing_lines: Vec<crate::watchpoints::SharingLineOut<'a>>,
+    /// How soon a watched word was touched again by the same thread
+    /// (`-e reuse`), per bucket; absent without outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reuse_histogram: Option<Vec<crate::watchpoints::ReuseBucketOut>>,
 }
 
 /// An object's access histogram.
@@ -384,7 +399,14 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                         let col = |name| db.metric_column(name).and_then(|c| o.metrics.get(c));
                         let first_touch = o.first_touch(db);
                         let access = crate::patterns::object_access(db, o.index, &o.metrics);
+                        let obj = &db.objects[o.index as usize];
+                        let (false_events, true_events) = crate::watchpoints::sharing_events(obj);
+                        let sharing = crate::watchpoints::sharing_measured(db);
                         ObjectOut {
+                            false_sharing_events: sharing.then_some(false_events),
+                            true_sharing_events: sharing.then_some(true_events),
+                            sharing_lines: crate::watchpoints::sharing_out(db, obj),
+                            reuse_histogram: crate::watchpoints::reuse_out(obj),
                             misaligned_share: access.misaligned.map(|m| m.1),
                             access_pattern: access.pattern.as_ref().map(|p| p.regularity),
                             strides: access

@@ -15,6 +15,8 @@
 //!   (`hpcprof-rs advise`, the viewer's detail pane).
 //! * [`patterns`]: access patterns (strides per access site) and their
 //!   classification.
+//! * [`watchpoints`]: sharing between threads and temporal reuse, from the
+//!   watchpoint analyses (`-e sharing`, `-e reuse`).
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -38,5 +40,6 @@ pub mod export;
 pub mod measurement;
 pub mod patterns;
 pub mod views;
+pub mod watchpoints;
 
 pub use envelope::FormatError;

@@ -92,6 +92,16 @@ fn sample_db() -> Database {
         by_thread: vec![(0, vec![7])],
         histogram_by_thread: vec![(0, vec![(0, 3), (31, 4)])],
         sites: Vec::new(),
+        sharing: vec![formats::database::SharingLine {
+            true_sharing: false,
+            line_offset: 64,
+            thread: 0,
+            other_thread: 1,
+            frame: 0,
+            other_frame: 0,
+            events: 9,
+        }],
+        reuse: vec![5, 0, 0, 0, 2],
     });
     db.info.thread_list.push(formats::database::ThreadRef {
         rank: None,

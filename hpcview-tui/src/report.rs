@@ -492,6 +492,8 @@ mod tests {
                     by_thread: Vec::new(),
                     histogram_by_thread: Vec::new(),
                     sites: Vec::new(),
+                    sharing: Vec::new(),
+                    reuse: Vec::new(),
                 },
                 DataObject {
                     kind: ObjectKind::Heap,
@@ -506,6 +508,8 @@ mod tests {
                     by_thread: Vec::new(),
                     histogram_by_thread: Vec::new(),
                     sites: Vec::new(),
+                    sharing: Vec::new(),
+                    reuse: Vec::new(),
                 },
             ],
         }

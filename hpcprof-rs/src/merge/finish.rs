@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use formats::database::{
-    AccessSite, DataObject, DbInfo, Frame, ObjectHistogram, MAX_THREAD_VALUES,
+    AccessSite, DataObject, DbInfo, Frame, ObjectHistogram, SharingLine, MAX_THREAD_VALUES,
 };
 use rustc_hash::FxHashMap;
 
@@ -85,6 +85,10 @@ pub(super) fn finish(
     for extra in &part.data.extras {
         for &f in extra.sites.keys() {
             used[f as usize] = true;
+        }
+        for &(.., f, of) in extra.sharing.keys() {
+            used[f as usize] = true;
+            used[of as usize] = true;
         }
     }
     let mut order: Vec<u32> = (0..frame_table.list.len() as u32)
@@ -188,6 +192,43 @@ pub(super) fn finish(
             // Most sampled first; ties by source location.
             obj.sites
                 .sort_by_key(|s| (std::cmp::Reverse(s.counts.samples), s.frame));
+            obj.sharing = extra
+                .sharing
+                .into_iter()
+                .map(
+                    |((t, line_offset, thread, other_thread, f, of), events)| SharingLine {
+                        true_sharing: t,
+                        line_offset,
+                        thread: thread_index[thread as usize],
+                        other_thread,
+                        frame: frame_map[f as usize],
+                        other_frame: frame_map[of as usize],
+                        events,
+                    },
+                )
+                .collect();
+            // Most events first; ties in a fixed order.
+            obj.sharing.sort_by(|a, b| {
+                b.events.cmp(&a.events).then_with(|| {
+                    (
+                        a.true_sharing,
+                        a.line_offset,
+                        a.thread,
+                        a.other_thread,
+                        a.frame,
+                        a.other_frame,
+                    )
+                        .cmp(&(
+                            b.true_sharing,
+                            b.line_offset,
+                            b.thread,
+                            b.other_thread,
+                            b.frame,
+                            b.other_frame,
+                        ))
+                })
+            });
+            obj.reuse = extra.reuse;
             if keep_threads {
                 let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
                 for (t, mut values) in extra.by_thread {

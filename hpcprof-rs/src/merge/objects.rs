@@ -59,7 +59,17 @@ pub(super) struct ObjExtra {
     /// Access sites: innermost frame of the sampled instruction -> its
     /// stride observations, summed over threads.
     pub(super) sites: HashMap<u32, StrideCounts>,
+    /// Sharing events (watchpoint traps) by [`SharingKey`].
+    pub(super) sharing: BTreeMap<SharingKey, u64>,
+    /// Reuse outcomes per bucket (`formats::patterns::REUSE_BUCKETS`).
+    pub(super) reuse: Vec<u64>,
 }
+
+/// What tells sharing events apart: (true sharing, line offset in the
+/// object, thread that trapped (index as in `ObjExtra::by_thread`), the
+/// other thread's index in its process, frame of the trapping access,
+/// frame of the other thread's sampled access).
+pub(super) type SharingKey = (bool, i64, u32, u32, u32, u32);
 
 impl ObjExtra {
     /// Adds `other`, whose thread indices are `thread_offset` lower than
@@ -84,6 +94,14 @@ impl ObjExtra {
         for (frame, counts) in other.sites {
             self.sites.entry(frame).or_default().absorb(&counts);
         }
+        for ((t, l, thread, o, f, of), n) in other.sharing {
+            let e = self
+                .sharing
+                .entry((t, l, thread + thread_offset, o, f, of))
+                .or_default();
+            *e = e.saturating_add(n);
+        }
+        add_values(&mut self.reuse, &other.reuse);
     }
 }
 
@@ -154,6 +172,8 @@ impl DataBuilder {
             by_thread: Vec::new(),
             histogram_by_thread: Vec::new(),
             sites: Vec::new(),
+            sharing: Vec::new(),
+            reuse: Vec::new(),
         });
         self.extras.push(ObjExtra::default());
         self.keys.push(key.clone());

@@ -308,6 +308,35 @@ impl Partial {
                         .or_default()
                         .absorb(&site.counts);
                 }
+                // Watchpoint findings: both accesses by their innermost
+                // source location, like the access sites.
+                for ev in &st.sharing {
+                    let frame = cx.chain(cx.addrs.locate(ev.ip)).last().copied();
+                    let other = cx.chain(cx.addrs.locate(ev.other_ip)).last().copied();
+                    let (Some(frame), Some(other)) = (frame, other) else {
+                        continue;
+                    };
+                    let key = (
+                        ev.true_sharing,
+                        ev.line_offset,
+                        thread_index,
+                        ev.other_thread,
+                        frame,
+                        other,
+                    );
+                    let e = data.extras[id as usize].sharing.entry(key).or_default();
+                    *e = e.saturating_add(ev.count);
+                }
+                let reuse = &mut data.extras[id as usize].reuse;
+                for &(b, n) in &st.reuse {
+                    let b = b as usize;
+                    if b < formats::patterns::REUSE_BUCKETS.len() {
+                        if reuse.len() <= b {
+                            reuse.resize(formats::patterns::REUSE_BUCKETS.len(), 0);
+                        }
+                        reuse[b] = reuse[b].saturating_add(n);
+                    }
+                }
             }
         }
         data.tb

@@ -168,6 +168,9 @@ struct WireExtra {
     histogram_by_thread: Vec<(u32, Vec<(u32, u64)>)>,
     /// (frame, stride observations) of the object's access sites.
     sites: Vec<(u32, StrideCounts)>,
+    /// Sharing events (frames of the key are wire frames).
+    sharing: Vec<(super::objects::SharingKey, u64)>,
+    reuse: Vec<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -223,6 +226,8 @@ impl Wire {
                     by_thread: e.by_thread.clone(),
                     histogram_by_thread: e.histogram_by_thread.clone(),
                     sites: e.sites.iter().map(|(&f, c)| (f, c.clone())).collect(),
+                    sharing: e.sharing.iter().map(|(&k, &n)| (k, n)).collect(),
+                    reuse: e.reuse.clone(),
                 })
                 .collect(),
             keys: p.data.keys.clone(),
@@ -315,6 +320,12 @@ impl Wire {
                     .into_iter()
                     .map(|(f, c)| Ok((frame(f)?, c)))
                     .collect::<Result<_, String>>()?,
+                sharing: extra
+                    .sharing
+                    .into_iter()
+                    .map(|((t, l, th, o, f, of), n)| Ok(((t, l, th, o, frame(f)?, frame(of)?), n)))
+                    .collect::<Result<_, String>>()?,
+                reuse: extra.reuse,
             });
         }
         let i = self.info;

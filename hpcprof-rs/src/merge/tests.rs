@@ -122,6 +122,7 @@ fn histograms_and_per_thread_values_of_one_object_merge() {
             object: ObjectRef::HeapSite(1),
             histogram: hist,
             sites: Vec::new(),
+            ..Default::default()
         }];
     }
     // Same result with any number of workers and any order.
@@ -167,6 +168,7 @@ fn access_sites_merge_per_object_site_and_stride() {
         object: ObjectRef::HeapSite(1),
         histogram: Vec::new(),
         sites: vec![site(0x40_1000, vec![(320_000, 4), (8, 1)], 16)],
+        ..Default::default()
     }];
     b.object_stats = vec![ObjectStats {
         object: ObjectRef::HeapSite(1),
@@ -175,6 +177,7 @@ fn access_sites_merge_per_object_site_and_stride() {
             site(0x40_1000, vec![(320_000, 6)], 24),
             site(0x40_2000, vec![(8, 2)], 8),
         ],
+        ..Default::default()
     }];
     for profiles in [vec![a.clone(), b.clone()], vec![b, a]] {
         let db = merge(&profiles, Vec::new()).db;
@@ -199,6 +202,7 @@ fn different_histogram_layouts_drop_the_histograms() {
         object: ObjectRef::HeapSite(1),
         histogram: vec![(0, 1)],
         sites: Vec::new(),
+        ..Default::default()
     }];
     b.object_stats = a.object_stats.clone();
     b.histogram_layout = HistogramLayout::Fraction(8);
