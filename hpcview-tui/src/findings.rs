@@ -1,6 +1,8 @@
 //! Access-pattern findings: how each object was accessed, in plain words
 //! (the detail pane's lines), and the strongest findings across objects
-//! with one line of advice each (`--report`'s "Findings" section).
+//! with one line of advice each (`--report`'s "Findings" section):
+//! misalignment, strides, and from the watchpoints false and true sharing
+//! and streamed (not reused) data.
 //!
 //! ```
 //! use hpcview_tui::findings;
@@ -11,6 +13,7 @@
 
 use formats::database::Database;
 use formats::patterns::{self, Pattern, Regularity, StrideShare, StrideSource};
+use formats::watchpoints;
 
 /// Objects with a smaller share of the primary metric get no finding.
 pub const MIN_OBJECT_SHARE: f64 = 0.01;
@@ -29,6 +32,9 @@ pub enum Kind {
     Misaligned,
     LargeStride,
     Irregular,
+    FalseSharing,
+    TrueSharing,
+    Streamed,
 }
 
 impl Kind {
@@ -43,6 +49,15 @@ impl Kind {
             }
             Kind::Irregular => {
                 "addresses come from loaded data: keep what is used together together (sort indices, pool list nodes), or prefetch"
+            }
+            Kind::FalseSharing => {
+                "threads write different words of one cache line: pad or align each thread's part to 64 bytes (alignas(64)), or accumulate in a thread-local variable and write once"
+            }
+            Kind::TrueSharing => {
+                "threads update the same data: give each thread its own copy and combine once (a reduction), or batch the updates"
+            }
+            Kind::Streamed => {
+                "its words are not touched again while still in cache: fuse the loops that read it, or block them so each piece is reused before it is evicted"
             }
         }
     }
@@ -146,7 +161,56 @@ pub fn lines(db: &Database, index: u32, metrics: &[u64]) -> Vec<String> {
             ));
         }
     }
+    if let Some(obj) = db.objects.get(index as usize) {
+        out.extend(watchpoints::lines(db, obj, 3));
+        if watchpoints::sharing_measured(db) && obj.sharing.is_empty() {
+            out.push("sharing: no watchpoint event".into());
+        }
+    }
     out
+}
+
+/// The sharing and reuse findings of object `index` (watchpoints).
+fn watch_findings(db: &Database, index: u32, share: f64, out: &mut Vec<Finding>) {
+    let Some(obj) = db.objects.get(index as usize) else {
+        return;
+    };
+    let (false_events, true_events) = watchpoints::sharing_events(obj);
+    for (events, kind, is_true) in [
+        (false_events, Kind::FalseSharing, false),
+        (true_events, Kind::TrueSharing, true),
+    ] {
+        if events < watchpoints::MIN_SHARING_EVENTS {
+            continue;
+        }
+        let top = obj.sharing.iter().find(|l| l.true_sharing == is_true);
+        let between = top.map_or(String::new(), |l| {
+            format!(
+                " ({} and {} on line +{})",
+                db.thread_label(l.thread),
+                watchpoints::other_thread_label(db, l),
+                l.line_offset
+            )
+        });
+        let name = if is_true { "true" } else { "false" };
+        out.push(Finding {
+            object: index,
+            kind,
+            text: format!("{name} sharing: {events} watchpoint events{between}"),
+            strength: share,
+        });
+    }
+    if let Some((watchpoints::Reuse::Streamed, never)) = watchpoints::reuse_class(obj) {
+        out.push(Finding {
+            object: index,
+            kind: Kind::Streamed,
+            text: format!(
+                "streamed: {} of its watched words were not touched again within a sampling period",
+                pct(never)
+            ),
+            strength: share * never,
+        });
+    }
 }
 
 /// The findings about object `index` (see [`strongest`]).
@@ -191,6 +255,7 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
             _ => {}
         }
     }
+    watch_findings(db, index, share, &mut out);
     out
 }
 
@@ -214,6 +279,8 @@ pub fn strongest(db: &Database, top: usize) -> Vec<Finding> {
 pub fn measured(db: &Database) -> bool {
     db.metric_column("misaligned_samples").is_some()
         || db.objects.iter().any(|o| !o.sites.is_empty())
+        || watchpoints::sharing_measured(db)
+        || db.objects.iter().any(|o| !o.reuse.is_empty())
 }
 
 #[cfg(test)]
@@ -281,5 +348,59 @@ mod tests {
         let plain = crate::fixtures::abc();
         let l = lines(&plain, c, metrics);
         assert_eq!(l, vec!["misaligned: not measured", "stride: not measured"]);
+    }
+
+    #[test]
+    fn sharing_and_streamed_data_are_findings() {
+        let mut db = with_patterns();
+        db.info.metrics.push(MetricInfo {
+            name: "false_sharing".into(),
+            ..Default::default()
+        });
+        let frame = db.frames.len() as u32 - 1;
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        db.objects[c].sharing = vec![formats::database::SharingLine {
+            true_sharing: false,
+            line_offset: 64,
+            thread: 0,
+            other_thread: 1,
+            frame,
+            other_frame: frame,
+            events: 12,
+        }];
+        db.objects[c].reuse = vec![1, 0, 0, 0, 9];
+        let found = strongest(&db, 10);
+        let kinds: Vec<Kind> = found
+            .iter()
+            .filter(|f| f.object == c as u32)
+            .map(|f| f.kind)
+            .collect();
+        assert!(kinds.contains(&Kind::FalseSharing), "{found:?}");
+        assert!(kinds.contains(&Kind::Streamed), "{found:?}");
+        let sharing = found.iter().find(|f| f.kind == Kind::FalseSharing).unwrap();
+        assert!(
+            sharing.text.contains("12 watchpoint events"),
+            "{}",
+            sharing.text
+        );
+        assert!(sharing.text.contains("line +64"), "{}", sharing.text);
+        let metrics = vec![0; db.info.metrics.len()];
+        let text = lines(&db, c as u32, &metrics);
+        assert!(
+            text.iter().any(|l| l.starts_with("false sharing: 12")),
+            "{text:?}"
+        );
+        assert!(
+            text.iter()
+                .any(|l| l.starts_with("reuse of 10 watched words")),
+            "{text:?}"
+        );
+        // Another object, measured but without events, says so.
+        let a = db.objects.iter().position(|o| o.name == "A").unwrap() as u32;
+        let text = lines(&db, a, &metrics);
+        assert!(
+            text.iter().any(|l| l == "sharing: no watchpoint event"),
+            "{text:?}"
+        );
     }
 }

@@ -81,7 +81,7 @@ pub fn findings_section(db: &Database, top: usize) -> String {
     let found = crate::findings::strongest(db, top);
     let mut out = String::new();
     if found.is_empty() {
-        out.push_str("Findings: none (no misaligned accesses, no large or data-dependent strides in the objects above 1%)\n");
+        out.push_str("Findings: none (no misaligned accesses, large or data-dependent strides, sharing or streamed data in the objects above 1%)\n");
         return out;
     }
     let _ = writeln!(out, "Findings: {} strongest", found.len());
