@@ -1,5 +1,5 @@
 //! Criterion benchmark of the in-process merge (`hpcprof_rs::merge::merge`,
-//! then `hpcprof_rs::naming::name_objects`) on synthetic profiles, for
+//! then `hpcprof_rs::name::name_objects`) on synthetic profiles, for
 //! quick comparisons of merge-code changes; the end-to-end numbers (files,
 //! real binary, memory) come from `bench-merge`.
 
@@ -19,7 +19,7 @@ fn merge(c: &mut Criterion) {
         .iter()
         .map(|p| p.to_bytes().map_or(0, |b| b.len() as u64))
         .sum();
-    let wrappers = hpcprof_rs::site::Wrappers::default();
+    let wrappers = hpcprof_rs::name::Wrappers::default();
     let mut group = c.benchmark_group("merge");
     group.throughput(Throughput::Bytes(bytes));
     group.sample_size(10);
@@ -27,7 +27,7 @@ fn merge(c: &mut Criterion) {
         b.iter(|| {
             let mut merged = hpcprof_rs::merge::merge(&profiles, Vec::new());
             let db = &mut merged.db;
-            hpcprof_rs::naming::name_objects(&mut db.objects, &db.frames, &wrappers);
+            hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &wrappers);
             merged
         })
     });

@@ -302,6 +302,48 @@ impl Default for Thresholds {
     }
 }
 
+impl Thresholds {
+    /// (memory bound, high share, quadrant) of a region whose share of the
+    /// primary metric is `share` and whose proxy is `mem_time_share`:
+    /// memory bound when the proxy is at or above
+    /// [`Thresholds::mem_time_share`] (unknown without a proxy, and then
+    /// ranked as if memory bound), a high share at or above
+    /// [`Thresholds::share`].
+    pub fn classify(
+        &self,
+        share: f64,
+        mem_time_share: Option<f64>,
+    ) -> (Option<bool>, bool, Quadrant) {
+        let memory_bound = mem_time_share.map(|m| m >= self.mem_time_share);
+        let high = share >= self.share;
+        (
+            memory_bound,
+            high,
+            Quadrant::of(memory_bound.unwrap_or(true), high),
+        )
+    }
+}
+
+/// The memory-boundness proxy of a region, [`BottleneckRow::mem_time_share`]:
+/// its memory samples `num` over the `cpu_samples` `den` of its code,
+/// capped at 1 (0 when `den` is 0); `None` without a `cpu_samples` column
+/// (`has_cpu` false).
+pub fn mem_time_share(num: u64, den: u64, has_cpu: bool) -> Option<f64> {
+    has_cpu.then(|| {
+        if den == 0 {
+            0.0
+        } else {
+            (num as f64 / den as f64).min(1.0)
+        }
+    })
+}
+
+/// The order within a quadrant: `share x mem_time_share` (`share` without
+/// a proxy, as if memory bound).
+pub fn priority_score(share: f64, mem_time_share: Option<f64>) -> f64 {
+    share * mem_time_share.unwrap_or(1.0)
+}
+
 /// The bottleneck view: every data object and every function, ranked by
 /// the bottleneck-priority rule of the data-centric work (memory bound and
 /// large share first).
@@ -336,23 +378,8 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             ((f.function, f.module), c)
         })
         .collect();
-    let ratio = |num: u64, den: u64| -> Option<f64> {
-        cpu?;
-        Some(if den == 0 {
-            0.0
-        } else {
-            (num as f64 / den as f64).min(1.0)
-        })
-    };
-    let classify = |share: f64, mts: Option<f64>| {
-        let memory_bound = mts.map(|m| m >= thresholds.mem_time_share);
-        let high = share >= thresholds.share;
-        (
-            memory_bound,
-            high,
-            Quadrant::of(memory_bound.unwrap_or(true), high),
-        )
-    };
+    let ratio = |num: u64, den: u64| mem_time_share(num, den, cpu.is_some());
+    let classify = |share: f64, mts: Option<f64>| thresholds.classify(share, mts);
     let mut rows: Vec<BottleneckRow<'_>> = Vec::new();
 
     // The functions accessing each object: walk the data tree once, from
@@ -424,7 +451,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             quadrant,
         });
     }
-    let weight = |r: &BottleneckRow<'_>| r.share * r.mem_time_share.unwrap_or(1.0);
+    let weight = |r: &BottleneckRow<'_>| priority_score(r.share, r.mem_time_share);
     rows.sort_by(|a, b| {
         a.quadrant
             .cmp(&b.quadrant)

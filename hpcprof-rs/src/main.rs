@@ -295,7 +295,7 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
     }
     // Refuse before doing any work.
     let wrappers =
-        hpcprof_rs::site::Wrappers::new(&args.alloc_wrapper).map_err(anyhow::Error::msg)?;
+        hpcprof_rs::name::Wrappers::new(&args.alloc_wrapper).map_err(anyhow::Error::msg)?;
     let (mut merged, files) = if args.mpi {
         match merge_on_mpi(&args)? {
             Some(m) => m,
@@ -311,7 +311,7 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
         (merged, files.len())
     };
     let db = &mut merged.db;
-    hpcprof_rs::naming::name_objects(&mut db.objects, &db.frames, &wrappers);
+    hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &wrappers);
     let skipped = merged.db.info.skipped.len();
     for (file, reason) in &merged.db.info.skipped {
         eprintln!("hpcprof-rs: warning: skipping {file}: {reason}");

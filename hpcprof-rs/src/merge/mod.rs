@@ -37,24 +37,26 @@
 //!
 //! The modules, each using only those above it:
 //!
-//! * `dist`: [`Acc`](dist::Acc), the streaming summary of a value over
+//! * `dist`: `Acc`, the streaming summary of a value over
 //!   threads or ranks;
 //! * `resolve`: raw address -> module address -> inline chain of frames;
 //! * `tree`: the tree builder (nodes, exclusive metrics, accumulators) and
 //!   the absorption of one worker's tree into another's;
 //! * `objects`: data object identity, per-object facts, the data tree;
 //! * `columns`: the metric column registry;
+//! * `input`: decoded profiles, or files read and decoded on demand;
 //! * `partial`: one worker's partial merge, adding profiles and combining;
 //! * `output`: the finished trees and the merged database, written node by
 //!   node;
 //! * `finish`: canonical order, objects and database info of the combined
 //!   partial;
-//! * `workers`: the input, work items and the worker pool;
+//! * `workers`: work items and the worker pool;
 //! * `share`: a partial merge sent between MPI ranks (`--mpi`).
 
 mod columns;
 mod dist;
 mod finish;
+mod input;
 mod objects;
 mod output;
 mod partial;
@@ -70,11 +72,12 @@ use std::path::PathBuf;
 use formats::measurement::ThreadProfile;
 
 pub use columns::PRIMARY;
+use input::{with_file_input, Input};
 pub use output::{Merged, MergedDb, Streamed};
 use partial::{proc_key, ProcKey};
 pub use share::{process_groups, Share};
 pub use tree::{HEAP_ROOT, STATIC_ROOT, UNKNOWN_ROOT};
-use workers::{run, with_file_input, Input};
+use workers::run;
 
 /// Merges `profiles` (already decoded) into a database; `skipped` is recorded
 /// as is. Never fails: what cannot be symbolised gets a placeholder frame.

@@ -12,10 +12,10 @@ use formats::measurement::{HistogramLayout, NodeKey, ObjectRef, SampleStats, Thr
 use rustc_hash::FxHashMap;
 
 use super::columns::Columns;
+use super::input::Input;
 use super::objects::{DataBuilder, ObjKey};
 use super::resolve::{AddrMap, Resolver};
 use super::tree::{absorb_tree, RankValues, TreeBuilder};
-use super::workers::Input;
 use crate::symbolize::{self, Loc, Symbolizer};
 
 /// Identity of a measured process: (run id, host, pid).

@@ -24,11 +24,12 @@ use serde::{Deserialize, Serialize};
 
 use super::dist::Acc;
 use super::finish::finish;
+use super::input::{process_of_file, with_file_input};
 use super::objects::{ObjExtra, ObjKey};
 use super::output::Streamed;
 use super::partial::{InfoAcc, Partial, ProcKey, Shared};
 use super::tree::{Key, TreeBuilder};
-use super::workers::{process_of_file, run_partial, with_file_input};
+use super::workers::run_partial;
 
 /// The measurement files grouped by measured process (all threads of a
 /// process in one group), in a fixed order: share `r` of `n` is every

@@ -1,30 +1,19 @@
-//! Scheduling: the input (decoded profiles, or files read and decoded on
-//! demand) cut into work items, one work item per process group unless a
+//! Scheduling: the input cut into work items, one work item per process group unless a
 //! group is a large share of the input; a fixed number of workers pull
 //! work items from a shared counter, each into its own [`Partial`], and
 //! the partials are combined.
 
-use std::borrow::Cow;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use formats::database::{MAX_RANK_VALUES, MAX_THREAD_VALUES};
-use formats::measurement::ThreadProfile;
 use rayon::prelude::*;
 
 use super::columns::Columns;
 use super::finish::finish;
+use super::input::Input;
 use super::output::Streamed;
 use super::partial::{Partial, Shared};
 use crate::symbolize::Symbolizer;
-
-/// How a merge gets its profiles.
-pub(super) struct Input<'a> {
-    /// Profile `i`, or why it cannot be used.
-    pub(super) load: &'a (dyn Fn(usize) -> Result<Cow<'a, ThreadProfile>, String> + Sync),
-    /// Name of input `i` for the skipped list.
-    pub(super) name: &'a (dyn Fn(usize) -> String + Sync),
-}
 
 /// Runs the merge over `groups` of input indices (one group per process).
 pub(super) fn run(
@@ -108,51 +97,4 @@ pub(super) fn run_partial(
         );
     }
     (partial, shared)
-}
-
-/// The process part of a measurement file name (`<exe>.<host>.<pid>` of
-/// `<exe>.<host>.<pid>.<tid>.hpcrun`): files of one process share it.
-pub(super) fn process_of_file(path: &std::path::Path) -> String {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match stem.rsplit_once('.') {
-        Some((process, _tid)) => process.to_string(),
-        None => stem,
-    }
-}
-
-/// Runs `f` with an [`Input`] that reads and decodes `files`, reporting
-/// each file's size to `progress`.
-pub(super) fn with_file_input<T>(
-    files: &[PathBuf],
-    progress: &(dyn Fn(u64) + Sync),
-    f: impl FnOnce(&Input<'_>) -> T,
-) -> T {
-    let load = |i: usize| -> Result<Cow<'_, ThreadProfile>, String> {
-        // One read buffer per worker, reused: a fresh profile-sized block
-        // per file would be mapped, faulted in and unmapped every time.
-        thread_local! {
-            static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        BUFFER.with_borrow_mut(|bytes| {
-            bytes.clear();
-            let read = std::fs::File::open(&files[i]).and_then(|mut f| {
-                use std::io::Read;
-                f.read_to_end(bytes)
-            });
-            progress(bytes.len() as u64);
-            read.map_err(|e| format!("cannot read: {e}"))?;
-            ThreadProfile::from_bytes(bytes)
-                .map(Cow::Owned)
-                .map_err(|e| e.to_string())
-        })
-    };
-    let name = |i: usize| files[i].display().to_string();
-    let input = Input {
-        load: &load,
-        name: &name,
-    };
-    f(&input)
 }

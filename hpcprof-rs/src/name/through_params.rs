@@ -6,7 +6,7 @@
 //! `hypre_CSRMatrixData(A_diag)`, and `init_grid(&g);` turns
 //! `g->density` into `g.density`.
 
-use super::matching_close;
+use super::text::matching_close;
 
 /// How far back from the allocation line the function's definition is
 /// searched.

@@ -1,7 +1,7 @@
 //! `mem:soft`: the software memory-access sample source.
 //!
 //! A task-clock sample interrupts a thread at the instruction *after* the
-//! one that was executing (measured skid, see DESIGN.md). We find that
+//! one that was executing (measured skid, docs/ARCHITECTURE.md). We find that
 //! previous instruction (decoding forward from the start of the enclosing
 //! function, with a per-thread cache, else a backward guess), and if it has
 //! an explicit memory operand whose address registers it did not overwrite,

@@ -1,5 +1,7 @@
 //! Bottleneck priority: memory-boundness x latency share, with the advice of
-//! DESIGN.md's quadrant table.
+//! the quadrant table in docs/FORMATS.md (`--view bottleneck`). The rule
+//! itself (proxy, thresholds, quadrant, order) is `formats::views`'s; this
+//! module applies it to the viewer's rows.
 //!
 //! `mem:soft` measures no latency and no instruction count, so the
 //! memory-boundness used here is a proxy that the software source can
@@ -41,6 +43,7 @@
 //! ```
 
 pub use formats::views::Quadrant;
+use formats::views::{priority_score, Thresholds};
 
 /// Proxy at or above which code counts as memory bound: more than half of
 /// its sampled time is on memory-accessing instructions (the same
@@ -77,25 +80,18 @@ pub struct Bottleneck {
 /// ranked as if memory bound (every `samples` sample is a memory access),
 /// as `formats::views::bottleneck` does.
 pub fn classify(mem: Option<f64>, share: f64) -> Bottleneck {
+    let (_, _, quadrant) = Thresholds::default().classify(share, mem);
     Bottleneck {
         mem,
         share,
-        score: share * mem.unwrap_or(1.0),
-        quadrant: Quadrant::of(mem.map_or(true, |m| m >= MEM_HIGH), share >= SHARE_HIGH),
+        score: priority_score(share, mem),
+        quadrant,
     }
 }
 
 /// `num / den` capped at 1 (0 when `den` is 0), None without a `cpu_samples`
-/// metric (`has_cpu` false).
-pub fn ratio(num: u64, den: u64, has_cpu: bool) -> Option<f64> {
-    has_cpu.then(|| {
-        if den == 0 {
-            0.0
-        } else {
-            (num as f64 / den as f64).min(1.0)
-        }
-    })
-}
+/// metric (`has_cpu` false): [`formats::views::mem_time_share`].
+pub use formats::views::mem_time_share as ratio;
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use formats::advice::NumaFinding;
 use formats::database::{Database, Frame, NodeKind, Tree, FILE_NAME};
+use formats::views::mem_time_share;
 
 /// Children lists and inclusive metrics of one tree.
 #[derive(Debug, Default)]
@@ -228,13 +229,7 @@ impl Model {
         let mut object_mem = vec![zero; db.objects.len()];
         let mut function_bottleneck = vec![zero; functions];
         if cpu_metric.is_some() {
-            let ratio = |num: u64, den: u64| {
-                Some(if den == 0 {
-                    0.0
-                } else {
-                    (num as f64 / den as f64).min(1.0)
-                })
-            };
+            let ratio = |num: u64, den: u64| mem_time_share(num, den, true);
             for (f, &(s, c)) in function_mem.iter().enumerate() {
                 function_bottleneck[f] = ratio(s, c);
             }

@@ -14,6 +14,12 @@
 //!   into "allocated at" (its allocation path, root first) and then its
 //!   access call paths.
 //!
+//! [`Pane`] holds what is common (items, expansion, sorting, flattening,
+//! selection, search); what differs, the top-level rows, the rows an
+//! item stands for and their children, is one [`Outline`] per file:
+//! `top_down`, `data`, and `bottom_up` and `flat` over the function groups
+//! of `functions`.
+//!
 //! ```
 //! use hpcview_tui::state::{model::Model, tree::{Pane, PaneKind}};
 //! let model = Model::new(hpcview_tui::fixtures::abc(), None);
@@ -22,14 +28,20 @@
 //! assert!((pane.share(&model, pane.visible[0]) - 0.9).abs() < 1e-9);
 //! ```
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
+mod bottom_up;
+mod data;
+mod flat;
+mod functions;
+mod top_down;
 
-use formats::database::{Frame, NodeKind, ObjectKind};
+use std::cmp::Ordering;
+
+use formats::database::{NodeKind, ObjectKind, Tree};
 
 use super::bottleneck::Quadrant;
 use super::bottleneck::{self, ratio, Bottleneck};
 use super::model::Model;
+use functions::Group;
 
 /// Which outline a pane shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,6 +60,32 @@ impl PaneKind {
             PaneKind::Flat => "Code-centric: flat (function, line)",
             PaneKind::Data => "Data-centric: objects",
         }
+    }
+
+    /// The outline this pane shows.
+    fn outline(self) -> &'static dyn Outline {
+        match self {
+            PaneKind::TopDown => &top_down::TopDown,
+            PaneKind::BottomUp => &bottom_up::BottomUp,
+            PaneKind::Flat => &flat::Flat,
+            PaneKind::Data => &data::Data,
+        }
+    }
+}
+
+/// What differs between the outlines.
+trait Outline {
+    /// The top-level rows (not sorted yet).
+    fn roots(&self, pane: &mut Pane, model: &Model) -> Vec<u32>;
+    /// Metrics, label and links of a new `item` (its node, parent and depth
+    /// are set).
+    fn fill(&self, pane: &Pane, model: &Model, item: &mut Item);
+    /// Creates the rows below item `id` (not sorted yet).
+    fn children(&self, pane: &mut Pane, model: &Model, id: u32) -> Vec<u32>;
+    /// The tree whose nodes the rows stand for, for the search index; None
+    /// when only the materialised rows and the roots are searched.
+    fn tree<'m>(&self, _model: &'m Model) -> Option<&'m Tree> {
+        None
     }
 }
 
@@ -111,7 +149,6 @@ impl Item {
     }
 }
 
-/// A metric column: inclusive or exclusive value of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Column {
     pub metric: usize,
@@ -134,14 +171,6 @@ pub struct Sort {
     pub descending: bool,
 }
 
-/// Callers / lines group of the bottom-up and flat outlines: instances of a
-/// function in the code tree (`inst`) seen at ancestor `at`.
-#[derive(Debug, Clone)]
-struct Group {
-    insts: Vec<(u32, u32)>,
-}
-
-/// One pane's outline and selection.
 #[derive(Debug)]
 pub struct Pane {
     pub kind: PaneKind,
@@ -188,6 +217,42 @@ fn object_tag(kind: ObjectKind, name: &str) -> &'static str {
     }
 }
 
+/// Memory-boundness proxy of code-centric values: `samples / cpu_samples`.
+fn code_mem(model: &Model, inc: &[u64]) -> Option<f64> {
+    model
+        .cpu_metric
+        .and_then(|c| ratio(inc[model.primary], inc[c], true))
+}
+
+/// Label, tag and links of a code or data tree node's row.
+fn label_tree_node(model: &Model, kind: &NodeKind, item: &mut Item) {
+    match kind {
+        NodeKind::Root(name) => {
+            item.label = if name.is_empty() {
+                "<root>".into()
+            } else {
+                name.clone()
+            };
+            item.tag = "root";
+        }
+        NodeKind::Frame(f) => {
+            item.label = frame_label(model, *f);
+            item.frame = Some(*f);
+            item.tag = if model.db.frames[*f as usize].inlined {
+                "inl"
+            } else {
+                ""
+            };
+        }
+        NodeKind::Object(o) => {
+            let obj = &model.db.objects[*o as usize];
+            item.label = obj.name.clone();
+            item.tag = object_tag(obj.kind, &obj.name);
+            item.object = Some(*o);
+        }
+    }
+}
+
 impl Pane {
     /// The outline's top-level rows, sorted by the primary metric.
     pub fn new(model: &Model, kind: PaneKind) -> Self {
@@ -207,36 +272,7 @@ impl Pane {
             nested: Vec::new(),
             sort: None,
         };
-        let roots: Vec<u32> = match kind {
-            PaneKind::TopDown => model
-                .code
-                .children(0)
-                .iter()
-                .map(|&c| pane.push(model, Node::Code(c), None))
-                .collect(),
-            PaneKind::Data => (0..model.db.objects.len() as u32)
-                .map(|o| pane.push(model, Node::Object(o), None))
-                .collect(),
-            PaneKind::BottomUp | PaneKind::Flat => {
-                pane.nested = nested_instances(model);
-                let mut by_function: Vec<Vec<(u32, u32)>> = vec![Vec::new(); model.functions];
-                for (i, &func) in model.code_function.iter().enumerate() {
-                    if func != u32::MAX {
-                        by_function[func as usize].push((i as u32, i as u32));
-                    }
-                }
-                let mut roots = Vec::new();
-                for insts in by_function.into_iter().filter(|v| !v.is_empty()) {
-                    let g = pane.groups.len() as u32;
-                    pane.groups.push(Group { insts });
-                    let id = pane.push(model, Node::Group(g), None);
-                    if pane.items[id as usize].inc.iter().any(|&v| v > 0) {
-                        roots.push(id);
-                    }
-                }
-                roots
-            }
-        };
+        let roots = kind.outline().roots(&mut pane, model);
         pane.roots = roots;
         pane.set_sort(
             model,
@@ -254,7 +290,6 @@ impl Pane {
     /// Creates an item (metrics, label) for `node`.
     fn push(&mut self, model: &Model, node: Node, parent: Option<u32>) -> u32 {
         let depth = parent.map_or(0, |p| self.items[p as usize].depth + 1);
-        let cols = model.columns;
         let mut item = Item {
             node,
             parent,
@@ -273,167 +308,10 @@ impl Pane {
             dist_node: None,
             exclusive_share: false,
         };
-        let code_mem = |inc: &[u64]| {
-            model
-                .cpu_metric
-                .and_then(|c| ratio(inc[model.primary], inc[c], true))
-        };
-        match node {
-            Node::Code(n) => {
-                let kind = &model.db.code.nodes[n as usize].kind;
-                item.inc = model.code.inclusive(n).to_vec();
-                item.exc = model.code.exclusive(n).to_vec();
-                item.mem = code_mem(&item.inc);
-                item.expandable = !model.code.children(n).is_empty();
-                item.dist_node = Some(node);
-                self.label_tree_node(model, kind, &mut item);
-            }
-            Node::Data(n) => {
-                let kind = &model.db.data.nodes[n as usize].kind;
-                item.inc = model.data.inclusive(n).to_vec();
-                item.exc = model.data.exclusive(n).to_vec();
-                item.mem = model.data_proxy(n);
-                item.expandable = !model.data.children(n).is_empty();
-                item.dist_node = Some(node);
-                self.label_tree_node(model, kind, &mut item);
-            }
-            Node::Object(o) => {
-                let obj = &model.db.objects[o as usize];
-                item.inc = model.data.inclusive(obj.node).to_vec();
-                item.exc = model.data.exclusive(obj.node).to_vec();
-                item.mem = model.object_mem[o as usize];
-                item.expandable =
-                    !obj.alloc_path.is_empty() || !model.data.children(obj.node).is_empty();
-                item.label = obj.name.clone();
-                item.site = obj
-                    .site_frame()
-                    .map(|f| short_site(&model.db.frames[f as usize]));
-                item.tag = object_tag(obj.kind, &obj.name);
-                item.object = Some(o);
-                item.dist_node = Some(Node::Data(obj.node));
-                item.frame = obj.site_frame().or(obj.alloc_path.last().copied());
-            }
-            Node::AllocPath(o) => {
-                let n = model.db.objects[o as usize].alloc_path.len();
-                item.label = format!(
-                    "allocated at ({n} frame{}, root first)",
-                    if n == 1 { "" } else { "s" }
-                );
-                item.expandable = n > 0;
-                item.object = Some(o);
-                item.frame = model.db.objects[o as usize].alloc_path.last().copied();
-            }
-            Node::AllocFrame { object, index } => {
-                let f = model.db.objects[object as usize].alloc_path[index as usize];
-                item.label = frame_label(model, f);
-                item.frame = Some(f);
-                item.object = Some(object);
-            }
-            Node::Group(g) => {
-                let group = &self.groups[g as usize];
-                let mut inc = vec![0u64; cols];
-                let mut exc = vec![0u64; cols];
-                let mut expandable = false;
-                for &(inst, at) in &group.insts {
-                    if !self.nested[inst as usize] {
-                        for (a, v) in inc.iter_mut().zip(model.code.inclusive(inst)) {
-                            *a += v;
-                        }
-                    }
-                    for (a, v) in exc.iter_mut().zip(model.code.exclusive(inst)) {
-                        *a += v;
-                    }
-                    if !expandable {
-                        expandable = match self.kind {
-                            PaneKind::Flat => true,
-                            _ => {
-                                let p = model.db.code.nodes[at as usize].parent;
-                                p != u32::MAX
-                                    && matches!(
-                                        model.db.code.nodes[p as usize].kind,
-                                        NodeKind::Frame(_)
-                                    )
-                            }
-                        };
-                    }
-                }
-                let (inst, at) = group.insts[0];
-                // Label: the function at `at` (a caller) or of the instance.
-                let shown = if parent.is_some() { at } else { inst };
-                if let NodeKind::Frame(f) = model.db.code.nodes[shown as usize].kind {
-                    let frame = &model.db.frames[f as usize];
-                    item.label = frame.function.clone();
-                    item.frame = Some(f);
-                }
-                item.tag = if parent.is_some() { "caller" } else { "fn" };
-                item.mem = code_mem(&inc);
-                if parent.is_none() {
-                    // A function: the shared rule (exclusive values).
-                    if let Some(f) = item.frame {
-                        item.mem =
-                            model.function_bottleneck[model.frame_function[f as usize] as usize];
-                        item.exclusive_share = true;
-                    }
-                }
-                item.inc = inc;
-                item.exc = exc;
-                item.expandable = expandable;
-            }
-            Node::Line(g) => {
-                let group = &self.groups[g as usize];
-                let mut exc = vec![0u64; cols];
-                for &(inst, _) in &group.insts {
-                    for (a, v) in exc.iter_mut().zip(model.code.exclusive(inst)) {
-                        *a += v;
-                    }
-                }
-                let (inst, _) = group.insts[0];
-                if let NodeKind::Frame(f) = model.db.code.nodes[inst as usize].kind {
-                    let frame = &model.db.frames[f as usize];
-                    item.label = match (&frame.file, frame.line) {
-                        (Some(file), Some(line)) => format!("{}:{line}", basename(file)),
-                        (Some(file), None) => basename(file).to_string(),
-                        _ => "(no line information)".to_string(),
-                    };
-                    item.frame = Some(f);
-                }
-                item.tag = "line";
-                item.mem = code_mem(&exc);
-                item.inc = exc.clone();
-                item.exc = exc;
-            }
-        }
+        self.kind.outline().fill(self, model, &mut item);
         let id = self.items.len() as u32;
         self.items.push(item);
         id
-    }
-
-    fn label_tree_node(&self, model: &Model, kind: &NodeKind, item: &mut Item) {
-        match kind {
-            NodeKind::Root(name) => {
-                item.label = if name.is_empty() {
-                    "<root>".into()
-                } else {
-                    name.clone()
-                };
-                item.tag = "root";
-            }
-            NodeKind::Frame(f) => {
-                item.label = frame_label(model, *f);
-                item.frame = Some(*f);
-                item.tag = if model.db.frames[*f as usize].inlined {
-                    "inl"
-                } else {
-                    ""
-                };
-            }
-            NodeKind::Object(o) => {
-                let obj = &model.db.objects[*o as usize];
-                item.label = obj.name.clone();
-                item.tag = object_tag(obj.kind, &obj.name);
-                item.object = Some(*o);
-            }
-        }
     }
 
     /// Creates the children of `id` (once), sorted.
@@ -441,89 +319,7 @@ impl Pane {
         if self.items[id as usize].children.is_some() {
             return;
         }
-        let node = self.items[id as usize].node;
-        let mut kids: Vec<u32> = Vec::new();
-        match node {
-            Node::Code(n) => {
-                for &c in model.code.children(n) {
-                    kids.push(self.push(model, Node::Code(c), Some(id)));
-                }
-            }
-            Node::Data(n) => {
-                for &c in model.data.children(n) {
-                    kids.push(self.push(model, Node::Data(c), Some(id)));
-                }
-            }
-            Node::Object(o) => {
-                let obj = &model.db.objects[o as usize];
-                let data_node = obj.node;
-                if !obj.alloc_path.is_empty() {
-                    kids.push(self.push(model, Node::AllocPath(o), Some(id)));
-                }
-                for &c in model.data.children(data_node) {
-                    kids.push(self.push(model, Node::Data(c), Some(id)));
-                }
-            }
-            Node::AllocPath(o) => {
-                let n = model.db.objects[o as usize].alloc_path.len() as u32;
-                for index in 0..n {
-                    kids.push(self.push(model, Node::AllocFrame { object: o, index }, Some(id)));
-                }
-            }
-            Node::AllocFrame { .. } | Node::Line(_) => {}
-            Node::Group(g) => {
-                let insts = self.groups[g as usize].insts.clone();
-                let mut order: Vec<(u64, u64)> = Vec::new();
-                let mut buckets: HashMap<(u64, u64), Vec<(u32, u32)>> = HashMap::new();
-                for (inst, at) in insts {
-                    let key = match self.kind {
-                        PaneKind::Flat => {
-                            let NodeKind::Frame(f) = model.db.code.nodes[inst as usize].kind else {
-                                continue;
-                            };
-                            if model.code.exclusive(inst).iter().all(|&v| v == 0) {
-                                continue;
-                            }
-                            let fr = &model.db.frames[f as usize];
-                            // Lines of one function: same file and line.
-                            let file = fr.file.as_deref().unwrap_or("");
-                            (hash_str(file), u64::from(fr.line.unwrap_or(0)))
-                        }
-                        _ => {
-                            let p = model.db.code.nodes[at as usize].parent;
-                            if p == u32::MAX {
-                                continue;
-                            }
-                            let NodeKind::Frame(f) = model.db.code.nodes[p as usize].kind else {
-                                continue;
-                            };
-                            (u64::from(model.frame_function[f as usize]), 0)
-                        }
-                    };
-                    let at = match self.kind {
-                        PaneKind::Flat => at,
-                        _ => model.db.code.nodes[at as usize].parent,
-                    };
-                    buckets
-                        .entry(key)
-                        .or_insert_with(|| {
-                            order.push(key);
-                            Vec::new()
-                        })
-                        .push((inst, at));
-                }
-                for key in order {
-                    let insts = buckets.remove(&key).unwrap_or_default();
-                    let g = self.groups.len() as u32;
-                    self.groups.push(Group { insts });
-                    let node = match self.kind {
-                        PaneKind::Flat => Node::Line(g),
-                        _ => Node::Group(g),
-                    };
-                    kids.push(self.push(model, node, Some(id)));
-                }
-            }
-        }
+        let mut kids = self.kind.outline().children(self, model, id);
         self.items[id as usize].expandable = !kids.is_empty();
         if let Some(sort) = self.sort {
             self.sort_ids(model, &mut kids, sort);
@@ -815,40 +611,6 @@ impl Pane {
     }
 }
 
-fn hash_str(s: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
-/// For every code node: does an ancestor belong to the same function?
-fn nested_instances(model: &Model) -> Vec<bool> {
-    let funcs = &model.code_function;
-    let mut nested = vec![false; funcs.len()];
-    let mut active = vec![0u32; model.functions];
-    // Iterative DFS with enter/exit events, on the compact arrays.
-    let mut stack: Vec<(u32, bool)> = vec![(0, false)];
-    while let Some((n, exit)) = stack.pop() {
-        let func = funcs[n as usize];
-        if exit {
-            if func != u32::MAX {
-                active[func as usize] -= 1;
-            }
-            continue;
-        }
-        if func != u32::MAX {
-            nested[n as usize] = active[func as usize] > 0;
-            active[func as usize] += 1;
-            stack.push((n, true));
-        }
-        for &c in model.code.children(n).iter().rev() {
-            stack.push((c, false));
-        }
-    }
-    nested
-}
-
 /// Which tree nodes have a matching node in their subtree, for one query.
 struct SearchIndex {
     /// Per code or data node (by pane kind).
@@ -868,17 +630,13 @@ impl SearchIndex {
             .iter()
             .map(|o| o.name.to_lowercase().contains(q))
             .collect();
-        let tree = match kind {
-            PaneKind::Data => &model.db.data,
-            PaneKind::TopDown => &model.db.code,
-            // Bottom-up and flat rows are functions, callers and lines:
-            // only the materialised ones and the roots are searched.
-            _ => {
-                return SearchIndex {
-                    subtree: Vec::new(),
-                    objects,
-                }
-            }
+        // Bottom-up and flat rows are functions, callers and lines: only
+        // the materialised ones and the roots are searched.
+        let Some(tree) = kind.outline().tree(model) else {
+            return SearchIndex {
+                subtree: Vec::new(),
+                objects,
+            };
         };
         let mut subtree: Vec<bool> = tree
             .nodes
@@ -911,139 +669,5 @@ impl SearchIndex {
     }
 }
 
-/// An allocation site in a few characters: `abc.c:32`, or without line
-/// information `AtomVec::grow+0x1cd` (parameters left out).
-fn short_site(f: &Frame) -> String {
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => {
-            format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
-        }
-        _ => {
-            let bare = f.function.split('(').next().unwrap_or(&f.function);
-            match f.offset {
-                Some(off) => format!("{bare}+0x{off:x}"),
-                None => bare.to_string(),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixtures;
-
-    fn labels(pane: &Pane) -> Vec<String> {
-        pane.visible
-            .iter()
-            .map(|&id| {
-                let i = &pane.items[id as usize];
-                format!("{}{}", "  ".repeat(i.depth as usize), i.label)
-            })
-            .collect()
-    }
-
-    fn root(pane: &Pane, label: &str) -> u32 {
-        *pane
-            .roots
-            .iter()
-            .find(|&&r| pane.items[r as usize].label == label)
-            .unwrap_or_else(|| panic!("no root {label}"))
-    }
-
-    #[test]
-    fn data_pane_is_object_first() {
-        let model = Model::new(fixtures::abc(), None);
-        let mut pane = Pane::new(&model, PaneKind::Data);
-        assert_eq!(labels(&pane)[..4], ["C", "B", "A", "<stack: thread 0>"]);
-        pane.toggle(&model);
-        let l = labels(&pane);
-        assert_eq!(l[1], "  allocated at (4 frames, root first)");
-        assert_eq!(l[2], "  _start");
-        // The allocation path expands into its frames, root first.
-        pane.move_by(1);
-        pane.toggle(&model);
-        let l = labels(&pane);
-        assert_eq!(l[2], "    _start");
-        assert_eq!(l[5], "    main  abc.c:32");
-        assert_eq!(l[6], "  _start");
-        let c = pane.visible[0];
-        assert!((pane.share(&model, c) - 0.9).abs() < 1e-9);
-        // C is accessed only by compute: its samples over compute's
-        // cpu_samples (formats::views::bottleneck).
-        let mem = pane.items[c as usize].mem.unwrap();
-        assert!((mem - 900.0 / 1050.0).abs() < 1e-9, "{mem}");
-        // Its first access-path node: compute's proxy, weighted.
-        let path = pane.visible[6];
-        let mem = pane.items[path as usize].mem.unwrap();
-        assert!((mem - 1000.0 / 1050.0).abs() < 1e-9, "{mem}");
-    }
-
-    #[test]
-    fn bottom_up_lists_callers() {
-        let model = Model::new(fixtures::abc(), None);
-        let mut pane = Pane::new(&model, PaneKind::BottomUp);
-        let compute = root(&pane, "compute");
-        assert_eq!(pane.items[compute as usize].inc, [1000, 20, 1050]);
-        pane.select_id(Some(compute));
-        pane.toggle(&model);
-        let caller = pane.items[compute as usize].children.as_ref().unwrap()[0];
-        assert_eq!(pane.items[caller as usize].label, "main");
-        assert_eq!(pane.items[caller as usize].tag, "caller");
-        assert_eq!(pane.items[caller as usize].inc, [1000, 20, 1050]);
-        // main's caller is __libc_start_call_main.
-        pane.select_id(Some(caller));
-        pane.toggle(&model);
-        let up = pane.items[caller as usize].children.as_ref().unwrap()[0];
-        assert_eq!(pane.items[up as usize].label, "__libc_start_call_main");
-    }
-
-    #[test]
-    fn flat_lists_lines() {
-        let model = Model::new(fixtures::abc(), None);
-        let mut pane = Pane::new(&model, PaneKind::Flat);
-        let compute = root(&pane, "compute");
-        pane.select_id(Some(compute));
-        pane.toggle(&model);
-        let lines: Vec<&str> = pane.items[compute as usize]
-            .children
-            .as_ref()
-            .unwrap()
-            .iter()
-            .map(|&c| pane.items[c as usize].label.as_str())
-            .collect();
-        assert_eq!(lines, ["abc.c:25", "abc.c:24"]);
-    }
-
-    #[test]
-    fn top_down_sort_and_search() {
-        let model = Model::new(fixtures::abc(), None);
-        let mut pane = Pane::new(&model, PaneKind::TopDown);
-        assert_eq!(labels(&pane), ["_start"]);
-        assert!(pane.search(&model, "abc.c:25", true));
-        let sel = pane.selected_item().unwrap();
-        assert_eq!(sel.label, "compute  abc.c:25");
-        assert!(!pane.search(&model, "no such thing", true));
-        let pos = |pane: &Pane, s: &str| labels(pane).iter().position(|l| l.contains(s));
-        assert!(pos(&pane, "main  abc.c:45") < pos(&pane, "main  abc.c:41"));
-        pane.set_sort(
-            &model,
-            Sort {
-                key: SortKey::Name,
-                descending: false,
-            },
-        );
-        assert!(pos(&pane, "main  abc.c:41") < pos(&pane, "main  abc.c:45"));
-        // The selection survives the re-sort.
-        assert_eq!(pane.selected_item().unwrap().label, "compute  abc.c:25");
-    }
-
-    #[test]
-    fn recursion_is_counted_once() {
-        let model = Model::new(fixtures::recursive(), None);
-        let pane = Pane::new(&model, PaneKind::BottomUp);
-        let f = root(&pane, "f");
-        // f -> f -> g: inclusive 10, not 20.
-        assert_eq!(pane.items[f as usize].inc[0], 10);
-    }
-}
+mod tests;

@@ -34,44 +34,9 @@ use std::collections::{HashMap, HashSet};
 
 use formats::database::{Frame, LABEL_MODULE};
 
-use crate::name::{is_library_source, names_at, scope_parts, SourceCache};
-
-/// Module file names (prefixes of the base name) of runtimes and system
-/// libraries whose frames are never an allocation site.
-const RUNTIME_MODULES: &[&str] = &[
-    "libc.so",
-    "libc-",
-    "ld-linux",
-    "ld-2.",
-    "libstdc++.so",
-    "libc++.so",
-    "libc++abi.so",
-    "libgcc_s.so",
-    "libgfortran.so",
-    "libpython",
-    "libjemalloc.so",
-    "libtcmalloc",
-    "libmimalloc.so",
-    "libhpcrun_preload.so",
-];
-
-/// Function name prefixes of runtime allocators and library code (for
-/// programs without line information, where the file rule cannot apply).
-const RUNTIME_FUNCTIONS: &[&str] = &[
-    "operator new",
-    "__rust_alloc",
-    "__rust_realloc",
-    "__rdl_alloc",
-    "__rg_alloc",
-    "alloc::",
-    "<alloc::",
-    "std::",
-    "<std::",
-    "__gnu_cxx::",
-    "_gfortran_",
-    "__libc_",
-    "__GI_",
-];
+use super::frames::{is_runtime, last_component, without_parameters};
+use super::heap_name::names_at;
+use super::source::SourceCache;
 
 /// User-given wrapper patterns (`--alloc-wrapper`).
 #[derive(Debug, Default, Clone)]
@@ -100,61 +65,9 @@ impl Wrappers {
     }
 }
 
-/// `f(int, char const*)` -> `f`; `std::vector<int>::push_back(int&&)` ->
-/// `std::vector<int>::push_back`.
-pub fn without_parameters(function: &str) -> &str {
-    let f = function.trim_end();
-    if !f.ends_with(')') {
-        return f;
-    }
-    // The parenthesis that opens the final parameter list.
-    let mut depth = 0i32;
-    for (i, c) in f.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return f[..i].trim_end();
-                }
-            }
-            _ => {}
-        }
-    }
-    f
-}
-
-/// The last `::` component of a name without parameters, outside template
-/// brackets: `LAMMPS_NS::MyPage<int>::allocate` -> `allocate`.
-fn last_component(name: &str) -> &str {
-    scope_parts(name).last().copied().unwrap_or(name)
-}
-
-/// A short form of a function name for object names: no parameters, at
-/// most the class and the function (`LAMMPS_NS::AtomVec::grow(int)` ->
-/// `AtomVec::grow`).
-pub fn short_function(function: &str) -> String {
-    let parts = scope_parts(without_parameters(function));
-    parts[parts.len().saturating_sub(2)..].join("::")
-}
-
-fn module_base(module: &str) -> &str {
-    module.rsplit('/').next().unwrap_or(module)
-}
-
-/// Rule 1: a frame of a runtime or system library.
-pub fn is_runtime(frame: &Frame) -> bool {
-    let base = module_base(&frame.module);
-    RUNTIME_MODULES.iter().any(|m| base.starts_with(m))
-        || RUNTIME_FUNCTIONS
-            .iter()
-            .any(|p| frame.function.starts_with(p))
-        || frame.file.as_deref().is_some_and(is_library_source)
-}
-
 /// What the source says of a frame's line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
+pub(super) enum Source {
     /// No line information or unreadable source.
     Unknown,
     /// The line returns the allocation: a wrapper (rule 3).
@@ -165,7 +78,7 @@ enum Source {
     Silent,
 }
 
-fn source_of(frame: &Frame, sources: &mut SourceCache) -> Source {
+pub(super) fn source_of(frame: &Frame, sources: &mut SourceCache) -> Source {
     let (Some(file), Some(line)) = (frame.file.as_deref(), frame.line) else {
         return Source::Unknown;
     };
@@ -182,7 +95,7 @@ fn source_of(frame: &Frame, sources: &mut SourceCache) -> Source {
 
 /// True when a function without line information says by its name that it
 /// allocates (`alloc` in its last name component, any case).
-fn allocates_by_name(frame: &Frame) -> bool {
+pub(super) fn allocates_by_name(frame: &Frame) -> bool {
     frame.line.is_none()
         && last_component(without_parameters(&frame.function))
             .to_ascii_lowercase()
@@ -294,24 +207,6 @@ mod tests {
             inlined: false,
             offset: None,
         }
-    }
-
-    #[test]
-    fn names_are_shortened() {
-        assert_eq!(
-            short_function("LAMMPS_NS::AtomVec::grow(int)"),
-            "AtomVec::grow"
-        );
-        assert_eq!(
-            short_function("LAMMPS_NS::MyPage<int>::allocate()"),
-            "MyPage<int>::allocate"
-        );
-        assert_eq!(short_function("main"), "main");
-        assert_eq!(
-            without_parameters("LAMMPS_NS::Memory::srealloc(void*, long, char const*)"),
-            "LAMMPS_NS::Memory::srealloc"
-        );
-        assert_eq!(last_component("std::map<a::b, c>::insert"), "insert");
     }
 
     /// LAMMPS without debug information: `Memory::srealloc` reached from

@@ -1,0 +1,116 @@
+use super::*;
+use crate::fixtures;
+
+fn labels(pane: &Pane) -> Vec<String> {
+    pane.visible
+        .iter()
+        .map(|&id| {
+            let i = &pane.items[id as usize];
+            format!("{}{}", "  ".repeat(i.depth as usize), i.label)
+        })
+        .collect()
+}
+
+fn root(pane: &Pane, label: &str) -> u32 {
+    *pane
+        .roots
+        .iter()
+        .find(|&&r| pane.items[r as usize].label == label)
+        .unwrap_or_else(|| panic!("no root {label}"))
+}
+
+#[test]
+fn data_pane_is_object_first() {
+    let model = Model::new(fixtures::abc(), None);
+    let mut pane = Pane::new(&model, PaneKind::Data);
+    assert_eq!(labels(&pane)[..4], ["C", "B", "A", "<stack: thread 0>"]);
+    pane.toggle(&model);
+    let l = labels(&pane);
+    assert_eq!(l[1], "  allocated at (4 frames, root first)");
+    assert_eq!(l[2], "  _start");
+    // The allocation path expands into its frames, root first.
+    pane.move_by(1);
+    pane.toggle(&model);
+    let l = labels(&pane);
+    assert_eq!(l[2], "    _start");
+    assert_eq!(l[5], "    main  abc.c:32");
+    assert_eq!(l[6], "  _start");
+    let c = pane.visible[0];
+    assert!((pane.share(&model, c) - 0.9).abs() < 1e-9);
+    // C is accessed only by compute: its samples over compute's
+    // cpu_samples (formats::views::bottleneck).
+    let mem = pane.items[c as usize].mem.unwrap();
+    assert!((mem - 900.0 / 1050.0).abs() < 1e-9, "{mem}");
+    // Its first access-path node: compute's proxy, weighted.
+    let path = pane.visible[6];
+    let mem = pane.items[path as usize].mem.unwrap();
+    assert!((mem - 1000.0 / 1050.0).abs() < 1e-9, "{mem}");
+}
+
+#[test]
+fn bottom_up_lists_callers() {
+    let model = Model::new(fixtures::abc(), None);
+    let mut pane = Pane::new(&model, PaneKind::BottomUp);
+    let compute = root(&pane, "compute");
+    assert_eq!(pane.items[compute as usize].inc, [1000, 20, 1050]);
+    pane.select_id(Some(compute));
+    pane.toggle(&model);
+    let caller = pane.items[compute as usize].children.as_ref().unwrap()[0];
+    assert_eq!(pane.items[caller as usize].label, "main");
+    assert_eq!(pane.items[caller as usize].tag, "caller");
+    assert_eq!(pane.items[caller as usize].inc, [1000, 20, 1050]);
+    // main's caller is __libc_start_call_main.
+    pane.select_id(Some(caller));
+    pane.toggle(&model);
+    let up = pane.items[caller as usize].children.as_ref().unwrap()[0];
+    assert_eq!(pane.items[up as usize].label, "__libc_start_call_main");
+}
+
+#[test]
+fn flat_lists_lines() {
+    let model = Model::new(fixtures::abc(), None);
+    let mut pane = Pane::new(&model, PaneKind::Flat);
+    let compute = root(&pane, "compute");
+    pane.select_id(Some(compute));
+    pane.toggle(&model);
+    let lines: Vec<&str> = pane.items[compute as usize]
+        .children
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|&c| pane.items[c as usize].label.as_str())
+        .collect();
+    assert_eq!(lines, ["abc.c:25", "abc.c:24"]);
+}
+
+#[test]
+fn top_down_sort_and_search() {
+    let model = Model::new(fixtures::abc(), None);
+    let mut pane = Pane::new(&model, PaneKind::TopDown);
+    assert_eq!(labels(&pane), ["_start"]);
+    assert!(pane.search(&model, "abc.c:25", true));
+    let sel = pane.selected_item().unwrap();
+    assert_eq!(sel.label, "compute  abc.c:25");
+    assert!(!pane.search(&model, "no such thing", true));
+    let pos = |pane: &Pane, s: &str| labels(pane).iter().position(|l| l.contains(s));
+    assert!(pos(&pane, "main  abc.c:45") < pos(&pane, "main  abc.c:41"));
+    pane.set_sort(
+        &model,
+        Sort {
+            key: SortKey::Name,
+            descending: false,
+        },
+    );
+    assert!(pos(&pane, "main  abc.c:41") < pos(&pane, "main  abc.c:45"));
+    // The selection survives the re-sort.
+    assert_eq!(pane.selected_item().unwrap().label, "compute  abc.c:25");
+}
+
+#[test]
+fn recursion_is_counted_once() {
+    let model = Model::new(fixtures::recursive(), None);
+    let pane = Pane::new(&model, PaneKind::BottomUp);
+    let f = root(&pane, "f");
+    // f -> f -> g: inclusive 10, not 20.
+    assert_eq!(pane.items[f as usize].inc[0], 10);
+}
