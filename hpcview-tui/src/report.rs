@@ -349,6 +349,11 @@ pub fn bottleneck_table(db: &Database, top: usize, mut base: Option<&mut Baselin
     if model.cpu_metric.is_none() {
         out.push_str("  (no cpu_samples metric in this database: the proxy is n/a)\n");
     }
+    // Why an object is slow: its strongest access-pattern finding.
+    let mut why: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    for f in crate::findings::strongest(db, usize::MAX) {
+        why.entry(f.object).or_insert(f.text);
+    }
     for kind in [PaneKind::Data, PaneKind::Flat] {
         let mut pane = Pane::new(&model, kind);
         pane.set_sort(
@@ -397,6 +402,9 @@ pub fn bottleneck_table(db: &Database, top: usize, mut base: Option<&mut Baselin
                 if item.tag.is_empty() { "-" } else { item.tag },
                 fit(&item.label, MAX_NAME)
             );
+            if let Some(text) = item.object.and_then(|o| why.get(&o)) {
+                let _ = writeln!(out, "{:>8}why: {text}", "");
+            }
         }
     }
     out
