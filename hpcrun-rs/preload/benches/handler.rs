@@ -31,10 +31,10 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use hpcrun_preload::cct::{self, Tree};
-use hpcrun_preload::ffi::StackBounds;
 use hpcrun_preload::handler;
 use hpcrun_preload::soft::{self, Regs};
-use hpcrun_preload::{anchors, ffi, modules, objects, threads, unwind};
+use hpcrun_preload::sys::StackBounds;
+use hpcrun_preload::{anchors, modules, objects, sys, threads, unwind};
 
 // A 20,000-byte function (5,000 x `add rax, 1`) ending in a load; the
 // label after the load is the IP a sample of that load interrupts.
@@ -122,7 +122,7 @@ fn handler_benches(c: &mut Criterion) {
     at_depth(0, block_addr + 8, &mut |(regs, _, _)| {
         let ip = regs.rip;
         let (seg_start, seg_end) = snap.exec_segment(ip).expect("segment");
-        let code = ffi::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end).unwrap();
+        let code = sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end).unwrap();
         let func = snap.function_start(ip).expect("function start");
         let prev = soft::previous_by_forward_decode(code, seg_start, func, ip).expect("previous");
         decode.bench_function(
@@ -308,8 +308,8 @@ fn handler_benches(c: &mut Criterion) {
 
     // The kernel's share: a real-time signal to this thread, an empty handler.
     extern "C" fn empty(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {}
-    let signal = ffi::sigrtmin() + 5;
-    assert!(ffi::install_handler(signal, empty, &[]));
+    let signal = sys::sigrtmin() + 5;
+    assert!(sys::install_handler(signal, empty, &[]));
     let mut signal_group = c.benchmark_group("signal");
     signal_group.bench_function("deliver_empty_handler", |b| {
         // SAFETY: the handler for `signal` is installed and does nothing.

@@ -26,7 +26,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use crate::ffi;
+use crate::sys;
 
 /// Bytes of code per anchor.
 pub const BLOCK_SHIFT: u32 = 8;
@@ -43,7 +43,7 @@ pub fn init() -> bool {
     if TABLE.get().is_some() {
         return true;
     }
-    match ffi::map_zeroed::<AtomicU64>(SLOTS) {
+    match sys::map_zeroed::<AtomicU64>(SLOTS) {
         Some(t) => TABLE.set(t).is_ok() || TABLE.get().is_some(),
         None => false,
     }

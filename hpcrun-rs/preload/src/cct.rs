@@ -13,7 +13,7 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
-use crate::ffi;
+use crate::sys;
 
 /// Roots.
 pub const CODE: u32 = 0;
@@ -77,6 +77,10 @@ pub struct Node {
     pub metrics: [AtomicU64; METRICS],
 }
 
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for Node {}
+
 /// The node pool of one thread.
 pub struct Tree {
     nodes: &'static [Node],
@@ -102,8 +106,8 @@ impl Tree {
     /// could not be mapped.
     pub fn new(capacity: usize) -> Option<Tree> {
         let capacity = capacity.next_power_of_two().max(64);
-        let nodes = ffi::map_zeroed::<Node>(capacity)?;
-        let table = ffi::map_zeroed::<AtomicU32>(capacity * 2)?;
+        let nodes = sys::map_zeroed::<Node>(capacity)?;
+        let table = sys::map_zeroed::<AtomicU32>(capacity * 2)?;
         for root in 0..ROOTS {
             nodes[root as usize].parent.store(u32::MAX, Relaxed);
         }
@@ -282,8 +286,8 @@ impl Counts {
     pub fn new(capacity: usize) -> Option<Counts> {
         let capacity = capacity.next_power_of_two().max(64);
         Some(Counts {
-            keys: ffi::map_zeroed::<AtomicU64>(capacity)?,
-            values: ffi::map_zeroed::<AtomicU64>(capacity)?,
+            keys: sys::map_zeroed::<AtomicU64>(capacity)?,
+            values: sys::map_zeroed::<AtomicU64>(capacity)?,
         })
     }
 

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::threads::{self, ThreadState};
-use crate::{config, ffi, hooks, writer};
+use crate::{config, hooks, sys, writer};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -69,7 +69,7 @@ pub fn thread_exited(state: &ThreadState) {
 /// True if every thread of this process but the caller has ended (the
 /// main thread, gone with `pthread_exit`, stays as a zombie task).
 fn only_helper_left() -> bool {
-    let me = ffi::gettid().to_string();
+    let me = sys::gettid().to_string();
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return false;
     };
@@ -99,22 +99,22 @@ pub fn start() {
         return;
     }
     let interval = Duration::from_millis(cfg.checkpoint_ms);
-    let pid = ffi::getpid();
+    let pid = sys::getpid();
     // The helper inherits this mask: every signal blocked but glibc's
     // internal SIGCANCEL and SIGSETXID (32, 33).
-    let mut all = ffi::empty_sigset();
+    let mut all = sys::empty_sigset();
     for s in 1..=64 {
         if s != 32 && s != 33 && s != libc::SIGKILL && s != libc::SIGSTOP {
-            ffi::sigset_add(&mut all, s);
+            sys::sigset_add(&mut all, s);
         }
     }
-    let mut old = ffi::empty_sigset();
-    ffi::raw_sigmask(libc::SIG_BLOCK, Some(&all), Some(&mut old));
+    let mut old = sys::empty_sigset();
+    sys::raw_sigmask(libc::SIG_BLOCK, Some(&all), Some(&mut old));
     let spawned = std::thread::Builder::new()
         .name("hpcrun-ckpt".into())
         .stack_size(256 << 10)
         .spawn(move || hooks::without_hooks(|| run(interval, pid)));
-    ffi::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
+    sys::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
     if let Err(e) = spawned {
         writer::warn(&format!(
             "could not start the checkpoint thread ({e}); no checkpoints"
@@ -140,18 +140,18 @@ fn run(interval: Duration, pid: u32) {
                 // The program's last thread has ended: end the process as
                 // glibc would have (atexit handlers, then the profiles),
                 // with the signals unblocked as in a program thread.
-                ffi::raw_sigmask(libc::SIG_SETMASK, Some(&ffi::empty_sigset()), None);
+                sys::raw_sigmask(libc::SIG_SETMASK, Some(&sys::empty_sigset()), None);
                 std::process::exit(0);
             }
             std::thread::sleep(step.min(next.saturating_duration_since(Instant::now())));
         }
-        if STOP.load(SeqCst) || ffi::getpid() != pid {
+        if STOP.load(SeqCst) || sys::getpid() != pid {
             return;
         }
         let Some(dir) = config::get().out_dir.as_deref() else {
             return;
         };
-        let cpu = ffi::thread_cpu_ns();
+        let cpu = sys::thread_cpu_ns();
         for state in threads::all().filter(|s| s.pid == pid) {
             if STOP.load(SeqCst) {
                 return;
@@ -159,7 +159,7 @@ fn run(interval: Duration, pid: u32) {
             checkpoint(state, dir);
         }
         ROUNDS.fetch_add(1, Relaxed);
-        CPU_NS.fetch_add(ffi::thread_cpu_ns().saturating_sub(cpu), Relaxed);
+        CPU_NS.fetch_add(sys::thread_cpu_ns().saturating_sub(cpu), Relaxed);
         next += interval;
         let now = Instant::now();
         if next < now {
@@ -209,7 +209,7 @@ fn checkpoint(state: &ThreadState, dir: &str) {
 /// helper may be stuck on a lock the crashed thread holds (glibc's heap),
 /// and the final profile matters more.
 pub fn wait_for_writer(state: &ThreadState) -> Option<std::sync::MutexGuard<'_, ()>> {
-    if !ffi::in_crash_mode() {
+    if !sys::in_crash_mode() {
         return Some(state.writing.lock().unwrap_or_else(|e| e.into_inner()));
     }
     for _ in 0..500 {

@@ -15,24 +15,10 @@ use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
 use crate::stride::{self, Decoded};
 use crate::threads::{self, ThreadState};
-use crate::{anchors, ffi, modules, numa, objects, sampling, unwind};
-
-/// Allocations requested while a sample handler ran on the same thread
-/// (through the library's allocator or the malloc hooks). Must stay 0: it
-/// is written into every profile and checked by the tests.
-pub static ALLOCATIONS_IN_HANDLER: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(0);
-
-/// Counts an allocation if the calling thread is inside the handler.
-#[inline]
-pub fn note_allocation() {
-    if threads::current().is_some_and(|s| s.in_handler.load(Relaxed)) {
-        ALLOCATIONS_IN_HANDLER.fetch_add(1, Relaxed);
-    }
-}
+use crate::{anchors, modules, numa, objects, sampling, sys, unwind};
 
 /// Deepest call path recorded per sample.
-pub const MAX_FRAMES: usize = 128;
+pub use crate::threads::MAX_FRAMES;
 
 /// Longest distance from a function start that is decoded forward.
 const MAX_FORWARD_DECODE: u64 = 64 * 1024;
@@ -42,7 +28,7 @@ const MAX_FORWARD_DECODE: u64 = 64 * 1024;
 /// dropped sample; otherwise runs `work` on the thread's state and the
 /// interrupted registers (RIP, RSP, RBP).
 fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))) {
-    let saved_errno = ffi::errno();
+    let saved_errno = sys::errno();
     if let Some(state) = threads::current() {
         if state.finished.load(Relaxed) || !sampling::active() {
             // Late signal after the profile was written: ignore.
@@ -58,7 +44,7 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
             state.in_handler.store(false, Release);
         }
     }
-    ffi::set_errno(saved_errno);
+    sys::set_errno(saved_errno);
 }
 
 /// SIGIO, installed while the program leaves it at its default action
@@ -67,17 +53,17 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
 /// the user's other processes, or by a tiny limit), it sends SIGIO instead.
 /// That must not kill the program: the sample is counted as dropped.
 pub extern "C" fn on_sigio(_signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
-    let saved_errno = ffi::errno();
+    let saved_errno = sys::errno();
     if let Some(state) = threads::current() {
         state.stats.dropped[threads::DROP_QUEUE_FULL].fetch_add(1, Relaxed);
         // The overflow whose signal was lost stopped the task-clock event
         // (one overflow at a time): arm it again, or sampling would end.
         let fd = state.perf_fd.load(Relaxed);
         if fd >= 0 {
-            ffi::rearm_event(fd);
+            sys::rearm_event(fd);
         }
     }
-    ffi::set_errno(saved_errno);
+    sys::set_errno(saved_errno);
 }
 
 /// True (and handled: the program's action ran) if this signal of a
@@ -85,7 +71,7 @@ pub extern "C" fn on_sigio(_signal: c_int, _info: *mut libc::siginfo_t, _context
 fn program_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) -> bool {
     // SAFETY: the kernel's handler arguments, valid while the handler runs
     // (and `delivered` does not outlive it).
-    let delivered = unsafe { ffi::Delivered::new(info, context) };
+    let delivered = unsafe { sys::Delivered::new(info, context) };
     if crate::signals::from_profiler(&delivered) {
         return false;
     }
@@ -98,7 +84,7 @@ fn watch_slot(info: *mut libc::siginfo_t, context: *mut c_void) -> Option<usize>
     let state = threads::current()?;
     // SAFETY: the kernel's handler arguments, valid while the handler
     // runs (and `delivered` does not outlive it).
-    let delivered = unsafe { ffi::Delivered::new(info, context) };
+    let delivered = unsafe { sys::Delivered::new(info, context) };
     let (_, fd) = delivered.code_fd()?;
     state.watch.slot_of_fd(fd)
 }
@@ -117,13 +103,13 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
     }
     enter(context, sample);
     // The task-clock event stopped itself at this overflow: arm it for the
-    // next one (see `ffi::open_task_clock`), whatever `sample` did.
+    // next one (see `sys::open_task_clock`), whatever `sample` did.
     if let Some(state) = threads::current() {
         let fd = state.perf_fd.load(Relaxed);
         if fd >= 0 {
-            let saved_errno = ffi::errno();
-            ffi::rearm_event(fd);
-            ffi::set_errno(saved_errno);
+            let saved_errno = sys::errno();
+            sys::rearm_event(fd);
+            sys::set_errno(saved_errno);
         }
     }
 }
@@ -142,7 +128,7 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     let Some(ring) = state.fault_ring.get() else {
         return;
     };
-    let layout = SampleLayout::new(ffi::PAGE_FAULT_SAMPLE_TYPE);
+    let layout = SampleLayout::new(sys::PAGE_FAULT_SAMPLE_TYPE);
     let dropped = &state.stats.dropped;
     let drained = ring.for_each_record(|header, body| match record::parse(header, body, &layout) {
         Ok(Record::Sample(s)) => fault(state, &ctx, s.ip, s.addr),
@@ -167,7 +153,7 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     } else if state.fault_idle.fetch_add(1, Relaxed) + 1 >= MAX_IDLE_FAULT_SIGNALS {
         let fd = state.fault_fd.swap(-1, AcqRel);
         if fd >= 0 {
-            ffi::disable_event(fd);
+            sys::disable_event(fd);
             state.stats.fault_sampling_stopped.store(1, Relaxed);
         }
     }
@@ -251,13 +237,13 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
 /// the program would have had. The library's allocator switches to private
 /// mappings first: the interrupted code may hold glibc's heap locks.
 pub extern "C" fn on_fatal(signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
-    let saved_errno = ffi::errno();
-    ffi::enter_crash_mode();
+    let saved_errno = sys::errno();
+    sys::enter_crash_mode();
     crate::hooks::without_hooks(sampling::flush_all);
     // Delivered again, with the default action, when this handler returns
     // (a fault also repeats when the faulting instruction is re-executed).
-    ffi::reraise(signal);
-    ffi::set_errno(saved_errno);
+    sys::reraise(signal);
+    sys::set_errno(saved_errno);
 }
 
 /// The interrupted general-purpose registers in iced-x86 order.
@@ -324,7 +310,7 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Acces
     let Some((seg_start, seg_end)) = snap.exec_segment(ip) else {
         return (ip, Access::NotMemory, Source::Previous);
     };
-    let Some(code) = ffi::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) else {
+    let Some(code) = sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) else {
         return (ip, Access::NotMemory, Source::Previous);
     };
     let previous = threads::cached_previous(state, ip).or_else(|| {
@@ -538,7 +524,7 @@ pub fn record(
 /// module's code bytes and their start address.
 fn instruction_at(snap: &Snapshot, ip: u64) -> Option<(iced_x86::Instruction, &'static [u8], u64)> {
     let (seg_start, seg_end) = snap.exec_segment(ip)?;
-    let code = ffi::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)?;
+    let code = sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)?;
     let insn = soft::decode_at(code, seg_start, ip)?;
     Some((insn, code, seg_start))
 }
@@ -727,7 +713,7 @@ fn arm_watches(state: &ThreadState, target: &Target, addr: u64, size: u32, store
     }
     if reuse > 0 && n % u64::from(reuse) == 0 && state.watch.is_open(watch::REUSE_SLOT) {
         let what = Armed {
-            armed_ns: ffi::thread_cpu_ns(),
+            armed_ns: sys::thread_cpu_ns(),
             ..what
         };
         match state.watch.arm(watch::REUSE_SLOT, word, len, true, &what) {
@@ -765,7 +751,7 @@ fn watch_trap(state: &ThreadState, ctx: (Regs, u64, u64), slot: usize) {
     };
     stats.watch_traps.fetch_add(1, Relaxed);
     if slot == watch::REUSE_SLOT {
-        let ns = ffi::thread_cpu_ns().saturating_sub(what.armed_ns);
+        let ns = sys::thread_cpu_ns().saturating_sub(what.armed_ns);
         note_reuse(state, &what, watch::reuse_bucket(ns));
         return;
     }

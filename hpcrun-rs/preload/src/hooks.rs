@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::ffi::{self, real};
+use crate::sys::{self, real};
 use crate::{config, modules, objects, threads, unwind};
 
 /// Set once the library finished initialising.
@@ -28,9 +28,9 @@ pub(crate) fn guarded(f: impl FnOnce()) {
     }
     let entered = IN_HOOK.with(|g| !g.replace(true));
     if entered {
-        let saved = ffi::errno();
+        let saved = sys::errno();
         f();
-        ffi::set_errno(saved);
+        sys::set_errno(saved);
         IN_HOOK.with(|g| g.set(false));
     }
 }
@@ -134,7 +134,7 @@ fn forget(ptr: *mut c_void) {
 /// C's malloc contract.
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
-    crate::handler::note_allocation();
+    sys::note_allocation();
     let p = real::malloc(size);
     record(p, size);
     p
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 /// C's calloc contract.
 #[no_mangle]
 pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
-    crate::handler::note_allocation();
+    sys::note_allocation();
     let p = real::calloc(n, size);
     if !p.is_null() {
         record(p, n.saturating_mul(size));
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
 #[no_mangle]
 pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
     let Some(bytes) = n.checked_mul(size) else {
-        ffi::set_errno(libc::ENOMEM);
+        sys::set_errno(libc::ENOMEM);
         return std::ptr::null_mut();
     };
     // SAFETY: per the caller's contract.
@@ -231,10 +231,10 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
     if align < std::mem::size_of::<*mut c_void>() || !align.is_power_of_two() {
         return libc::EINVAL;
     }
-    let saved = ffi::errno();
+    let saved = sys::errno();
     let p = real::memalign(align, size);
     if p.is_null() {
-        ffi::set_errno(saved);
+        sys::set_errno(saved);
         return libc::ENOMEM;
     }
     // SAFETY: `out` is writable per the caller's contract.
@@ -277,7 +277,7 @@ pub unsafe extern "C" fn pthread_create(
     start: StartRoutine,
     arg: *mut c_void,
 ) -> c_int {
-    let real = ffi::next_symbol(c"pthread_create");
+    let real = sys::next_symbol(c"pthread_create");
     if real.is_null() {
         return libc::EAGAIN;
     }
@@ -313,7 +313,7 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     offset: libc::off_t,
 ) -> *mut c_void {
-    let Some(p) = ffi::raw_mmap(addr as u64, len, prot, flags, fd, offset) else {
+    let Some(p) = sys::raw_mmap(addr as u64, len, prot, flags, fd, offset) else {
         return libc::MAP_FAILED;
     };
     if flags & libc::MAP_ANONYMOUS != 0 {
@@ -345,7 +345,7 @@ pub unsafe extern "C" fn mmap64(
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
     forget(addr);
-    ffi::raw_munmap(addr as u64, len)
+    sys::raw_munmap(addr as u64, len)
 }
 
 /// # Safety
@@ -365,7 +365,7 @@ pub unsafe extern "C" fn mremap(
         0
     };
     let tracked = objects::get().is_some_and(|o| o.is_tracked_start(old as u64));
-    match ffi::raw_mremap(old as u64, old_len, new_len, flags, fixed) {
+    match sys::raw_mremap(old as u64, old_len, new_len, flags, fixed) {
         Some(p) => {
             if tracked {
                 forget(old);
@@ -385,7 +385,7 @@ type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 /// and unwind tables added before this returns.
 #[no_mangle]
 pub unsafe extern "C" fn dlopen(file: *const libc::c_char, flags: c_int) -> *mut c_void {
-    let real = ffi::next_symbol(c"dlopen");
+    let real = sys::next_symbol(c"dlopen");
     if real.is_null() {
         return std::ptr::null_mut();
     }
@@ -394,9 +394,9 @@ pub unsafe extern "C" fn dlopen(file: *const libc::c_char, flags: c_int) -> *mut
     // SAFETY: forwarding the caller's arguments.
     let handle = unsafe { real(file, flags) };
     if !handle.is_null() && READY.load(Ordering::Acquire) {
-        let saved = ffi::errno();
+        let saved = sys::errno();
         without_hooks(|| modules::refresh(None));
-        ffi::set_errno(saved);
+        sys::set_errno(saved);
     }
     handle
 }
@@ -406,7 +406,7 @@ pub unsafe extern "C" fn dlopen(file: *const libc::c_char, flags: c_int) -> *mut
 /// unmapped, so a signal handler never reads its unwind tables afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
-    let real = ffi::next_symbol(c"dlclose");
+    let real = sys::next_symbol(c"dlclose");
     if real.is_null() {
         return -1;
     }
@@ -415,7 +415,7 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     let ready = READY.load(Ordering::Acquire);
     if ready {
         // SAFETY: `handle` is live until the real dlclose below.
-        let bias = unsafe { ffi::handle_bias(handle) };
+        let bias = unsafe { sys::handle_bias(handle) };
         if bias.is_some() {
             without_hooks(|| modules::refresh(bias));
         }
@@ -423,10 +423,10 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     // SAFETY: forwarding the caller's argument.
     let rc = unsafe { real(handle) };
     if ready {
-        let saved = ffi::errno();
+        let saved = sys::errno();
         // Still loaded (other references)? Then it comes back here.
         without_hooks(|| modules::refresh(None));
-        ffi::set_errno(saved);
+        sys::set_errno(saved);
     }
     rc
 }
@@ -439,7 +439,7 @@ pub unsafe extern "C" fn _exit(status: c_int) -> ! {
     if READY.load(Ordering::Acquire) {
         without_hooks(crate::sampling::flush_all);
     }
-    ffi::exit_group(status)
+    sys::exit_group(status)
 }
 
 /// # Safety

@@ -28,7 +28,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::{ffi, hooks, objects};
+use crate::{hooks, objects, sys};
 
 /// The name at `name`, cut to the label limit.
 ///
@@ -37,7 +37,7 @@ use crate::{ffi, hooks, objects};
 unsafe fn copy_name(name: *const c_char) -> ([u8; objects::LABEL_BYTES], usize) {
     let mut buf = [0u8; objects::LABEL_BYTES];
     // SAFETY: per the caller's contract; no more than the buffer is read.
-    let n = unsafe { ffi::c_string_prefix(name, &mut buf) };
+    let n = unsafe { sys::c_string_prefix(name, &mut buf) };
     (buf, n)
 }
 

@@ -40,14 +40,13 @@
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
 //! memory never comes from the hooked functions (it has its own global
 //! allocator on glibc's `__libc_*` entry points); the signal handler neither
-//! allocates nor takes a lock; `unsafe` lives only in [`ffi`], [`hooks`],
+//! allocates nor takes a lock; `unsafe` lives only in [`sys`], [`hooks`],
 //! [`labels`] (the C entry points), [`signal_hooks`] and [`handler`].
 
 pub mod anchors;
 pub mod cct;
 pub mod checkpoint;
 pub mod config;
-pub mod ffi;
 pub mod handler;
 pub mod hooks;
 pub mod labels;
@@ -64,6 +63,7 @@ pub mod signal_hooks;
 pub mod signals;
 pub mod soft;
 pub mod stride;
+pub mod sys;
 pub mod threads;
 pub mod unwind;
 pub mod watch;
@@ -71,4 +71,4 @@ pub mod writer;
 
 /// The library's own allocator: glibc's allocator, reached without the hooks.
 #[global_allocator]
-static ALLOCATOR: ffi::LibcAllocator = ffi::LibcAllocator;
+static ALLOCATOR: sys::LibcAllocator = sys::LibcAllocator;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 
-use crate::ffi::{self, LoadedModule};
+use crate::sys::{self, LoadedModule};
 
 /// What the unwinder needs of a module (stated virtual addresses).
 #[derive(Debug, Clone, Default)]
@@ -70,7 +70,7 @@ pub struct Snapshot {
 /// in trees stay meaningful after a dlclose.
 static CACHE: Mutex<Vec<Arc<ModuleData>>> = Mutex::new(Vec::new());
 
-static SNAPSHOT: ffi::Published<Snapshot> = ffi::Published::new();
+static SNAPSHOT: sys::Published<Snapshot> = sys::Published::new();
 
 /// The current snapshot (safe in a signal handler).
 pub fn get() -> Option<&'static Snapshot> {
@@ -85,9 +85,9 @@ static REFRESH: Mutex<()> = Mutex::new(());
 /// bias (used just before dlclose unmaps it).
 pub fn refresh(except: Option<u64>) -> &'static Snapshot {
     let _serial = REFRESH.lock().unwrap_or_else(|e| e.into_inner());
-    let own = ffi::own_address();
+    let own = sys::own_address();
     let mut snapshot = Snapshot::default();
-    let loaded = ffi::loaded_modules();
+    let loaded = sys::loaded_modules();
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     for (index, module) in loaded.into_iter().enumerate() {
         if except == Some(module.bias) && !module.path.is_empty() {
@@ -146,7 +146,7 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
     if loaded.path.is_empty() || loaded.path.starts_with("linux-vdso") {
         return data;
     }
-    let Some(mapped) = ffi::MappedFile::open(&loaded.path) else {
+    let Some(mapped) = sys::MappedFile::open(&loaded.path) else {
         return data;
     };
     let Ok(file) = object::File::parse(mapped.bytes()) else {

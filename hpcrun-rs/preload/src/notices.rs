@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use formats::measurement::SampleStats;
 
 use crate::threads::{self, ThreadState};
-use crate::{config, ffi, handler, signals};
+use crate::{config, handler, signals, sys};
 
 /// A thread is reported when it should have had at least this many
 /// samples and got less than a tenth of them.
@@ -30,7 +30,7 @@ pub const FILE: &str = ".hpcrun-notices";
 
 /// "SIGRTMIN+4 (signal 38)".
 fn signal_name(signal: i32) -> String {
-    format!("SIGRTMIN+{} (signal {signal})", signal - ffi::sigrtmin())
+    format!("SIGRTMIN+{} (signal {signal})", signal - sys::sigrtmin())
 }
 
 fn fix() -> &'static str {
@@ -53,7 +53,7 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     if expected >= MIN_EXPECTED && got.saturating_mul(10) < expected {
         let queue_full = state.stats.dropped[threads::DROP_QUEUE_FULL].load(Relaxed);
         if queue_full > 0 {
-            let limit = ffi::pending_signal_limit()
+            let limit = sys::pending_signal_limit()
                 .map(|l| format!(", now {l}"))
                 .unwrap_or_default();
             out.insert(
@@ -95,7 +95,7 @@ pub fn process_wide(stats: &mut SampleStats) {
             handler::on_hw_sample as *const () as usize,
             handler::on_page_fault as *const () as usize,
         ];
-        if let Some(now) = ffi::real_sigaction_query(signal) {
+        if let Some(now) = sys::real_sigaction_query(signal) {
             if !ours.contains(&now.sa_sigaction) {
                 stats.notices.insert(
                     format!(

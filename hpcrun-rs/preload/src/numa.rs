@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use crate::ffi;
+use crate::sys;
 
 /// CPUs covered by the CPU -> node table.
 pub const MAX_CPUS: usize = 4096;
@@ -122,7 +122,7 @@ pub fn is_local(addr: u64) -> Option<bool> {
         // One node: every page is on it.
         return Some(true);
     }
-    let cpu_node = node_of_cpu(ffi::current_cpu()?)?;
+    let cpu_node = node_of_cpu(sys::current_cpu()?)?;
     let page_node = page_node_cached(addr)?;
     Some(cpu_node == page_node)
 }
@@ -140,7 +140,7 @@ fn page_node_cached(addr: u64) -> Option<u32> {
         return None;
     }
     CREDIT.store(credit - QUERY_COST, Relaxed);
-    let Some(node) = ffi::page_node(addr) else {
+    let Some(node) = sys::page_node(addr) else {
         NOT_QUERIED.fetch_add(1, Relaxed);
         return None;
     };
@@ -203,7 +203,7 @@ mod tests {
         if let Ok(nodes) = read_topology(Path::new(SYSFS_NODES)) {
             assert!(!nodes.is_empty());
             let x = Box::new(7u64);
-            let node = ffi::page_node(&*x as *const u64 as u64);
+            let node = sys::page_node(&*x as *const u64 as u64);
             assert!(node.is_some_and(|n| nodes.iter().any(|(k, _)| *k == n)));
         }
     }

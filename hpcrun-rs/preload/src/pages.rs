@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use crate::ffi;
+use crate::sys;
 
 /// Pages the set can hold (8 GiB of 4 KiB pages; 16 MiB of memory).
 pub const CAPACITY: usize = 1 << 21;
@@ -27,7 +27,7 @@ pub static FULL: AtomicU64 = AtomicU64::new(0);
 /// starts). Every page of it is touched here: inserts land on random
 /// pages, and their faults would otherwise be sampled as the profiler's.
 pub fn init() {
-    if let Some(table) = ffi::map_zeroed::<AtomicU64>(CAPACITY) {
+    if let Some(table) = sys::map_zeroed::<AtomicU64>(CAPACITY) {
         for slot in table.iter().step_by(4096 / 8) {
             slot.store(0, Relaxed);
         }

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::*};
 
 use formats::patterns::{StrideCounts, STRIDE_SLOTS};
 
-use crate::ffi;
 use crate::stride::{Decoded, Stride};
+use crate::sys;
 
 /// Entries of the per-thread instruction table.
 pub const IP_ENTRIES: usize = 1024;
@@ -44,6 +44,10 @@ pub struct IpEntry {
     last_object: AtomicU32,
 }
 
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for IpEntry {}
+
 /// Instruction address -> decoder stride and last sampled address.
 pub struct IpTable {
     entries: &'static [IpEntry],
@@ -56,7 +60,7 @@ fn ip_slot(ip: u64) -> usize {
 impl IpTable {
     pub fn new() -> Option<IpTable> {
         Some(IpTable {
-            entries: ffi::map_zeroed::<IpEntry>(IP_ENTRIES)?,
+            entries: sys::map_zeroed::<IpEntry>(IP_ENTRIES)?,
         })
     }
 
@@ -158,6 +162,10 @@ pub struct Site {
     gcd: AtomicU64,
 }
 
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for Site {}
+
 /// (object node, instruction) -> stride observations.
 pub struct SiteTable {
     sites: &'static [Site],
@@ -173,7 +181,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 impl SiteTable {
     pub fn new() -> Option<SiteTable> {
         Some(SiteTable {
-            sites: ffi::map_zeroed::<Site>(SITE_SLOTS)?,
+            sites: sys::map_zeroed::<Site>(SITE_SLOTS)?,
         })
     }
 

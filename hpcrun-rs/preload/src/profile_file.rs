@@ -13,7 +13,7 @@ use std::path::Path;
 
 use formats::measurement::{ThreadProfile, EXTENSION};
 
-use crate::ffi;
+use crate::sys;
 use crate::threads::ThreadState;
 use crate::writer::warn;
 
@@ -53,7 +53,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
     };
     let base = base_name(dir, profile);
     let stem = base.rsplit('/').next().unwrap_or("profile");
-    let tmp = format!("{dir}/.{stem}.w{}.tmp", ffi::gettid());
+    let tmp = format!("{dir}/.{stem}.w{}.tmp", sys::gettid());
     if let Err(e) = std::fs::write(&tmp, &bytes) {
         warn(&format!("could not write {tmp}: {e}"));
         let _ = std::fs::remove_file(&tmp);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 use formats::measurement::HistogramLayout;
 
 use crate::{
-    anchors, cct, config, ffi, handler, hooks, modules, numa, objects, pages, pmu, signals, soft,
+    anchors, cct, config, handler, hooks, modules, numa, objects, pages, pmu, signals, soft, sys,
     threads, writer,
 };
 
@@ -67,7 +67,7 @@ fn init() {
         numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
         let _ = LAYOUT.set(cfg.histogram);
         CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
-        let signal = ffi::sigrtmin() + cfg.signal_offset;
+        let signal = sys::sigrtmin() + cfg.signal_offset;
         SIGNAL.store(signal, Relaxed);
         // Hardware memory events (mem:latency, mem:stores) drain a perf ring
         // in their own handler.
@@ -95,13 +95,13 @@ fn init() {
         }
         // A full queue of real-time signals turns a sample into SIGIO, whose
         // default action would end the program.
-        ffi::install_handler_if_default(libc::SIGIO, handler::on_sigio);
+        sys::install_handler_if_default(libc::SIGIO, handler::on_sigio);
         writer::init();
-        ffi::at_exit(at_exit);
+        sys::at_exit(at_exit);
         for signal in FATAL_SIGNALS {
-            ffi::install_fatal_handler(signal, handler::on_fatal);
+            sys::install_fatal_handler(signal, handler::on_fatal);
         }
-        ffi::at_fork(after_fork_in_child);
+        sys::at_fork(after_fork_in_child);
         if !code_only() && cfg.period_ns > 0 {
             crate::watch::configure(cfg.sharing_every, cfg.reuse_every);
         }
@@ -163,7 +163,7 @@ pub fn start_thread(index: u32) {
             // Reported at start-up.
             Err(_) => return,
         }
-        match ffi::open_task_clock(cfg.period_ns, SIGNAL.load(Relaxed)) {
+        match sys::open_task_clock(cfg.period_ns, SIGNAL.load(Relaxed)) {
             Ok(fd) => state.perf_fd.store(fd, Release),
             Err(errno) => writer::warn_once(&format!(
                 "perf_event_open(task-clock) failed (errno {errno}): no samples; check /proc/sys/kernel/perf_event_paranoid"
@@ -183,9 +183,9 @@ pub fn start_thread(index: u32) {
         }
     }
     if let Some(period) = cfg.page_faults {
-        match ffi::open_page_faults(period, SIGNAL.load(Relaxed) + 1, FAULT_RING_PAGES) {
+        match sys::open_page_faults(period, SIGNAL.load(Relaxed) + 1, FAULT_RING_PAGES) {
             Ok((fd, ring)) => {
-                let _ = state.fault_ring.set(ring);
+                let _ = state.fault_ring.set(pmu::ring::Ring::new(ring));
                 state.fault_fd.store(fd, Release);
             }
             Err(errno) => writer::warn_once(&format!(
@@ -203,7 +203,7 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     // so a thread whose signal is blocked counts one period only.
     let fd = state.perf_fd.load(Acquire);
     if fd >= 0 && !hardware_active() {
-        if let Some(ns) = ffi::thread_cpu_ns_of(state.tid).or_else(|| ffi::read_counter(fd)) {
+        if let Some(ns) = sys::thread_cpu_ns_of(state.tid).or_else(|| sys::read_counter(fd)) {
             state.stats.cpu_time_ns.store(ns, Relaxed);
         }
     }
@@ -212,9 +212,9 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
         if fd >= 0 {
             if close {
                 // The ring stays mapped (a late handler may still read it).
-                ffi::close_event(fd);
+                sys::close_event(fd);
             } else {
-                ffi::disable_event(fd);
+                sys::disable_event(fd);
             }
         }
     }
@@ -232,7 +232,7 @@ extern "C" fn at_exit() {
 /// Stops every thread's sampling, then writes every profile of this
 /// process that was not written yet (process exit, fatal signal, exec).
 pub fn flush_all() {
-    let pid = ffi::getpid();
+    let pid = sys::getpid();
     // A vfork child shares the parent's memory but has its own pid: it owns
     // no state here and must not stop the parent's sampling.
     if !threads::all().any(|s| s.pid == pid) {

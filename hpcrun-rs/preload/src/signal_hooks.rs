@@ -9,7 +9,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use crate::{ffi, signals};
+use crate::{signals, sys};
 
 /// `dlsym(RTLD_NEXT, name)`, resolved once.
 fn next(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
@@ -17,7 +17,7 @@ fn next(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
     if p != 0 {
         return p;
     }
-    let p = ffi::next_symbol(name) as usize;
+    let p = sys::next_symbol(name) as usize;
     cache.store(p, Relaxed);
     p
 }
@@ -36,14 +36,14 @@ pub unsafe extern "C" fn sigaction(
         return 0;
     }
     // SAFETY: forwarding the caller's arguments.
-    let rc = unsafe { ffi::real_sigaction(signal, new, old) };
+    let rc = unsafe { sys::real_sigaction(signal, new, old) };
     if rc == 0 {
         // SAFETY: as above.
         if let Some(old) = unsafe { old.as_mut() } {
             // The one-shot handler that writes the profiles at a fatal
             // signal is the library's: the program sees the default.
             if old.sa_sigaction == crate::handler::on_fatal as *const () as usize {
-                *old = ffi::make_sigaction(libc::SIG_DFL, 0, &[0; 16]);
+                *old = sys::make_sigaction(libc::SIG_DFL, 0, &[0; 16]);
             }
         }
     }
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> l
     }
     let real = next(&REAL_SIGNAL, c"signal");
     if real == 0 {
-        ffi::set_errno(libc::EINVAL);
+        sys::set_errno(libc::EINVAL);
         return libc::SIG_ERR;
     }
     // SAFETY: RTLD_NEXT's signal has this signature.
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn sigprocmask(
 ) -> c_int {
     let real = next(&REAL_SIGPROCMASK, c"sigprocmask");
     if real == 0 {
-        ffi::set_errno(libc::EINVAL);
+        sys::set_errno(libc::EINVAL);
         return -1;
     }
     // SAFETY: per the caller's contract.
@@ -162,7 +162,7 @@ unsafe fn wait(
 ) -> c_int {
     let real = next(&REAL_SIGTIMEDWAIT, c"sigtimedwait");
     if real == 0 {
-        ffi::set_errno(libc::EINVAL);
+        sys::set_errno(libc::EINVAL);
         return -1;
     }
     // SAFETY: RTLD_NEXT's sigtimedwait has this signature.
@@ -178,7 +178,7 @@ unsafe fn wait(
         let mut mine: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: forwarding, with our own info buffer.
         let rc = unsafe { real(set, &mut mine, timeout) };
-        if rc > 0 && signals::from_profiler(&ffi::Delivered::waited(&mut mine)) {
+        if rc > 0 && signals::from_profiler(&sys::Delivered::waited(&mut mine)) {
             signals::WAIT_DROPPED.fetch_add(1, Relaxed);
             continue;
         }
@@ -220,21 +220,21 @@ pub unsafe extern "C" fn sigwaitinfo(
 /// POSIX's sigwait contract (returns the error number).
 #[no_mangle]
 pub unsafe extern "C" fn sigwait(set: *const libc::sigset_t, signal: *mut c_int) -> c_int {
-    let saved = ffi::errno();
+    let saved = sys::errno();
     // SAFETY: as above; EINTR is retried, as glibc's sigwait does.
     let rc = loop {
         let rc = unsafe { wait(set, std::ptr::null_mut(), std::ptr::null()) };
-        if rc >= 0 || ffi::errno() != libc::EINTR {
+        if rc >= 0 || sys::errno() != libc::EINTR {
             break rc;
         }
     };
     if rc < 0 {
-        let e = ffi::errno();
-        ffi::set_errno(saved);
+        let e = sys::errno();
+        sys::set_errno(saved);
         return e;
     }
     // SAFETY: `signal` is valid per the contract.
     unsafe { *signal = rc };
-    ffi::set_errno(saved);
+    sys::set_errno(saved);
     0
 }

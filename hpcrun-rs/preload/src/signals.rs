@@ -10,7 +10,7 @@
 //!   calls), the profiler's handler stays installed;
 //! * the handler tells the two kinds of signal apart by their origin: a
 //!   perf event's overflow signal has `si_code` `POLL_IN`..`POLL_HUP` and
-//!   `si_fd` naming one of the profiler's perf fds ([`mark_perf_fd`]);
+//!   `si_fd` naming one of the profiler's perf fds ([`sys::mark_perf_fd`]);
 //!   everything else (`raise`, `kill`, `sigqueue`, a timer, the program's
 //!   own `F_SETSIG` fds) is the program's and goes to [`forward`], which
 //!   runs the program's action (handler with its mask and flags, ignore, or
@@ -36,7 +36,7 @@ use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 
-use crate::ffi;
+use crate::sys;
 
 /// The profiler's signals: [sample, page fault]; 0 = not taken over.
 static OURS: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
@@ -72,33 +72,10 @@ pub static FORWARDED: AtomicU64 = AtomicU64::new(0);
 pub static HELD_BACK: AtomicU64 = AtomicU64::new(0);
 pub static WAIT_DROPPED: AtomicU64 = AtomicU64::new(0);
 
-/// File descriptors of the profiler's perf events (a bit per fd).
-static PERF_FDS: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
-
 thread_local! {
     /// Profiler signals this thread's program code asked to block (bit 0:
     /// sample signal, bit 1: page-fault signal).
     static BLOCKED: Cell<u8> = const { Cell::new(0) };
-}
-
-/// Marks `fd` as a perf event of the profiler (its signals are samples).
-pub fn mark_perf_fd(fd: c_int, open: bool) {
-    let Some(word) = usize::try_from(fd).ok().and_then(|f| PERF_FDS.get(f / 64)) else {
-        return;
-    };
-    let bit = 1u64 << (fd as usize % 64);
-    if open {
-        word.fetch_or(bit, Relaxed);
-    } else {
-        word.fetch_and(!bit, Relaxed);
-    }
-}
-
-fn is_perf_fd(fd: c_int) -> bool {
-    usize::try_from(fd)
-        .ok()
-        .and_then(|f| PERF_FDS.get(f / 64))
-        .is_some_and(|w| w.load(Relaxed) & (1u64 << (fd as usize % 64)) != 0)
 }
 
 /// `si_code` of an `F_SETSIG` signal: `POLL_IN` (1) to `POLL_HUP` (6).
@@ -120,13 +97,13 @@ pub fn signal_at(slot: usize) -> Option<c_int> {
 
 /// True if the signal described by `info` came from one of the
 /// profiler's perf events.
-pub fn from_profiler(signal: &ffi::Delivered) -> bool {
+pub fn from_profiler(signal: &sys::Delivered) -> bool {
     let Some((code, fd)) = signal.code_fd() else {
         return false;
     };
     // A perf fd closed since (a late signal) or not seen by `mark_perf_fd`
     // is recognised by its file (readlink, on this rare path only).
-    (POLL_IN..=POLL_HUP).contains(&code) && (is_perf_fd(fd) || ffi::fd_is_perf_or_closed(fd))
+    (POLL_IN..=POLL_HUP).contains(&code) && (sys::is_perf_fd(fd) || sys::fd_is_perf_or_closed(fd))
 }
 
 /// Installs `handler` for `signal` (the profiler's) and remembers the
@@ -139,10 +116,10 @@ pub fn take_over(
     let Some(free) = OURS.iter().position(|s| s.load(Relaxed) == 0) else {
         return false;
     };
-    if let Some(old) = ffi::real_sigaction_query(signal) {
+    if let Some(old) = sys::real_sigaction_query(signal) {
         store_action(free, &old);
     }
-    if !ffi::install_handler(signal, handler, block) {
+    if !sys::install_handler(signal, handler, block) {
         return false;
     }
     OURS[free].store(signal, Release);
@@ -158,12 +135,12 @@ struct Writing {
 
 impl Writing {
     fn lock() -> Writing {
-        let mut ours = ffi::empty_sigset();
+        let mut ours = sys::empty_sigset();
         for s in OURS.iter().map(|s| s.load(Relaxed)).filter(|&s| s > 0) {
-            ffi::sigset_add(&mut ours, s);
+            sys::sigset_add(&mut ours, s);
         }
-        let mut mask = ffi::empty_sigset();
-        ffi::raw_sigmask(libc::SIG_BLOCK, Some(&ours), Some(&mut mask));
+        let mut mask = sys::empty_sigset();
+        sys::raw_sigmask(libc::SIG_BLOCK, Some(&ours), Some(&mut mask));
         while WRITING.swap(true, Acquire) {
             std::hint::spin_loop();
         }
@@ -174,7 +151,7 @@ impl Writing {
 impl Drop for Writing {
     fn drop(&mut self) {
         WRITING.store(false, Release);
-        ffi::raw_sigmask(libc::SIG_SETMASK, Some(&self.mask), None);
+        sys::raw_sigmask(libc::SIG_SETMASK, Some(&self.mask), None);
     }
 }
 
@@ -184,7 +161,7 @@ fn store_action(slot: usize, act: &libc::sigaction) {
     debug_assert!(seq % 2 == 1);
     a.handler.store(act.sa_sigaction, Relaxed);
     a.flags.store(act.sa_flags as u64, Relaxed);
-    for (w, v) in a.mask.iter().zip(ffi::sigset_words(&act.sa_mask)) {
+    for (w, v) in a.mask.iter().zip(sys::sigset_words(&act.sa_mask)) {
         w.store(v, Relaxed);
     }
     a.seq.fetch_add(1, Release);
@@ -204,7 +181,7 @@ fn load_action(slot: usize) -> libc::sigaction {
         for (v, w) in words.iter_mut().zip(&a.mask) {
             *v = w.load(Relaxed);
         }
-        let act = ffi::make_sigaction(
+        let act = sys::make_sigaction(
             a.handler.load(Relaxed),
             a.flags.load(Relaxed) as c_int,
             &words,
@@ -243,7 +220,7 @@ pub fn program_signal(signal: c_int, handler: usize) -> Option<usize> {
     let mut mask = [0u64; MASK_WORDS];
     let bit = (signal - 1) as usize;
     mask[bit / 64] |= 1 << (bit % 64);
-    let new = ffi::make_sigaction(handler, libc::SA_RESTART, &mask);
+    let new = sys::make_sigaction(handler, libc::SA_RESTART, &mask);
     let guard = Writing::lock();
     let old = load_action(slot).sa_sigaction;
     store_action(slot, &new);
@@ -254,7 +231,7 @@ pub fn program_signal(signal: c_int, handler: usize) -> Option<usize> {
 /// Runs the program's action for a signal of a profiler signal number that
 /// did not come from the profiler (called from the profiler's handler, with
 /// the kernel's `info` and `context`).
-pub fn forward(signal: c_int, delivered: &ffi::Delivered) {
+pub fn forward(signal: c_int, delivered: &sys::Delivered) {
     let Some(slot) = slot(signal) else {
         return;
     };
@@ -271,17 +248,17 @@ pub fn forward(signal: c_int, delivered: &ffi::Delivered) {
         libc::SIG_DFL => {
             // A real-time signal's default action ends the process: write
             // the profiles first, then let it happen.
-            let saved = ffi::errno();
-            ffi::enter_crash_mode();
+            let saved = sys::errno();
+            sys::enter_crash_mode();
             crate::hooks::without_hooks(crate::sampling::flush_all);
-            ffi::die_by_default(signal);
-            ffi::set_errno(saved);
+            sys::die_by_default(signal);
+            sys::set_errno(saved);
         }
         _ => {
             if act.sa_flags & libc::SA_RESETHAND != 0 && !WRITING.swap(true, Acquire) {
                 store_action(
                     slot,
-                    &ffi::make_sigaction(libc::SIG_DFL, 0, &[0; MASK_WORDS]),
+                    &sys::make_sigaction(libc::SIG_DFL, 0, &[0; MASK_WORDS]),
                 );
                 WRITING.store(false, Release);
             }
@@ -302,7 +279,7 @@ pub fn filter_mask(how: c_int, set: Option<&mut libc::sigset_t>) -> u8 {
     let mut bits = before;
     for (i, s) in OURS.iter().enumerate() {
         let signal = s.load(Relaxed);
-        if signal <= 0 || !ffi::sigset_has(set, signal) {
+        if signal <= 0 || !sys::sigset_has(set, signal) {
             if how == libc::SIG_SETMASK {
                 bits &= !(1 << i);
             }
@@ -314,7 +291,7 @@ pub fn filter_mask(how: c_int, set: Option<&mut libc::sigset_t>) -> u8 {
                     BLOCKS.fetch_add(1, Relaxed);
                 }
                 bits |= 1 << i;
-                ffi::sigset_del(set, signal);
+                sys::sigset_del(set, signal);
             }
             libc::SIG_UNBLOCK => bits &= !(1 << i),
             _ => {}
@@ -338,9 +315,9 @@ pub fn report_old_mask(before: u8, old: &mut libc::sigset_t) {
             continue;
         }
         if before & (1 << i) != 0 {
-            ffi::sigset_add(old, signal);
+            sys::sigset_add(old, signal);
         } else {
-            ffi::sigset_del(old, signal);
+            sys::sigset_del(old, signal);
         }
     }
 }
@@ -360,16 +337,16 @@ pub fn set_blocked_bits(bits: u8) {
 pub fn holds_ours(set: &libc::sigset_t) -> bool {
     OURS.iter()
         .map(|s| s.load(Relaxed))
-        .any(|s| s > 0 && ffi::sigset_has(set, s))
+        .any(|s| s > 0 && sys::sigset_has(set, s))
 }
 
 /// After a program's `sigwait` took one of the profiler's signal numbers:
 /// a held-back signal leaves the profiler's signals blocked in the kernel;
 /// unblock them again (another held-back one is queued again at once).
 pub fn after_wait() {
-    let mut set = ffi::empty_sigset();
+    let mut set = sys::empty_sigset();
     for s in OURS.iter().map(|s| s.load(Relaxed)).filter(|&s| s > 0) {
-        ffi::sigset_add(&mut set, s);
+        sys::sigset_add(&mut set, s);
     }
-    ffi::raw_sigmask(libc::SIG_UNBLOCK, Some(&set), None);
+    sys::raw_sigmask(libc::SIG_UNBLOCK, Some(&set), None);
 }

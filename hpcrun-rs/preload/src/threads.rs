@@ -10,7 +10,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 
 use crate::cct;
-use crate::ffi::{self, StackBounds};
+use crate::sys::{self, StackBounds};
 use crate::unwind;
 
 /// Causes of dropped samples (index into `Stats::dropped`).
@@ -72,6 +72,9 @@ pub struct Stats {
     pub watch_full: AtomicU64,
 }
 
+/// Deepest call path recorded per sample (the handler's frame buffer).
+pub const MAX_FRAMES: usize = 128;
+
 /// Slots of a thread's histogram table ((object, bucket) pairs).
 pub const HISTOGRAM_SLOTS: usize = 1 << 16;
 
@@ -125,7 +128,7 @@ pub struct ThreadState {
     pub handler_cache: UnsafeCell<unwind::Cache>,
     /// The handler's frame buffer (not on the signal stack: no 1 KiB
     /// zeroing per sample).
-    pub handler_frames: UnsafeCell<[u64; crate::handler::MAX_FRAMES]>,
+    pub handler_frames: UnsafeCell<[u64; MAX_FRAMES]>,
     /// The tree nodes of the previous sample's callers (handler only).
     pub handler_paths: UnsafeCell<cct::PathCache>,
     /// Unwind cache used only by the allocation hooks (never by the handler,
@@ -158,7 +161,7 @@ pub fn current() -> Option<&'static ThreadState> {
 /// Every thread state created in this process (slots are published once
 /// and never freed).
 struct Registry {
-    slots: &'static [ffi::Published<ThreadState>],
+    slots: &'static [sys::Published<ThreadState>],
     count: AtomicU32,
 }
 
@@ -168,7 +171,7 @@ static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
 
 fn registry() -> &'static Registry {
     REGISTRY.get_or_init(|| Registry {
-        slots: ffi::map_zeroed::<ffi::Published<ThreadState>>(MAX_THREADS).unwrap_or(&[]),
+        slots: sys::map_zeroed::<sys::Published<ThreadState>>(MAX_THREADS).unwrap_or(&[]),
         count: AtomicU32::new(0),
     })
 }
@@ -193,17 +196,17 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
     let stack = StackBounds::current().unwrap_or_default();
     let tree = cct::Tree::new(tree_capacity)?;
     let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
-    let decode_cache = ffi::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
+    let decode_cache = sys::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let ips = crate::patterns::IpTable::new()?;
     let sites = crate::patterns::SiteTable::new()?;
     let sharing = crate::watch::SharingTable::new()?;
     let reuse = cct::Counts::new(REUSE_SLOTS)?;
     let state = ThreadState {
-        pid: ffi::getpid(),
-        tid: ffi::gettid(),
+        pid: sys::getpid(),
+        tid: sys::gettid(),
         index,
         stack,
-        start_ns: ffi::now_unix_ns(),
+        start_ns: sys::now_unix_ns(),
         tree,
         histogram,
         ips,
@@ -224,7 +227,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         in_handler: AtomicBool::new(false),
         finished: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
-        handler_frames: UnsafeCell::new([0; crate::handler::MAX_FRAMES]),
+        handler_frames: UnsafeCell::new([0; MAX_FRAMES]),
         handler_paths: UnsafeCell::new(cct::PathCache::default()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
         hw: crate::pmu::sampler::ThreadHw::new(),
@@ -239,12 +242,14 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         None => Box::leak(Box::new(state)),
     };
     CURRENT.with(|c| c.set(Some(state)));
+    sys::set_handler_flag(Some(&state.in_handler));
     Some(state)
 }
 
 /// Forgets the calling thread's state (after it is finished).
 pub fn clear_current() {
     CURRENT.with(|c| c.set(None));
+    sys::set_handler_flag(None);
 }
 
 /// After fork in the child: states of the parent's threads are dropped

@@ -10,13 +10,13 @@ use framehop::{
     ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder,
 };
 
-use crate::ffi::{self, StackBounds};
 use crate::modules::Snapshot;
+use crate::sys::{self, StackBounds};
 
 pub type Unwind = UnwinderX86_64<&'static [u8], MustNotAllocateDuringUnwind>;
 pub type Cache = CacheX86_64<MustNotAllocateDuringUnwind>;
 
-static UNWINDER: ffi::Published<Unwind> = ffi::Published::new();
+static UNWINDER: sys::Published<Unwind> = sys::Published::new();
 
 pub fn get() -> Option<&'static Unwind> {
     UNWINDER.get()
@@ -41,7 +41,7 @@ pub fn refresh(snapshot: &Snapshot) {
         let high = m.segments.iter().map(|s| s.1).max().unwrap_or(end);
         // Section data read in place from the loaded segments.
         let in_memory = |(s, e): (u64, u64)| {
-            ffi::loaded_bytes(&m.segments, s.wrapping_add(m.bias), e.wrapping_add(m.bias))
+            sys::loaded_bytes(&m.segments, s.wrapping_add(m.bias), e.wrapping_add(m.bias))
         };
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,

@@ -17,7 +17,7 @@
 //!
 //! Each thread opens its own watchpoint events at start (so that traps
 //! are delivered to it), disabled; any thread re-points and enables them
-//! (`ffi::arm_watchpoint`); the trapped thread disables its watchpoint
+//! (`sys::arm_watchpoint`); the trapped thread disables its watchpoint
 //! first thing in the handler, so that one arming gives one trap. A slot moves through
 //! `FREE -> ARMING -> ARMED -> FREE` with compare-and-swap only: the arming
 //! thread owns the description while `ARMING`, the trapped thread takes it
@@ -28,7 +28,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::*};
 
-use crate::ffi;
+use crate::sys;
 
 /// Debug registers used per thread: x86-64 has four.
 pub const SLOTS: usize = 4;
@@ -187,7 +187,7 @@ impl Watches {
             if !wanted {
                 continue;
             }
-            let fd = ffi::open_watchpoint(signal)?;
+            let fd = sys::open_watchpoint(signal)?;
             slot.fd.store(fd, Relaxed);
             slot.state.store(FREE, Release);
         }
@@ -225,7 +225,7 @@ impl Watches {
         let replaced = (before == ARMED).then(|| slot.description());
         slot.describe(what);
         let fd = slot.fd.load(Relaxed);
-        if !ffi::arm_watchpoint(fd, addr, len, reads) {
+        if !sys::arm_watchpoint(fd, addr, len, reads) {
             slot.state.store(FREE, Release);
             return Arm::Skipped;
         }
@@ -242,7 +242,7 @@ impl Watches {
     /// trap).
     pub fn take(&self, i: usize) -> Option<Armed> {
         let slot = self.slots.get(i)?;
-        ffi::disable_event(slot.fd.load(Relaxed));
+        sys::disable_event(slot.fd.load(Relaxed));
         slot.state
             .compare_exchange(ARMED, ARMING, Acquire, Relaxed)
             .ok()?;
@@ -275,9 +275,9 @@ impl Watches {
                     let fd = slot.fd.load(Relaxed);
                     if close {
                         slot.fd.store(-1, Relaxed);
-                        ffi::close_event(fd);
+                        sys::close_event(fd);
                     } else {
-                        ffi::disable_event(fd);
+                        sys::disable_event(fd);
                     }
                     break;
                 }
@@ -318,6 +318,10 @@ pub struct SharingEntry {
     count: AtomicU64,
 }
 
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for SharingEntry {}
+
 /// One sharing table row, read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharingRow {
@@ -344,7 +348,7 @@ const MAX_PROBE: usize = 32;
 impl SharingTable {
     pub fn new() -> Option<SharingTable> {
         Some(SharingTable {
-            entries: ffi::map_zeroed::<SharingEntry>(SHARING_ROWS)?,
+            entries: sys::map_zeroed::<SharingEntry>(SHARING_ROWS)?,
         })
     }
 

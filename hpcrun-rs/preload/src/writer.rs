@@ -16,13 +16,13 @@ use formats::measurement::{
 };
 
 use crate::threads::{self, ThreadState};
-use crate::{cct, config, ffi, hooks, modules, objects, sampling};
+use crate::{cct, config, hooks, modules, objects, sampling, sys};
 
 static EXIT_KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
 
 /// Creates the thread-exit key (at load time).
 pub fn init() {
-    if let Some(key) = ffi::thread_exit_key(on_thread_exit) {
+    if let Some(key) = sys::thread_exit_key(on_thread_exit) {
         let _ = EXIT_KEY.set(key);
     }
     process_info();
@@ -41,11 +41,11 @@ fn process_info() -> ProcessInfo {
         Err(TryLockError::Poisoned(e)) => e.into_inner(),
         // After a fatal signal the holder may be stuck on glibc's heap lock
         // that the crashed thread holds: read it afresh instead.
-        Err(TryLockError::WouldBlock) if ffi::in_crash_mode() => return read_process_info(),
+        Err(TryLockError::WouldBlock) if sys::in_crash_mode() => return read_process_info(),
         Err(TryLockError::WouldBlock) => PROCESS.lock().unwrap_or_else(|e| e.into_inner()),
     };
     match &*cached {
-        Some(info) if info.pid == ffi::getpid() => info.clone(),
+        Some(info) if info.pid == sys::getpid() => info.clone(),
         _ => {
             let info = read_process_info();
             *cached = Some(info.clone());
@@ -57,7 +57,7 @@ fn process_info() -> ProcessInfo {
 /// Arranges for `state` to be written when the calling thread exits.
 pub fn register_thread_exit(_state: &ThreadState) {
     if let Some(&key) = EXIT_KEY.get() {
-        ffi::arm_thread_exit(key);
+        sys::arm_thread_exit(key);
     }
 }
 
@@ -87,7 +87,7 @@ pub fn warn_once(msg: &str) {
 /// Stops sampling for `state` and writes its profile (once; it replaces
 /// the thread's last checkpoint, if any).
 pub fn finish(state: &ThreadState) {
-    if state.pid != ffi::getpid() || state.finished.swap(true, AcqRel) {
+    if state.pid != sys::getpid() || state.finished.swap(true, AcqRel) {
         return;
     }
     sampling::stop(state, true);
@@ -123,8 +123,8 @@ fn read_process_info() -> ProcessInfo {
     .iter()
     .find_map(|v| std::env::var(v).ok()?.parse().ok());
     ProcessInfo {
-        pid: ffi::getpid(),
-        host: ffi::hostname(),
+        pid: sys::getpid(),
+        host: sys::hostname(),
         rank,
         exe,
         command,
@@ -146,7 +146,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             index: state.index,
             stack: (state.stack.low, state.stack.high),
             start_unix_ns: state.start_ns,
-            end_unix_ns: ffi::now_unix_ns(),
+            end_unix_ns: sys::now_unix_ns(),
         },
         events: events(cfg),
         metrics: columns
@@ -358,7 +358,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         samples: s.samples.load(Relaxed),
         memory_samples: s.memory.load(Relaxed),
         store_samples: s.stores.load(Relaxed),
-        handler_allocations: crate::handler::ALLOCATIONS_IN_HANDLER.load(Relaxed),
+        handler_allocations: sys::ALLOCATIONS_IN_HANDLER.load(Relaxed),
         address_recovered: s.recovered.load(Relaxed),
         recovered_previous: s.recovered_previous.load(Relaxed),
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),

@@ -7,7 +7,7 @@
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 
 use super::{lock, unlock, Block, Lookup};
-use crate::ffi;
+use crate::sys;
 
 const CAPACITY: usize = 1 << 16;
 
@@ -19,6 +19,10 @@ pub struct Entry {
     record: AtomicU64,
 }
 
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for Entry {}
+
 pub struct BigBlocks {
     entries: &'static [Entry],
     len: AtomicU64,
@@ -29,7 +33,7 @@ pub struct BigBlocks {
 impl BigBlocks {
     pub fn new() -> Option<BigBlocks> {
         Some(BigBlocks {
-            entries: ffi::map_zeroed::<Entry>(CAPACITY)?,
+            entries: sys::map_zeroed::<Entry>(CAPACITY)?,
             len: AtomicU64::new(0),
             seq: AtomicU64::new(0),
             write_lock: AtomicBool::new(false),

@@ -13,7 +13,7 @@
 use std::sync::atomic::{fence, AtomicU64, Ordering::*};
 
 use super::{Block, Lookup};
-use crate::ffi;
+use crate::sys;
 
 const GRANULE_SHIFT: u32 = 12;
 const BITS: u32 = 21;
@@ -32,6 +32,10 @@ pub struct Slot {
     record: AtomicU64,
 }
 
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for Slot {}
+
 pub struct Granules {
     slots: &'static [Slot],
 }
@@ -43,7 +47,7 @@ fn home(granule: u64) -> usize {
 impl Granules {
     pub fn new() -> Option<Granules> {
         Some(Granules {
-            slots: ffi::map_zeroed::<Slot>(1 << BITS)?,
+            slots: sys::map_zeroed::<Slot>(1 << BITS)?,
         })
     }
 

@@ -41,7 +41,7 @@ use std::sync::OnceLock;
 
 pub use small_heap::{in_small_heap, note_small_block};
 
-use crate::ffi;
+use crate::sys;
 
 /// Longest allocation call path kept.
 pub const MAX_ALLOC_FRAMES: usize = 48;
@@ -65,6 +65,10 @@ pub struct Site {
     label_len: AtomicU32,
     label: [AtomicU8; LABEL_BYTES],
 }
+
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for Site {}
 
 impl Site {
     /// The site's label, if it has one (invalid UTF-8 replaced; a multi-byte
@@ -105,6 +109,10 @@ pub struct Record {
     /// Index + 1 of the same thread's previous record (0: none).
     pub previous: AtomicU64,
 }
+
+// SAFETY: every field is an integer or an atomic: all-zero bytes are a
+// valid value (`sys::map_zeroed`).
+unsafe impl sys::ZeroInit for Record {}
 
 /// A live block as both maps store it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,9 +158,9 @@ static OBJECTS: OnceLock<Objects> = OnceLock::new();
 /// Creates the tables (at library load).
 pub fn init() -> bool {
     let (Some(sites), Some(site_index), Some(records), Some(granules), Some(big), Some(registered)) = (
-        ffi::map_zeroed::<Site>(SITE_CAPACITY),
-        ffi::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
-        ffi::map_zeroed::<Record>(RECORD_CAPACITY),
+        sys::map_zeroed::<Site>(SITE_CAPACITY),
+        sys::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
+        sys::map_zeroed::<Record>(RECORD_CAPACITY),
         granules::Granules::new(),
         big::BigBlocks::new(),
         big::BigBlocks::new(),
@@ -352,7 +360,7 @@ impl Objects {
         };
         self.registered_live.fetch_sub(1, Relaxed);
         if let Some(r) = self.record(block.record) {
-            r.free_ns.store(ffi::now_unix_ns(), Relaxed);
+            r.free_ns.store(sys::now_unix_ns(), Relaxed);
         }
         true
     }
@@ -438,7 +446,7 @@ impl Objects {
                 r.size.store(size, Relaxed);
                 r.site.store(site, Relaxed);
                 r.thread.store(thread, Relaxed);
-                r.alloc_ns.store(ffi::now_unix_ns(), Relaxed);
+                r.alloc_ns.store(sys::now_unix_ns(), Relaxed);
                 r.free_ns.store(0, Relaxed);
                 r.previous.store(thread_head, Relaxed);
                 index as u64 + 1
@@ -464,7 +472,7 @@ impl Objects {
             .or_else(|| self.big.remove(start));
         if let Some(block) = removed {
             if let Some(r) = self.record(block.record) {
-                r.free_ns.store(ffi::now_unix_ns(), Relaxed);
+                r.free_ns.store(sys::now_unix_ns(), Relaxed);
             }
         }
     }

@@ -20,7 +20,7 @@
 //! `sysfs.rs` and `probe.rs` use only `std`: the launcher compiles them too
 //! (with `#[path]`, and `attr.rs` too), so that `--list-events` and the library agree.
 //!
-//! Everything here except the mapping (in [`crate::ffi`]) is safe code that
+//! Everything here except the mapping (in [`crate::sys`]) is safe code that
 //! works on bytes, tested with constructed buffers: the development
 //! machines have no PMU.
 

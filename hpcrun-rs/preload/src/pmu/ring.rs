@@ -10,12 +10,12 @@
 //!
 //! [`drain`] is the pure core: it works on (data area, head, tail) and is
 //! tested with constructed buffers. [`Ring`] applies it to a live mapping
-//! (made by [`crate::ffi::map_perf_ring`]); it neither allocates nor locks: a
+//! (made by [`crate::sys::map_perf_ring`]); it neither allocates nor locks: a
 //! record that wraps around the end of the data area is copied into a
 //! fixed-size stack buffer of [`MAX_RECORD`] bytes, and a larger one is
 //! skipped and counted.
 
-use crate::ffi;
+use crate::sys;
 
 /// Largest record that can be delivered when it wraps around the end of the
 /// data area (it is copied into a stack buffer of this size).
@@ -144,12 +144,12 @@ pub fn drain(
 
 /// A live perf ring of one event of the calling thread.
 pub struct Ring {
-    mem: ffi::RingMemory,
+    mem: sys::RingMemory,
 }
 
 impl Ring {
-    /// Wraps a mapping made by [`crate::ffi::map_perf_ring`].
-    pub fn new(mem: ffi::RingMemory) -> Ring {
+    /// Wraps a mapping made by [`crate::sys::map_perf_ring`].
+    pub fn new(mem: sys::RingMemory) -> Ring {
         Ring { mem }
     }
 
@@ -345,7 +345,7 @@ mod tests {
 #[cfg(test)]
 mod live_tests {
     use super::super::record::{self, Record, SampleLayout};
-    use crate::ffi;
+    use crate::sys;
     use perf_event_open_sys::bindings as pe;
 
     #[test]
@@ -361,18 +361,18 @@ mod live_tests {
         attr.set_disabled(1);
         attr.set_exclude_kernel(1);
         attr.set_exclude_hv(1);
-        let fd = match ffi::open_perf_event(&mut attr, -1) {
+        let fd = match sys::open_perf_event(&mut attr, -1) {
             Ok(fd) => fd,
             Err(errno) => {
                 eprintln!("perf_event_open(page-faults) failed (errno {errno}): skipped");
                 return;
             }
         };
-        let ring = ffi::map_perf_ring(fd, 8).expect("map the ring");
-        assert!(ffi::enable_event(fd));
+        let ring = super::Ring::new(sys::map_perf_ring(fd, 8).expect("map the ring"));
+        assert!(sys::enable_event(fd));
         // Fault in fresh anonymous pages.
         let pages = 16;
-        let mem = ffi::raw_mmap(
+        let mem = sys::raw_mmap(
             0,
             pages * 4096,
             libc::PROT_READ | libc::PROT_WRITE,
@@ -385,12 +385,12 @@ mod live_tests {
         for i in 0..pages {
             // A read of a fresh anonymous page faults (maps the zero page).
             let page = start + (i * 4096) as u64;
-            let bytes = ffi::loaded_bytes(&[(page, page + 8, false)], page, page + 8).unwrap();
+            let bytes = sys::loaded_bytes(&[(page, page + 8, false)], page, page + 8).unwrap();
             std::hint::black_box(bytes[0]);
         }
-        ffi::disable_event(fd);
+        sys::disable_event(fd);
         let layout = SampleLayout::new(sample_type);
-        let tid = ffi::gettid();
+        let tid = sys::gettid();
         let mut in_range = 0;
         let stats = ring.for_each_record(|h, body| {
             if let Ok(Record::Sample(s)) = record::parse(h, body, &layout) {
@@ -400,8 +400,8 @@ mod live_tests {
                 }
             }
         });
-        ffi::close_event(fd);
-        ffi::raw_munmap(start, pages * 4096);
+        sys::close_event(fd);
+        sys::raw_munmap(start, pages * 4096);
         assert_eq!(stats.corrupt, 0);
         assert!(stats.records >= pages as u64, "{stats:?}");
         assert_eq!(in_range, pages, "one page fault per fresh page");

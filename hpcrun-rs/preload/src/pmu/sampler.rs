@@ -20,7 +20,7 @@ use super::record::{self, Record, Sample, SampleLayout};
 use super::ring::Ring;
 use super::sysfs::{HwAttr, MemEvent, Vendor};
 use super::{attr, probe};
-use crate::ffi;
+use crate::sys;
 
 /// Environment variable with the event's attributes (see
 /// [`HwAttr::to_env`]).
@@ -146,7 +146,7 @@ pub fn start_thread(
     let leader = match attr::leader(&setup.attr) {
         Some(f) => {
             let mut a = f.to_perf();
-            Some(ffi::open_perf_event(&mut a, -1).map_err(|e| {
+            Some(sys::open_perf_event(&mut a, -1).map_err(|e| {
                 format!(
                     "perf_event_open({} group leader) failed: {}",
                     setup.attr.pmu,
@@ -158,11 +158,11 @@ pub fn start_thread(
     };
     let close_leader = || {
         if let Some(fd) = leader {
-            ffi::close_fd(fd);
+            sys::close_fd(fd);
         }
     };
     let mut a = attr::sampling(&setup.attr, setup.period).to_perf();
-    let fd = match ffi::open_perf_event(&mut a, leader.unwrap_or(-1)) {
+    let fd = match sys::open_perf_event(&mut a, leader.unwrap_or(-1)) {
         Ok(fd) => fd,
         Err(e) => {
             close_leader();
@@ -175,29 +175,29 @@ pub fn start_thread(
         }
     };
     let fail = |what: String| {
-        ffi::close_fd(fd);
+        sys::close_fd(fd);
         close_leader();
         Err(what)
     };
-    let Some(ring) = ffi::map_perf_ring(fd, RING_PAGES) else {
+    let Some(ring) = sys::map_perf_ring(fd, RING_PAGES).map(Ring::new) else {
         return fail(format!(
             "cannot map the perf ring buffer (errno {}; see /proc/sys/kernel/perf_event_mlock_kb)",
-            ffi::errno()
+            sys::errno()
         ));
     };
     if hw.ring.set(ring).is_err() {
         return fail("the thread already has a ring".to_string());
     }
     if let Some(signal) = signal {
-        if let Err(e) = ffi::route_perf_signal(fd, signal) {
+        if let Err(e) = sys::route_perf_signal(fd, signal) {
             return fail(format!("cannot route perf signals (errno {e})"));
         }
     }
     hw.leader_fd.store(leader.unwrap_or(-1), Release);
     perf_fd.store(fd, Release);
-    let enabled = ffi::enable_event(leader.unwrap_or(fd));
+    let enabled = sys::enable_event(leader.unwrap_or(fd));
     if !enabled {
-        return Err(format!("cannot enable the event (errno {})", ffi::errno()));
+        return Err(format!("cannot enable the event (errno {})", sys::errno()));
     }
     Ok(())
 }
@@ -208,7 +208,7 @@ pub fn start_thread(
 pub fn stop_thread(hw: &ThreadHw) {
     let fd = hw.leader_fd.swap(-1, AcqRel);
     if fd >= 0 {
-        ffi::close_event(fd);
+        sys::close_event(fd);
     }
 }
 
@@ -482,7 +482,7 @@ mod tests {
             return;
         }
         let pages = 8;
-        let mem = ffi::raw_mmap(
+        let mem = sys::raw_mmap(
             0,
             pages * 4096,
             libc::PROT_READ | libc::PROT_WRITE,
@@ -493,10 +493,10 @@ mod tests {
         .unwrap() as u64;
         for i in 0..pages as u64 {
             let page = mem + i * 4096;
-            let b = ffi::loaded_bytes(&[(page, page + 8, false)], page, page + 8).unwrap();
+            let b = sys::loaded_bytes(&[(page, page + 8, false)], page, page + 8).unwrap();
             std::hint::black_box(b[0]);
         }
-        ffi::disable_event(fd.load(Relaxed));
+        sys::disable_event(fd.load(Relaxed));
         let mut addrs = Vec::new();
         drain(&hw, &set, |s| {
             if s.addr >= mem && s.addr < mem + (pages * 4096) as u64 {
@@ -504,9 +504,9 @@ mod tests {
             }
             assert_eq!(s.access.level, MemLevel::Unknown);
         });
-        ffi::close_event(fd.load(Relaxed));
+        sys::close_event(fd.load(Relaxed));
         stop_thread(&hw);
-        ffi::raw_munmap(mem, pages * 4096);
+        sys::raw_munmap(mem, pages * 4096);
         assert_eq!(addrs.len(), pages, "{addrs:x?}");
         assert!(hw.samples.load(Relaxed) >= pages as u64);
     }

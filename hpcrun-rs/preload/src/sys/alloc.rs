@@ -1,0 +1,212 @@
+//! The library's own allocator: glibc's allocator reached through its
+//! `__libc_*` entry points (never through the malloc hooks), with a crash
+//! mode on private mappings; the real allocation functions for the hooks;
+//! and the count of allocations made while a sample handler runs.
+
+use super::mem::raw_mmap;
+use std::alloc::{GlobalAlloc, Layout};
+use std::ffi::c_void;
+
+extern "C" {
+    fn __libc_malloc(size: usize) -> *mut c_void;
+    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+    fn __libc_valloc(size: usize) -> *mut c_void;
+    fn __libc_pvalloc(size: usize) -> *mut c_void;
+}
+
+/// Allocations requested while a sample handler ran on the same thread
+/// (through the library's allocator or the malloc hooks). Must stay 0: it
+/// is written into every profile and checked by the tests.
+pub static ALLOCATIONS_IN_HANDLER: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+std::thread_local! {
+    /// The calling thread's "inside a sample handler" flag (the handler
+    /// sets and clears it; `threads` registers it when it creates the
+    /// thread's state). Const-initialised, no destructor: readable from
+    /// the allocator at any time, also during thread teardown.
+    static HANDLER_FLAG: std::cell::Cell<Option<&'static std::sync::atomic::AtomicBool>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Registers (or with `None` forgets) the calling thread's in-handler flag,
+/// read by [`note_allocation`].
+pub fn set_handler_flag(flag: Option<&'static std::sync::atomic::AtomicBool>) {
+    HANDLER_FLAG.with(|f| f.set(flag));
+}
+
+/// Counts an allocation if the calling thread is inside the handler.
+#[inline]
+pub fn note_allocation() {
+    if HANDLER_FLAG
+        .with(|f| f.get())
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+    {
+        ALLOCATIONS_IN_HANDLER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// glibc's allocator, reached through its internal entry points so that the
+/// library's own memory never passes through its own hooks.
+///
+/// In *crash mode* (set while flushing profiles from a fatal-signal
+/// handler, when the interrupted code may hold glibc's heap locks or have
+/// corrupted the heap) it allocates from fresh anonymous mappings instead
+/// and never frees.
+pub struct LibcAllocator;
+
+static CRASH_MODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static CRASH_NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static CRASH_END: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Switches the library's allocator to crash mode for the rest of the
+/// process's life.
+pub fn enter_crash_mode() {
+    CRASH_MODE.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn crash_alloc(layout: Layout) -> *mut u8 {
+    use std::sync::atomic::Ordering::SeqCst;
+    const CHUNK: usize = 64 << 20;
+    let align = layout.align().max(16) as u64;
+    loop {
+        let next = CRASH_NEXT.load(SeqCst);
+        let start = (next + align - 1) & !(align - 1);
+        let end = start + layout.size() as u64;
+        if next != 0 && end <= CRASH_END.load(SeqCst) {
+            if CRASH_NEXT
+                .compare_exchange(next, end, SeqCst, SeqCst)
+                .is_ok()
+            {
+                return start as *mut u8;
+            }
+            continue;
+        }
+        let size = CHUNK.max(layout.size() + align as usize);
+        let Some(p) = raw_mmap(
+            0,
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        ) else {
+            return std::ptr::null_mut();
+        };
+        CRASH_END.store(p as u64 + size as u64, SeqCst);
+        CRASH_NEXT.store(p as u64, SeqCst);
+    }
+}
+
+/// True once a fatal signal switched the allocator to private mappings.
+pub fn in_crash_mode() -> bool {
+    CRASH_MODE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+// SAFETY: the `__libc_*` functions implement malloc's contract; alignment
+// beyond 16 goes through `__libc_memalign`.
+unsafe impl GlobalAlloc for LibcAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        if in_crash_mode() {
+            return crash_alloc(layout);
+        }
+        // SAFETY: plain calls into glibc's allocator.
+        unsafe {
+            if layout.align() <= 16 {
+                __libc_malloc(layout.size()) as *mut u8
+            } else {
+                __libc_memalign(layout.align(), layout.size()) as *mut u8
+            }
+        }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_allocation();
+        if in_crash_mode() {
+            // Fresh anonymous pages are zero.
+            return crash_alloc(layout);
+        }
+        // SAFETY: as above; calloc zeroes.
+        unsafe {
+            if layout.align() <= 16 {
+                __libc_calloc(1, layout.size()) as *mut u8
+            } else {
+                let p = __libc_memalign(layout.align(), layout.size()) as *mut u8;
+                if !p.is_null() {
+                    std::ptr::write_bytes(p, 0, layout.size());
+                }
+                p
+            }
+        }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        if in_crash_mode() {
+            return; // Leaked: the process is about to die.
+        }
+        // SAFETY: `ptr` came from one of the functions above.
+        unsafe { __libc_free(ptr as *mut c_void) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from this allocator; over-aligned blocks are
+        // copied by hand because realloc does not keep alignment.
+        unsafe {
+            if in_crash_mode() {
+                let new = crash_alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                }
+                return new;
+            }
+            if layout.align() <= 16 {
+                __libc_realloc(ptr as *mut c_void, new_size) as *mut u8
+            } else {
+                let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                new
+            }
+        }
+    }
+}
+
+/// The real allocator, for the hooks.
+pub mod real {
+    use super::*;
+    pub fn malloc(size: usize) -> *mut c_void {
+        // SAFETY: glibc's malloc has no preconditions.
+        unsafe { __libc_malloc(size) }
+    }
+    pub fn calloc(n: usize, size: usize) -> *mut c_void {
+        // SAFETY: glibc's calloc checks the multiplication itself.
+        unsafe { __libc_calloc(n, size) }
+    }
+    /// # Safety
+    /// `p` is null or a live block of glibc's allocator.
+    pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+        // SAFETY: per the caller's contract.
+        unsafe { __libc_realloc(p, size) }
+    }
+    /// # Safety
+    /// `p` is null or a live block of glibc's allocator.
+    pub unsafe fn free(p: *mut c_void) {
+        // SAFETY: per the caller's contract.
+        unsafe { __libc_free(p) }
+    }
+    pub fn memalign(align: usize, size: usize) -> *mut c_void {
+        // SAFETY: glibc's memalign validates `align`.
+        unsafe { __libc_memalign(align, size) }
+    }
+    pub fn valloc(size: usize) -> *mut c_void {
+        // SAFETY: no preconditions.
+        unsafe { __libc_valloc(size) }
+    }
+    pub fn pvalloc(size: usize) -> *mut c_void {
+        // SAFETY: no preconditions.
+        unsafe { __libc_pvalloc(size) }
+    }
+}

@@ -1,0 +1,103 @@
+//! The dynamic loader: loaded modules and their segments, `dlsym`,
+//! the load bias of a `dlopen` handle.
+
+use std::ffi::{c_int, c_void, CStr};
+
+/// `dlsym(RTLD_NEXT, name)`.
+pub fn next_symbol(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated.
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
+}
+
+/// One loaded module as the dynamic loader reports it.
+#[derive(Debug, Clone)]
+pub struct LoadedModule {
+    pub path: String,
+    pub bias: u64,
+    /// PT_LOAD segments as (start, end, executable).
+    pub segments: Vec<(u64, u64, bool)>,
+    /// PT_GNU_EH_FRAME as (start, end).
+    pub eh_frame_hdr: Option<(u64, u64)>,
+}
+
+/// Every module the loader has mapped, the executable first.
+pub fn loaded_modules() -> Vec<LoadedModule> {
+    unsafe extern "C" fn callback(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the loader passes a valid info; `data` is our Vec.
+        unsafe {
+            let out = &mut *(data as *mut Vec<LoadedModule>);
+            let info = &*info;
+            let name = if info.dlpi_name.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(info.dlpi_name)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            let mut module = LoadedModule {
+                path: name,
+                bias: info.dlpi_addr,
+                segments: Vec::new(),
+                eh_frame_hdr: None,
+            };
+            for i in 0..info.dlpi_phnum as usize {
+                let ph = &*info.dlpi_phdr.add(i);
+                let start = info.dlpi_addr.wrapping_add(ph.p_vaddr);
+                let end = start.wrapping_add(ph.p_memsz);
+                match ph.p_type {
+                    libc::PT_LOAD => {
+                        module
+                            .segments
+                            .push((start, end, ph.p_flags & libc::PF_X != 0))
+                    }
+                    libc::PT_GNU_EH_FRAME => module.eh_frame_hdr = Some((start, end)),
+                    _ => {}
+                }
+            }
+            out.push(module);
+        }
+        0
+    }
+    let mut out: Vec<LoadedModule> = Vec::new();
+    // SAFETY: the callback only touches `out` and the loader's data.
+    unsafe { libc::dl_iterate_phdr(Some(callback), &mut out as *mut _ as *mut c_void) };
+    if let Some(first) = out.first_mut() {
+        if first.path.is_empty() {
+            first.path = std::fs::read_link("/proc/self/exe")
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+        }
+    }
+    out
+}
+
+/// The address of a function of this library (to find its own module).
+pub fn own_address() -> u64 {
+    loaded_modules as *const () as usize as u64
+}
+
+/// Load bias of the module behind a `dlopen` handle.
+///
+/// # Safety
+/// `handle` must be a live handle returned by `dlopen`.
+pub unsafe fn handle_bias(handle: *mut c_void) -> Option<u64> {
+    let mut map: *mut c_void = std::ptr::null_mut();
+    // SAFETY: RTLD_DI_LINKMAP stores a `struct link_map *` whose first
+    // field is `l_addr`, the load bias (glibc's public <link.h> layout).
+    unsafe {
+        if libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            &mut map as *mut _ as *mut c_void,
+        ) != 0
+            || map.is_null()
+        {
+            return None;
+        }
+        Some(*(map as *const u64))
+    }
+}

@@ -1,0 +1,177 @@
+//! Memory: the `mmap` family as system calls, zeroed mappings for
+//! lock-free tables ([`ZeroInit`]), read-only file mappings, views of
+//! loaded code, and the NUMA node of a page.
+
+use std::ffi::{c_int, c_void};
+
+/// The mmap system call itself, bypassing the interposed `mmap` (the
+/// library's own mappings are not the program's objects).
+pub fn raw_mmap(
+    addr: u64,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: i64,
+) -> Option<*mut u8> {
+    // SAFETY: mmap with a null or caller-chosen hint never touches existing
+    // Rust-visible memory unless MAP_FIXED is passed (the hooks forward the
+    // program's own flags unchanged).
+    let r = unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) };
+    (r != -1).then_some(r as *mut u8)
+}
+
+/// munmap, bypassing the interposed `munmap`.
+pub fn raw_munmap(addr: u64, len: usize) -> c_int {
+    // SAFETY: unmapping a range the caller owns.
+    unsafe { libc::syscall(libc::SYS_munmap, addr, len) as c_int }
+}
+
+/// mremap, bypassing the interposed `mremap`.
+pub fn raw_mremap(
+    old: u64,
+    old_len: usize,
+    new_len: usize,
+    flags: c_int,
+    new_addr: u64,
+) -> Option<*mut u8> {
+    // SAFETY: forwards the program's own request.
+    let r = unsafe { libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new_addr) };
+    (r != -1).then_some(r as *mut u8)
+}
+
+/// Types for which all-zero bytes are a valid value (atomics, integers).
+///
+/// # Safety
+/// Implement only for types whose every field is an integer or atomic.
+pub unsafe trait ZeroInit: Sync {}
+
+// SAFETY (all below): integers and atomics, or structs of only those.
+unsafe impl ZeroInit for std::sync::atomic::AtomicU32 {}
+// SAFETY: see above.
+unsafe impl ZeroInit for std::sync::atomic::AtomicU64 {}
+
+/// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
+/// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing
+/// until used. Returns `None` when the kernel refuses.
+pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
+    let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
+    // SAFETY: anonymous private mapping; no file, no aliasing.
+    let p = raw_mmap(
+        0,
+        bytes,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    )?;
+    // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
+    // unmapped, and T is valid when zeroed (ZeroInit).
+    Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
+}
+
+/// A view of `len` bytes of this process's mapped memory at `addr`, for
+/// memory that stays mapped while the module it belongs to is loaded.
+///
+/// # Safety
+/// The range must be mapped and readable for as long as the slice is used.
+pub unsafe fn memory(addr: u64, len: usize) -> &'static [u8] {
+    // SAFETY: per the caller's contract.
+    unsafe { std::slice::from_raw_parts(addr as *const u8, len) }
+}
+
+/// Copies the bytes of the C string at `s` (up to its NUL, at most
+/// `out.len()` bytes) into `out`; returns how many. A null `s` gives 0.
+///
+/// # Safety
+/// `s` is null or points to a NUL-terminated string, or to at least
+/// `out.len()` readable bytes.
+pub unsafe fn c_string_prefix(s: *const std::ffi::c_char, out: &mut [u8]) -> usize {
+    if s.is_null() {
+        return 0;
+    }
+    let mut n = 0;
+    while n < out.len() {
+        // SAFETY: bytes up to the first NUL (or out.len()) are readable,
+        // per the caller's contract; we stop at the NUL.
+        let b = unsafe { *s.add(n) } as u8;
+        if b == 0 {
+            break;
+        }
+        out[n] = b;
+        n += 1;
+    }
+    n
+}
+
+/// A file mapped read-only; unmapped on drop.
+pub struct MappedFile {
+    ptr: *mut c_void,
+    len: usize,
+}
+
+impl MappedFile {
+    pub fn open(path: &str) -> Option<MappedFile> {
+        let file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len() as usize;
+        if len == 0 {
+            return None;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: read-only private mapping of an open file.
+        let ptr = raw_mmap(
+            0,
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        )?;
+        Some(MappedFile {
+            ptr: ptr as *mut c_void,
+            len,
+        })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        raw_munmap(self.ptr as u64, self.len);
+    }
+}
+
+/// The bytes [start, end) of a loaded module, if they lie inside one of its
+/// loaded `segments` (as reported by the dynamic loader). Valid while the
+/// module stays loaded (modules are not unloaded in this version).
+pub fn loaded_bytes(segments: &[(u64, u64, bool)], start: u64, end: u64) -> Option<&'static [u8]> {
+    let inside = start <= end && segments.iter().any(|&(s, e, _)| start >= s && end <= e);
+    // SAFETY: the range is inside a segment the loader mapped readable.
+    inside.then(|| unsafe { memory(start, (end - start) as usize) })
+}
+
+/// The NUMA node of the page holding `addr` (move_pages in query mode;
+/// safe in a signal handler); `None` if the page is not present.
+pub fn page_node(addr: u64) -> Option<u32> {
+    let page = (addr & !4095) as *mut libc::c_void;
+    let pages = [page];
+    let mut status: [c_int; 1] = [-1];
+    // SAFETY: query mode (nodes = null) only writes `count` statuses into
+    // the valid `status` array; the pages are not touched.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            1usize,
+            pages.as_ptr(),
+            std::ptr::null::<c_int>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    (r == 0 && status[0] >= 0).then_some(status[0] as u32)
+}

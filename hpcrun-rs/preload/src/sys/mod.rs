@@ -1,0 +1,41 @@
+//! The system layer: every call into C, the dynamic loader and the kernel,
+//! with the `unsafe` they need, split by concern. The rest of the library
+//! calls the safe wrappers here (re-exported at `sys::`); each `unsafe`
+//! block states why it is sound.
+//!
+//! This layer imports nothing from the rest of the crate (checked by
+//! `tests/layers.rs`): what the layers above need from it goes down as
+//! plain data (the allocation counter of [`alloc`], the perf fd set of
+//! [`perf`]), never as a call back up.
+//!
+//! * [`alloc`]: the library's own allocator on glibc's `__libc_*` entry
+//!   points (crash mode on private mappings), the real allocation
+//!   functions for the hooks, allocations-in-handler counting.
+//! * [`mem`]: the `mmap` system calls, zeroed mappings ([`ZeroInit`]),
+//!   file mappings, views of loaded code, NUMA node of a page.
+//! * [`perf`]: perf events (task clock, page faults, watchpoints), ring
+//!   buffer mappings ([`RingMemory`]), signal routing, the profiler's fds.
+//! * [`signal`]: real `sigaction`, handlers, signal sets and masks,
+//!   [`Delivered`].
+//! * [`dl`]: loaded modules, `dlsym(RTLD_NEXT)`, load bias of a handle.
+//! * [`proc`]: ids, clocks, errno, stack bounds, atexit/atfork/thread-exit
+//!   registration, `exit_group`, current CPU.
+//! * [`publish`]: [`Published`], the publication primitive.
+
+#![allow(unsafe_code)]
+
+pub mod alloc;
+pub mod dl;
+pub mod mem;
+pub mod perf;
+pub mod proc;
+pub mod publish;
+pub mod signal;
+
+pub use alloc::*;
+pub use dl::*;
+pub use mem::*;
+pub use perf::*;
+pub use proc::*;
+pub use publish::*;
+pub use signal::*;

@@ -1,0 +1,425 @@
+//! perf events: the task-clock and page-fault sample sources, ring
+//! buffer mappings, hardware watchpoints, routing of their signals, and
+//! the set of the profiler's perf fds.
+
+use std::ffi::{c_int, c_void};
+
+use super::mem::raw_mmap;
+use super::proc::{errno, gettid};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// perf_event constants libc does not define for linux-gnu.
+pub const F_SETSIG: c_int = 10;
+pub const F_SETOWN_EX: c_int = 15;
+pub const F_OWNER_TID: c_int = 0;
+
+/// Opens a task-clock sampling event on the calling thread that sends
+/// `signal` to this thread every `period_ns` of its CPU time. Returns the fd.
+pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = pe::perf_event_attr {
+        type_: pe::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
+        config: pe::PERF_COUNT_SW_TASK_CLOCK as u64,
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = period_ns;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    // SAFETY: valid attr; pid 0 / cpu -1 = this thread on any CPU.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(&mut attr, 0, -1, -1, pe::PERF_FLAG_FD_CLOEXEC as _)
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    signal_and_enable(fd, signal)?;
+    // One overflow at a time: the event disables itself at its next
+    // overflow and the handler re-arms it when done (`rearm_event`), so a
+    // handler slower than the period cannot queue signal after signal (the
+    // per-user queue of pending signals, `ulimit -i`, is shared by all of
+    // the user's processes), and the handler's own time is not sampled.
+    if !rearm_event(fd) {
+        let e = errno();
+        close_event(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// `ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)`: enables the event for one more
+/// overflow, after which the kernel disables it again. Async-signal-safe
+/// (one system call).
+pub fn rearm_event(fd: c_int) -> bool {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: ioctl on an fd; an invalid fd only returns an error.
+    unsafe { libc::ioctl(fd, pe::REFRESH as _, 1) == 0 }
+}
+
+/// Sample layout of the page-fault event.
+pub const PAGE_FAULT_SAMPLE_TYPE: u64 = (perf_event_open_sys::bindings::PERF_SAMPLE_IP
+    | perf_event_open_sys::bindings::PERF_SAMPLE_TID
+    | perf_event_open_sys::bindings::PERF_SAMPLE_ADDR)
+    as u64;
+
+/// Opens a page-fault sampling event for the calling thread: every
+/// `period`-th fault of its user code writes a sample (IP, TID, data
+/// address) into a ring of `data_pages` pages and sends `signal` to this
+/// thread. Returns the fd and the ring's mapping.
+pub fn open_page_faults(
+    period: u64,
+    signal: c_int,
+    data_pages: usize,
+) -> Result<(c_int, RingMemory), c_int> {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = pe::perf_event_attr {
+        type_: pe::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
+        config: pe::PERF_COUNT_SW_PAGE_FAULTS as u64,
+        sample_type: PAGE_FAULT_SAMPLE_TYPE,
+        ..Default::default()
+    };
+    attr.__bindgen_anon_1.sample_period = period.max(1);
+    // A wakeup (and so a signal) for every sample.
+    attr.__bindgen_anon_2.wakeup_events = 1;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    // SAFETY: valid attr; pid 0 / cpu -1 = this thread on any CPU.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(&mut attr, 0, -1, -1, pe::PERF_FLAG_FD_CLOEXEC as _)
+    };
+    if fd < 0 {
+        return Err(errno());
+    }
+    let Some(ring) = map_perf_ring(fd, data_pages) else {
+        let e = errno();
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(fd) };
+        return Err(e);
+    };
+    signal_and_enable(fd, signal)?;
+    Ok((fd, ring))
+}
+
+/// Routes `fd`'s overflow signal to the calling thread
+/// ([`route_perf_signal`]), resets and enables it; closes `fd` on failure.
+fn signal_and_enable(fd: c_int, signal: c_int) -> Result<(), c_int> {
+    use perf_event_open_sys::bindings as pe;
+    let result = route_perf_signal(fd, signal).and_then(|()| {
+        // SAFETY: ioctl on our own fd with valid arguments.
+        let reset = unsafe { libc::ioctl(fd, pe::RESET as _, 0) } == 0;
+        if reset && enable_event(fd) {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    });
+    if result.is_err() {
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(fd) };
+    }
+    result
+}
+
+/// Stops and closes a sampling event.
+pub fn close_event(fd: c_int) {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: our own fd; errors are harmless.
+    unsafe {
+        libc::ioctl(fd, pe::DISABLE as _, 0);
+        libc::close(fd);
+    }
+    mark_perf_fd(fd, false);
+}
+
+/// Where a watchpoint waits while it watches nothing (never accessed).
+static WATCH_PARKING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The attributes of a one-shot hardware watchpoint (`PERF_TYPE_BREAKPOINT`)
+/// on the `len` bytes at `addr` (len 1, 2, 4 or 8, `addr` aligned to it):
+/// triggered by user-space writes, or by reads and writes with `reads`.
+fn watchpoint_attr(
+    addr: u64,
+    len: u64,
+    reads: bool,
+) -> perf_event_open_sys::bindings::perf_event_attr {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = pe::perf_event_attr {
+        type_: pe::PERF_TYPE_BREAKPOINT,
+        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
+        ..Default::default()
+    };
+    attr.bp_type = if reads {
+        pe::HW_BREAKPOINT_RW
+    } else {
+        pe::HW_BREAKPOINT_W
+    };
+    attr.__bindgen_anon_3.bp_addr = addr;
+    attr.__bindgen_anon_4.bp_len = len;
+    attr.__bindgen_anon_1.sample_period = 1;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    attr
+}
+
+/// Opens a disabled hardware watchpoint for the calling thread (one of
+/// its debug registers), whose trap sends `signal` to this thread.
+/// [`arm_watchpoint`] points it at an address. Returns the fd or the errno
+/// (`ENOSPC`: no free debug register, e.g. a debugger holds them).
+pub fn open_watchpoint(signal: c_int) -> Result<c_int, c_int> {
+    let parking = &WATCH_PARKING as *const _ as u64;
+    let mut attr = watchpoint_attr(parking, 8, true);
+    let fd = open_perf_event(&mut attr, -1)?;
+    if let Err(e) = route_perf_signal(fd, signal) {
+        close_fd(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// Points watchpoint `fd` (of any thread of this process) at the `len`
+/// bytes at `addr` and enables it (`PERF_EVENT_IOC_MODIFY_ATTRIBUTES` with
+/// `disabled` clear: one system call). It traps at every access until
+/// disabled: the trapped thread's handler disables it first thing
+/// ([`disable_event`]), so each arming gives one trap. (Arming for one
+/// overflow with `PERF_EVENT_IOC_REFRESH` does not work for breakpoints:
+/// on Linux 6.18 a breakpoint modified after its limited overflow stays in
+/// the debug register but never signals again, and every access then costs
+/// a debug exception, about 20 us.) For another thread's watchpoint the
+/// kernel updates its debug register by an interprocessor call (about 1
+/// us here). Async-signal-safe.
+pub fn arm_watchpoint(fd: c_int, addr: u64, len: u64, reads: bool) -> bool {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = watchpoint_attr(addr, len, reads);
+    attr.set_disabled(0);
+    // SAFETY: ioctl on an fd with a valid, fully initialised attr that
+    // outlives the call; an invalid fd only returns an error.
+    unsafe { libc::ioctl(fd, pe::MODIFY_ATTRIBUTES as _, &attr) == 0 }
+}
+
+/// Stops a sampling event without closing it (from any thread).
+pub fn disable_event(fd: c_int) {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: our own fd; errors are harmless.
+    unsafe { libc::ioctl(fd, pe::DISABLE as _, 0) };
+}
+
+/// The mapping of one perf event's ring buffer: the `perf_event_mmap_page`
+/// control page followed by a power-of-two data area. Mapped for the rest
+/// of the process's life (never unmapped, so a late signal handler cannot
+/// read freed memory).
+pub struct RingMemory {
+    control: *mut u8,
+    data: *const u8,
+    data_size: usize,
+}
+
+// SAFETY: the control page is only accessed through atomics; the data area
+// is only read, and only the bytes the kernel has finished writing (see
+// `RingMemory::data`). The mapping is never unmapped.
+unsafe impl Send for RingMemory {}
+// SAFETY: as above.
+unsafe impl Sync for RingMemory {}
+
+impl RingMemory {
+    fn word(&self, offset: usize) -> &std::sync::atomic::AtomicU64 {
+        // SAFETY: `offset` is the offset of a u64 field inside the control
+        // page (page-aligned mapping, 8-aligned field), which stays mapped;
+        // the kernel and this thread access it concurrently, so only through
+        // an atomic.
+        unsafe { &*(self.control.add(offset) as *const std::sync::atomic::AtomicU64) }
+    }
+
+    /// `data_head`, read with acquire ordering: the records before it are
+    /// completely written.
+    pub fn head(&self) -> u64 {
+        use perf_event_open_sys::bindings::perf_event_mmap_page as Page;
+        self.word(std::mem::offset_of!(Page, data_head))
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// `data_tail` (written only by this reader).
+    pub fn tail(&self) -> u64 {
+        use perf_event_open_sys::bindings::perf_event_mmap_page as Page;
+        self.word(std::mem::offset_of!(Page, data_tail))
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Publishes `data_tail` with release ordering: the kernel may overwrite
+    /// everything before it.
+    pub fn set_tail(&self, tail: u64) {
+        use perf_event_open_sys::bindings::perf_event_mmap_page as Page;
+        self.word(std::mem::offset_of!(Page, data_tail))
+            .store(tail, std::sync::atomic::Ordering::Release)
+    }
+
+    /// The data area. The kernel writes only between `data_head` and
+    /// `data_tail + size`; callers read only `[data_tail, data_head)` after
+    /// an acquire load of `data_head`, which the kernel does not touch until
+    /// `data_tail` moves past it.
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: `data_size` bytes at `data` are mapped readable for the
+        // process's life; see above for the bytes the kernel writes.
+        unsafe { std::slice::from_raw_parts(self.data, self.data_size) }
+    }
+}
+
+/// Maps the ring buffer of perf event `fd`: one control page and
+/// `data_pages` data pages (a power of two). `None` if `data_pages` is not a
+/// power of two or the kernel refuses (e.g. `EPERM` beyond
+/// `perf_event_mlock_kb`).
+pub fn map_perf_ring(fd: c_int, data_pages: usize) -> Option<RingMemory> {
+    if !data_pages.is_power_of_two() {
+        return None;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let page = usize::try_from(page).ok().filter(|&p| p > 0)?;
+    let data_size = data_pages.checked_mul(page)?;
+    let len = data_size.checked_add(page)?;
+    // A shared read-write mapping: writing data_tail tells the kernel what
+    // has been consumed (a read-only mapping would make it overwrite).
+    let p = raw_mmap(
+        0,
+        len,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_SHARED,
+        fd,
+        0,
+    )?;
+    Some(RingMemory {
+        control: p,
+        // SAFETY: `page` < `len`: inside the mapping.
+        data: unsafe { p.add(page) },
+        data_size,
+    })
+}
+
+/// `perf_event_open(attr, 0, -1, group_fd, FD_CLOEXEC)`: an event on the
+/// calling thread, any CPU. Returns the fd or the errno.
+pub fn open_perf_event(
+    attr: &mut perf_event_open_sys::bindings::perf_event_attr,
+    group_fd: c_int,
+) -> Result<c_int, c_int> {
+    use perf_event_open_sys::bindings as pe;
+    attr.size = std::mem::size_of::<pe::perf_event_attr>() as u32;
+    // SAFETY: `attr` is a valid, fully initialised perf_event_attr whose
+    // size field matches the struct.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(attr, 0, -1, group_fd, pe::PERF_FLAG_FD_CLOEXEC as _)
+    };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// `ioctl(fd, PERF_EVENT_IOC_ENABLE)`.
+pub fn enable_event(fd: c_int) -> bool {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: ioctl on an fd; an invalid fd only returns an error.
+    unsafe { libc::ioctl(fd, pe::ENABLE as _, 0) == 0 }
+}
+
+/// Sends `signal` to the calling thread on every wakeup of perf event `fd`
+/// (`O_ASYNC`, `F_SETSIG`, `F_SETOWN_EX` with `F_OWNER_TID`).
+pub fn route_perf_signal(fd: c_int, signal: c_int) -> Result<(), c_int> {
+    #[repr(C)]
+    struct FOwnerEx {
+        kind: c_int,
+        pid: libc::pid_t,
+    }
+    let owner = FOwnerEx {
+        kind: F_OWNER_TID,
+        pid: gettid() as libc::pid_t,
+    };
+    // SAFETY: fcntl on an fd with valid arguments; `owner` outlives the call.
+    let ok = unsafe {
+        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) == 0
+            && libc::fcntl(fd, F_SETSIG, signal) == 0
+            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
+    };
+    if ok {
+        mark_perf_fd(fd, true);
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// Closes an fd (errors ignored).
+pub fn close_fd(fd: c_int) {
+    // SAFETY: closing an fd the caller owns.
+    unsafe { libc::close(fd) };
+}
+
+/// True if `fd` is closed or is a perf event (`anon_inode:[perf_event]`):
+/// a POLL_* signal naming it comes from a perf event (readlink is
+/// async-signal-safe).
+pub fn fd_is_perf_or_closed(fd: c_int) -> bool {
+    let mut path = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
+    let mut n = fd.max(0) as u32;
+    let mut digits = [0u8; 10];
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        path[14 + i] = digits[len - 1 - i];
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: a NUL-terminated path and a buffer with its length.
+    let r = unsafe {
+        libc::readlink(
+            path.as_ptr() as *const libc::c_char,
+            buf.as_mut_ptr() as *mut libc::c_char,
+            buf.len(),
+        )
+    };
+    if r < 0 {
+        return errno() == libc::ENOENT || errno() == libc::EBADF;
+    }
+    buf[..r as usize].starts_with(b"anon_inode:[perf_event]")
+}
+
+/// Reads a counting perf event's value (task-clock: ns of CPU time).
+pub fn read_counter(fd: c_int) -> Option<u64> {
+    let mut value: u64 = 0;
+    // SAFETY: reading 8 bytes into a u64.
+    let r = unsafe { libc::read(fd, &mut value as *mut u64 as *mut c_void, 8) };
+    (r == 8).then_some(value)
+}
+
+/// The profiler's perf event fds, one bit each (fds below 65,536): a
+/// `POLL_*` signal naming one of them is a sample.
+static PERF_FDS: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
+
+/// Marks `fd` as a perf event of the profiler (its signals are samples).
+pub fn mark_perf_fd(fd: c_int, open: bool) {
+    let Some(word) = usize::try_from(fd).ok().and_then(|f| PERF_FDS.get(f / 64)) else {
+        return;
+    };
+    let bit = 1u64 << (fd as usize % 64);
+    if open {
+        word.fetch_or(bit, Relaxed);
+    } else {
+        word.fetch_and(!bit, Relaxed);
+    }
+}
+
+/// True if [`mark_perf_fd`] marked `fd` open (async-signal-safe).
+pub fn is_perf_fd(fd: c_int) -> bool {
+    usize::try_from(fd)
+        .ok()
+        .and_then(|f| PERF_FDS.get(f / 64))
+        .is_some_and(|w| w.load(Relaxed) & (1u64 << (fd as usize % 64)) != 0)
+}

@@ -1,0 +1,187 @@
+//! The process and its threads: ids, clocks, errno, stack bounds,
+//! start-up, exit and fork registration, host name.
+
+use std::ffi::{c_int, c_void};
+
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+pub fn getpid() -> u32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() as u32 }
+}
+
+/// Wall-clock time in ns since the epoch.
+pub fn now_unix_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn errno() -> c_int {
+    // SAFETY: __errno_location returns this thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+pub fn set_errno(value: c_int) {
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = value }
+}
+
+/// The calling thread's stack as [low, high).
+pub fn current_stack_range() -> Option<(u64, u64)> {
+    // SAFETY: `attr` is initialised by pthread_getattr_np before use and
+    // destroyed after.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0;
+        libc::pthread_attr_destroy(&mut attr);
+        ok.then(|| (addr as u64, addr as u64 + size as u64))
+    }
+}
+
+/// Runs `f` once at library load, from `.init_array`.
+#[macro_export]
+macro_rules! on_load {
+    ($f:path) => {
+        #[used]
+        #[link_section = ".init_array"]
+        static ON_LOAD: extern "C" fn() = {
+            extern "C" fn on_load() {
+                $f();
+            }
+            on_load
+        };
+    };
+}
+
+/// Registers `f` to run at process exit (after the program's own atexit
+/// handlers, which were registered later).
+pub fn at_exit(f: extern "C" fn()) {
+    // SAFETY: registering a plain function.
+    unsafe { libc::atexit(f) };
+}
+
+/// Registers fork handlers.
+pub fn at_fork(child: unsafe extern "C" fn()) {
+    // SAFETY: registering a plain function.
+    unsafe { libc::pthread_atfork(None, None, Some(child)) };
+}
+
+/// A pthread key whose destructor runs at thread exit.
+pub fn thread_exit_key(
+    destructor: unsafe extern "C" fn(*mut c_void),
+) -> Option<libc::pthread_key_t> {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: valid out pointer.
+    (unsafe { libc::pthread_key_create(&mut key, Some(destructor)) } == 0).then_some(key)
+}
+
+/// Gives the calling thread a non-null value for `key`, so that the key's
+/// destructor runs when the thread exits.
+pub fn arm_thread_exit(key: libc::pthread_key_t) {
+    // SAFETY: `key` came from pthread_key_create; the value is never
+    // dereferenced (the destructor ignores it).
+    unsafe { libc::pthread_setspecific(key, 1 as *const c_void) };
+}
+
+/// Host name of the machine.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buffer and its length.
+    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+        return String::from("localhost");
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The calling thread's stack bounds; reading a word inside them is safe
+/// while the thread runs (its stack stays mapped).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StackBounds {
+    pub low: u64,
+    pub high: u64,
+}
+
+impl StackBounds {
+    /// Bounds of the calling thread's stack.
+    pub fn current() -> Option<StackBounds> {
+        current_stack_range().map(|(low, high)| StackBounds { low, high })
+    }
+
+    /// Reads the word at `addr` if it lies inside the stack.
+    pub fn read(&self, addr: u64) -> Option<u64> {
+        if addr < self.low || addr.checked_add(8)? > self.high {
+            return None;
+        }
+        // SAFETY: inside the stack mapping of the thread that owns these
+        // bounds; only that thread calls this (from its hooks or handler).
+        Some(unsafe { std::ptr::read_volatile(addr as *const u64) })
+    }
+
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.low && addr < self.high
+    }
+}
+
+/// Ends the process immediately (the `_exit` system call for all threads).
+pub fn exit_group(status: c_int) -> ! {
+    // SAFETY: exit_group does not return.
+    unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    loop {
+        std::hint::spin_loop();
+    }
+}
+
+/// The CPU the calling thread runs on (getcpu; safe in a signal handler).
+pub fn current_cpu() -> Option<u32> {
+    let mut cpu: u32 = 0;
+    // SAFETY: getcpu writes one u32 through a valid pointer; the node and
+    // cache arguments may be null.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_getcpu,
+            &mut cpu as *mut u32,
+            std::ptr::null_mut::<u32>(),
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    (r == 0).then_some(cpu)
+}
+
+/// CPU time of the calling thread (ns).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time of thread `tid` of this process (its kernel CPU clock, as
+/// `pthread_getcpuclockid` builds it); `None` once the thread is gone.
+pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
+    // CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), tid inverted << 3.
+    let clock = ((!(tid as libc::clockid_t)) << 3) | 6;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec; a bad clock id only returns an error.
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
