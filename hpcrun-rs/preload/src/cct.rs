@@ -32,7 +32,7 @@ pub const TAG_SMALL_HEAP: u32 = 5;
 pub const TAG_UNKNOWN: u32 = 6;
 pub const TAG_NOT_RECOVERED: u32 = 7;
 
-/// Metric columns (see `sampling::metric_columns` for their meaning; a
+/// Metric columns (see `run::metric_columns` for their meaning; a
 /// profile lists only the columns its events fill).
 pub const M_SAMPLES: usize = 0;
 pub const M_STORE_SAMPLES: usize = 1;

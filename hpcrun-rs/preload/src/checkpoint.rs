@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::threads::{self, ThreadState};
-use crate::{config, hooks, sys, writer};
+use crate::{config, sys, writer};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -44,7 +44,7 @@ pub fn report() {
     if std::env::var_os("HPCRUN_CHECKPOINT_STATS").is_none() || ROUNDS.load(Relaxed) == 0 {
         return;
     }
-    writer::warn(&format!(
+    crate::run::warn(&format!(
         "checkpoints: {} rounds, {} files, {} bytes, {:.1} ms of CPU time in the helper thread",
         ROUNDS.load(Relaxed),
         FILES.load(Relaxed),
@@ -113,10 +113,10 @@ pub fn start() {
     let spawned = std::thread::Builder::new()
         .name("hpcrun-ckpt".into())
         .stack_size(256 << 10)
-        .spawn(move || hooks::without_hooks(|| run(interval, pid)));
+        .spawn(move || crate::guard::without_hooks(|| run(interval, pid)));
     sys::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
     if let Err(e) = spawned {
-        writer::warn(&format!(
+        crate::run::warn(&format!(
             "could not start the checkpoint thread ({e}); no checkpoints"
         ));
     }
@@ -202,24 +202,4 @@ fn checkpoint(state: &ThreadState, dir: &str) {
     FILES.fetch_add(1, Relaxed);
     BYTES.fetch_add(bytes as u64, Relaxed);
     state.checkpointed.store(sig, Relaxed);
-}
-
-/// The final writer's turn at `state`'s file: waits for a checkpoint in
-/// progress. After a fatal signal (crash mode) it waits at most 0.5 s: the
-/// helper may be stuck on a lock the crashed thread holds (glibc's heap),
-/// and the final profile matters more.
-pub fn wait_for_writer(state: &ThreadState) -> Option<std::sync::MutexGuard<'_, ()>> {
-    if !sys::in_crash_mode() {
-        return Some(state.writing.lock().unwrap_or_else(|e| e.into_inner()));
-    }
-    for _ in 0..500 {
-        match state.writing.try_lock() {
-            Ok(g) => return Some(g),
-            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                std::thread::sleep(Duration::from_millis(1))
-            }
-        }
-    }
-    None
 }

@@ -10,12 +10,13 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering::*;
 
 use crate::cct::{self, Tree};
-use crate::modules::Snapshot;
+use crate::code::modules::{self, Snapshot};
+use crate::code::unwind;
 use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
 use crate::stride::{self, Decoded};
 use crate::threads::{self, ThreadState};
-use crate::{anchors, modules, numa, objects, sampling, sys, unwind};
+use crate::{anchors, numa, objects, run, sys};
 
 /// Deepest call path recorded per sample.
 pub use crate::threads::MAX_FRAMES;
@@ -30,7 +31,7 @@ const MAX_FORWARD_DECODE: u64 = 64 * 1024;
 fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))) {
     let saved_errno = sys::errno();
     if let Some(state) = threads::current() {
-        if state.finished.load(Relaxed) || !sampling::active() {
+        if state.finished.load(Relaxed) || !run::active() {
             // Late signal after the profile was written: ignore.
         } else if state.in_handler.swap(true, Acquire) {
             // (Hardware and page-fault records stay in their ring for the
@@ -75,7 +76,7 @@ fn program_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_voi
     if crate::signals::from_profiler(&delivered) {
         return false;
     }
-    crate::signals::forward(signal, &delivered);
+    crate::signals::forward(signal, &delivered, crate::exit::flush_all);
     true
 }
 
@@ -239,7 +240,7 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
 pub extern "C" fn on_fatal(signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
     let saved_errno = sys::errno();
     sys::enter_crash_mode();
-    crate::hooks::without_hooks(sampling::flush_all);
+    crate::guard::without_hooks(crate::exit::flush_all);
     // Delivered again, with the default action, when this handler returns
     // (a fault also repeats when the faulting instruction is re-executed).
     sys::reraise(signal);
@@ -460,7 +461,7 @@ pub fn record(
     let tree: &Tree = &state.tree;
     // Room for both paths and the object node, so that a sample is either
     // in every tree or in none.
-    if tree.len() + 2 * path.len() + 2 > sampling::TREE_CAPACITY {
+    if tree.len() + 2 * path.len() + 2 > run::TREE_CAPACITY {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return false;
     }
@@ -503,8 +504,7 @@ pub fn record(
         tree.add(data_leaf, m, v);
     }
     if let (Some((start, end)), Some(addr)) = (target.range, addr) {
-        if let Some(bucket) =
-            sampling::histogram_layout().bucket(addr.wrapping_sub(start), end - start)
+        if let Some(bucket) = run::histogram_layout().bucket(addr.wrapping_sub(start), end - start)
         {
             if !state.histogram.add(object, bucket) {
                 stats.histogram_full.fetch_add(1, Relaxed);
@@ -549,7 +549,7 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
     let Some(snap) = program_snapshot(state, regs.rip) else {
         return;
     };
-    let (leaf, access, source) = if sampling::code_only() {
+    let (leaf, access, source) = if run::code_only() {
         (regs.rip, Access::NotMemory, Source::Previous)
     } else {
         analyse(state, snap, regs)

@@ -7,42 +7,13 @@
 //! unwinder, the loader, or the library itself) pass straight through.
 //! errno is preserved across the bookkeeping.
 
-use std::cell::Cell;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::code::{modules, unwind};
+pub use crate::guard::{guarded, without_hooks, READY};
 use crate::sys::{self, real};
-use crate::{config, modules, objects, threads, unwind};
-
-/// Set once the library finished initialising.
-pub static READY: AtomicBool = AtomicBool::new(false);
-
-thread_local! {
-    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f` unless a hook is already active on this thread.
-pub(crate) fn guarded(f: impl FnOnce()) {
-    if !READY.load(Ordering::Acquire) {
-        return;
-    }
-    let entered = IN_HOOK.with(|g| !g.replace(true));
-    if entered {
-        let saved = sys::errno();
-        f();
-        sys::set_errno(saved);
-        IN_HOOK.with(|g| g.set(false));
-    }
-}
-
-/// Makes the calling thread's hooks pass through while `f` runs (used by
-/// the library's own code that may call into libc allocation).
-pub fn without_hooks<R>(f: impl FnOnce() -> R) -> R {
-    let was = IN_HOOK.with(|g| g.replace(true));
-    let r = f();
-    IN_HOOK.with(|g| g.set(was));
-    r
-}
+use crate::{config, objects, threads};
+use std::sync::atomic::Ordering;
 
 /// The caller's (pc, sp, bp), read where this is inlined.
 #[inline(always)]
@@ -437,7 +408,7 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
     if READY.load(Ordering::Acquire) {
-        without_hooks(crate::sampling::flush_all);
+        without_hooks(crate::exit::flush_all);
     }
     sys::exit_group(status)
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use formats::measurement::SampleStats;
 
 use crate::threads::{self, ThreadState};
-use crate::{config, handler, signals, sys};
+use crate::{config, signals, sys};
 
 /// A thread is reported when it should have had at least this many
 /// samples and got less than a tenth of them.
@@ -44,7 +44,7 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     let Some(signal) = signals::signal_at(0) else {
         return out;
     };
-    if cfg.period_ns == 0 || crate::sampling::hardware_active() {
+    if cfg.period_ns == 0 || crate::run::hardware_active() {
         return out;
     }
     let cpu = state.stats.cpu_time_ns.load(Relaxed);
@@ -90,13 +90,9 @@ pub fn process_wide(stats: &mut SampleStats) {
         let Some(signal) = signals::signal_at(slot) else {
             continue;
         };
-        let ours = [
-            handler::on_sample as *const () as usize,
-            handler::on_hw_sample as *const () as usize,
-            handler::on_page_fault as *const () as usize,
-        ];
+        let ours = signals::handler_at(slot);
         if let Some(now) = sys::real_sigaction_query(signal) {
-            if !ours.contains(&now.sa_sigaction) {
+            if now.sa_sigaction != ours {
                 stats.notices.insert(
                     format!(
                         "the program replaced the profiler's handler of {} with a raw rt_sigaction system call: later samples were lost and the program got the profiler's signals; {}",

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use formats::measurement::{ThreadProfile, EXTENSION};
 
+use crate::run::warn;
 use crate::sys;
 use crate::threads::ThreadState;
-use crate::writer::warn;
 
 /// `<dir>/<exe>.<host>.[r<rank>.]<pid>.<tid>` of a profile.
 fn base_name(dir: &str, profile: &ThreadProfile) -> String {

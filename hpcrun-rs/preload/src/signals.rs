@@ -41,6 +41,15 @@ use crate::sys;
 /// The profiler's signals: [sample, page fault]; 0 = not taken over.
 static OURS: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
 
+/// The profiler's handler of each signal of `OURS` (its address).
+static HANDLERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// The address of the handler the profiler installed for its `slot`-th
+/// signal ([`take_over`]).
+pub fn handler_at(slot: usize) -> usize {
+    HANDLERS.get(slot).map_or(0, |h| h.load(Relaxed))
+}
+
 /// The action the program asked for, per profiler signal, under a
 /// sequence lock (the handler reads it without waiting).
 struct ProgramAction {
@@ -122,6 +131,7 @@ pub fn take_over(
     if !sys::install_handler(signal, handler, block) {
         return false;
     }
+    HANDLERS[free].store(handler as *const () as usize, Relaxed);
     OURS[free].store(signal, Release);
     true
 }
@@ -231,7 +241,7 @@ pub fn program_signal(signal: c_int, handler: usize) -> Option<usize> {
 /// Runs the program's action for a signal of a profiler signal number that
 /// did not come from the profiler (called from the profiler's handler, with
 /// the kernel's `info` and `context`).
-pub fn forward(signal: c_int, delivered: &sys::Delivered) {
+pub fn forward(signal: c_int, delivered: &sys::Delivered, flush: fn()) {
     let Some(slot) = slot(signal) else {
         return;
     };
@@ -250,7 +260,7 @@ pub fn forward(signal: c_int, delivered: &sys::Delivered) {
             // the profiles first, then let it happen.
             let saved = sys::errno();
             sys::enter_crash_mode();
-            crate::hooks::without_hooks(crate::sampling::flush_all);
+            crate::guard::without_hooks(flush);
             sys::die_by_default(signal);
             sys::set_errno(saved);
         }

@@ -10,8 +10,8 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 
 use crate::cct;
+use crate::code::unwind;
 use crate::sys::{self, StackBounds};
-use crate::unwind;
 
 /// Causes of dropped samples (index into `Stats::dropped`).
 pub const DROP_CAUSES: [&str; 8] = [
@@ -244,6 +244,22 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
     CURRENT.with(|c| c.set(Some(state)));
     sys::set_handler_flag(Some(&state.in_handler));
     Some(state)
+}
+
+static EXIT_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
+
+/// Sets the pthread key whose destructor writes a thread's profile (at
+/// load time, by the lifecycle).
+pub fn set_exit_key(key: libc::pthread_key_t) {
+    let _ = EXIT_KEY.set(key);
+}
+
+/// Arranges for the calling thread's profile to be written when it exits
+/// (the exit key's destructor).
+pub fn arm_exit() {
+    if let Some(&key) = EXIT_KEY.get() {
+        sys::arm_thread_exit(key);
+    }
 }
 
 /// Forgets the calling thread's state (after it is finished).

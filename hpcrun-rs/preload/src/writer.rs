@@ -5,9 +5,8 @@
 //! allocator).
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering::*};
-use std::sync::OnceLock;
+use std::sync::atomic::Ordering::*;
+use std::time::Duration;
 
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
@@ -15,24 +14,20 @@ use formats::measurement::{
     ThreadProfile, WatchStats,
 };
 
+use crate::code::modules;
 use crate::threads::{self, ThreadState};
-use crate::{cct, config, hooks, modules, objects, sampling, sys};
-
-static EXIT_KEY: OnceLock<libc::pthread_key_t> = OnceLock::new();
-
-/// Creates the thread-exit key (at load time).
-pub fn init() {
-    if let Some(key) = sys::thread_exit_key(on_thread_exit) {
-        let _ = EXIT_KEY.set(key);
-    }
-    process_info();
-}
+use crate::{cct, config, objects, run, sampling, sys};
 
 /// This process's description, read once per process (at load time, in a
 /// forked child at its first write): a checkpoint thread must not read the
 /// environment while the program may be changing it (`getenv` against a
 /// concurrent `setenv` is a data race in glibc).
 static PROCESS: std::sync::Mutex<Option<ProcessInfo>> = std::sync::Mutex::new(None);
+
+/// Reads this process's description (at load time), for the files.
+pub fn init_process_info() {
+    process_info();
+}
 
 fn process_info() -> ProcessInfo {
     use std::sync::TryLockError;
@@ -54,34 +49,24 @@ fn process_info() -> ProcessInfo {
     }
 }
 
-/// Arranges for `state` to be written when the calling thread exits.
-pub fn register_thread_exit(_state: &ThreadState) {
-    if let Some(&key) = EXIT_KEY.get() {
-        sys::arm_thread_exit(key);
+/// The final writer's turn at `state`'s file: waits for a checkpoint in
+/// progress. After a fatal signal (crash mode) it waits at most 0.5 s: the
+/// helper may be stuck on a lock the crashed thread holds (glibc's heap),
+/// and the final profile matters more.
+pub fn wait_for_writer(state: &ThreadState) -> Option<std::sync::MutexGuard<'_, ()>> {
+    if !sys::in_crash_mode() {
+        return Some(state.writing.lock().unwrap_or_else(|e| e.into_inner()));
     }
-}
-
-unsafe extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
-    hooks::without_hooks(|| {
-        if let Some(state) = threads::current() {
-            crate::checkpoint::thread_exited(state);
-            finish(state);
-            threads::clear_current();
+    for _ in 0..500 {
+        match state.writing.try_lock() {
+            Ok(g) => return Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
         }
-    });
-}
-
-/// Prints a warning on stderr.
-pub fn warn(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "hpcrun-rs: {msg}");
-}
-
-/// Prints a warning once per process.
-pub fn warn_once(msg: &str) {
-    static DONE: AtomicBool = AtomicBool::new(false);
-    if !DONE.swap(true, Relaxed) {
-        warn(msg);
     }
+    None
 }
 
 /// Stops sampling for `state` and writes its profile (once; it replaces
@@ -95,7 +80,7 @@ pub fn finish(state: &ThreadState) {
         return;
     };
     // A checkpoint of this thread being written finishes first.
-    let _writing = crate::checkpoint::wait_for_writer(state);
+    let _writing = wait_for_writer(state);
     let profile = build_profile(state);
     crate::notices::publish(dir, &profile.stats.notices);
     crate::profile_file::write(state, dir, &profile);
@@ -137,8 +122,8 @@ fn read_process_info() -> ProcessInfo {
 pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let cfg = config::get();
     let objs = objects::get();
-    let columns = sampling::active_columns();
-    let all_columns = sampling::metric_columns();
+    let columns = run::active_columns();
+    let all_columns = run::metric_columns();
     let mut profile = ThreadProfile {
         process: process_info(),
         thread: ThreadInfo {
@@ -444,7 +429,7 @@ fn events(cfg: &config::Config) -> Vec<EventInfo> {
         events.push(EventInfo {
             name: cfg.event.clone(),
             period: cfg.period_ns,
-            unit: if sampling::hardware_active() {
+            unit: if run::hardware_active() {
                 "events".into()
             } else {
                 "ns".into()

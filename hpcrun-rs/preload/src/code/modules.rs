@@ -115,7 +115,7 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
     drop(cache);
     snapshot.index();
     let published = SNAPSHOT.publish(snapshot);
-    crate::unwind::refresh(published);
+    super::unwind::refresh(published);
     published
 }
 

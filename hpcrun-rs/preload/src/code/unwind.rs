@@ -10,7 +10,7 @@ use framehop::{
     ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder,
 };
 
-use crate::modules::Snapshot;
+use super::modules::Snapshot;
 use crate::sys::{self, StackBounds};
 
 pub type Unwind = UnwinderX86_64<&'static [u8], MustNotAllocateDuringUnwind>;

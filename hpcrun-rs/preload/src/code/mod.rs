@@ -1,0 +1,8 @@
+//! The program's code: the loaded ELF modules (function symbols, static
+//! variables, the static-data map, [`modules`]) and the call-path unwinder
+//! built from their `.eh_frame` sections ([`unwind`]). One unit because
+//! each needs the other: a new module snapshot rebuilds the unwinder, and
+//! the unwinder reads the snapshot's modules.
+
+pub mod modules;
+pub mod unwind;

@@ -1,0 +1,40 @@
+//! The re-entry guard of the hooks: a const-initialised thread-local flag
+//! that makes nested calls into the interposed functions (from the
+//! unwinder, the loader, the library's own code) pass straight through,
+//! and the flag that says the library finished initialising. Below every
+//! module that calls into libc allocation on the program's threads.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::sys;
+
+/// Set once the library finished initialising.
+pub static READY: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` unless a hook is already active on this thread.
+pub fn guarded(f: impl FnOnce()) {
+    if !READY.load(Ordering::Acquire) {
+        return;
+    }
+    let entered = IN_HOOK.with(|g| !g.replace(true));
+    if entered {
+        let saved = sys::errno();
+        f();
+        sys::set_errno(saved);
+        IN_HOOK.with(|g| g.set(false));
+    }
+}
+
+/// Makes the calling thread's hooks pass through while `f` runs (used by
+/// the library's own code that may call into libc allocation).
+pub fn without_hooks<R>(f: impl FnOnce() -> R) -> R {
+    let was = IN_HOOK.with(|g| g.replace(true));
+    let r = f();
+    IN_HOOK.with(|g| g.set(was));
+    r
+}

@@ -1,0 +1,157 @@
+//! Start-up, fork and exit: the top layer, the only module that may import
+//! every other. At load (`.init_array`) it reads the configuration, sets
+//! up the maps, the unwinder, the signal handlers, the thread-exit key,
+//! `atexit` and `pthread_atfork`, then measures the main thread; in a
+//! forked child it starts afresh; at exit it writes the profiles.
+
+use std::sync::atomic::Ordering::*;
+
+use crate::code::modules;
+use crate::run::{self, code_only};
+use crate::{
+    anchors, checkpoint, config, exit, guard, handler, numa, objects, pages, pmu, sampling,
+    signals, soft, sys, threads, writer,
+};
+
+crate::on_load!(init);
+
+/// Runs at library load (from `.init_array`).
+fn init() {
+    guard::without_hooks(|| {
+        let cfg = config::get();
+        if cfg.out_dir.is_none() {
+            // Loaded without hpcrun-rs: stay passive.
+            return;
+        }
+        if is_launcher() {
+            // MPI launchers and daemons pass LD_PRELOAD and HPCRUN_* on to
+            // the ranks (the environment is left untouched) but are not
+            // measured themselves.
+            return;
+        }
+        if !objects::init() {
+            return;
+        }
+        modules::refresh(None);
+        soft::warm_up();
+        anchors::init();
+        numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
+        let _ = run::LAYOUT.set(cfg.histogram);
+        run::CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
+        let signal = sys::sigrtmin() + cfg.signal_offset;
+        run::SIGNAL.store(signal, Relaxed);
+        // Hardware memory events (mem:latency, mem:stores) drain a perf ring
+        // in their own handler.
+        let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+            Ok(Some(_)) => handler::on_hw_sample,
+            Ok(None) => handler::on_sample,
+            Err(e) => {
+                run::warn(&format!("{e}: no samples"));
+                handler::on_sample
+            }
+        };
+        // Page faults: the next signal, each handler blocking the other.
+        let fault_signal = signal + 1;
+        if cfg.period_ns > 0 && !signals::take_over(signal, on_signal, &[fault_signal]) {
+            run::warn("could not install the sample signal handler; sampling disabled");
+        }
+        if cfg.page_faults.is_some() {
+            pages::init();
+            if let Some(objs) = objects::get() {
+                std::hint::black_box(objs.prefault());
+            }
+            if !signals::take_over(fault_signal, handler::on_page_fault, &[signal]) {
+                run::warn("could not install the page-fault signal handler");
+            }
+        }
+        // A full queue of real-time signals turns a sample into SIGIO, whose
+        // default action would end the program.
+        sys::install_handler_if_default(libc::SIGIO, handler::on_sigio);
+        if let Some(key) = sys::thread_exit_key(on_thread_exit) {
+            threads::set_exit_key(key);
+        }
+        writer::init_process_info();
+        sys::at_exit(at_exit);
+        for signal in FATAL_SIGNALS {
+            sys::install_fatal_handler(signal, handler::on_fatal);
+        }
+        sys::at_fork(after_fork_in_child);
+        if !code_only() && cfg.period_ns > 0 {
+            crate::watch::configure(cfg.sharing_every, cfg.reuse_every);
+        }
+        run::ACTIVE.store(true, Relaxed);
+        // Before the hooks are ready: the helper thread is not measured.
+        checkpoint::start();
+        guard::READY.store(true, Release);
+        sampling::start_thread(threads::next_index());
+    });
+}
+
+/// Process names of MPI/batch launchers and daemons, which are not measured.
+pub const LAUNCHERS: [&str; 14] = [
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "prterun",
+    "orted",
+    "prted",
+    "prte",
+    "hydra_pmi_proxy",
+    "mpiexec.hydra",
+    "mpiexec.openmpi",
+    "mpirun.openmpi",
+    "srun",
+    "slurmstepd",
+    "hpcrun-rs",
+];
+
+/// True if this process is a launcher (by its executable's file name).
+fn is_launcher() -> bool {
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    LAUNCHERS.contains(&name)
+}
+
+/// Process exit: write every profile that was not written yet.
+extern "C" fn at_exit() {
+    guard::without_hooks(exit::flush_all);
+}
+
+/// Signals whose default action ends the process: profiles are written
+/// before it happens.
+pub const FATAL_SIGNALS: [i32; 10] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGABRT,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGHUP,
+    libc::SIGPIPE,
+];
+
+/// In a forked child: reset locks other threads may have held, forget the
+/// parent's threads and measure this (only) thread afresh.
+unsafe extern "C" fn after_fork_in_child() {
+    guard::without_hooks(|| {
+        if let Some(objs) = objects::get() {
+            objs.reset_locks_after_fork();
+        }
+        // The parent's perf events are the parent's: do not touch them.
+        threads::reset_after_fork();
+        sampling::start_thread(threads::next_index());
+    });
+}
+
+/// The thread-exit key's destructor: writes the exiting thread's profile.
+unsafe extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
+    guard::without_hooks(|| {
+        if let Some(state) = threads::current() {
+            checkpoint::thread_exited(state);
+            writer::finish(state);
+            threads::clear_current();
+        }
+    });
+}

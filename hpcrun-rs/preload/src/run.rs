@@ -1,0 +1,174 @@
+//! Run settings and process-wide flags read on the sampling path: whether
+//! samples are recorded ([`active`]), the sample signal, `cpu-time` mode,
+//! the histogram layout, the metric columns of this run; and the library's
+//! warnings on stderr.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
+
+use formats::measurement::HistogramLayout;
+
+use crate::{cct, config, numa, pmu};
+
+/// Nodes per thread (all four trees).
+pub const TREE_CAPACITY: usize = 1 << 16;
+
+pub(crate) static SIGNAL: AtomicI32 = AtomicI32::new(0);
+pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+pub(crate) static CODE_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// True for `cpu-time`: no instruction decoding, no data attribution.
+pub fn code_only() -> bool {
+    CODE_ONLY.load(Relaxed)
+}
+
+pub(crate) static LAYOUT: std::sync::OnceLock<HistogramLayout> = std::sync::OnceLock::new();
+
+/// The offset histogram layout (set at start, read by the handler).
+pub fn histogram_layout() -> HistogramLayout {
+    LAYOUT.get().copied().unwrap_or_default()
+}
+
+/// True while samples should be recorded.
+pub fn active() -> bool {
+    ACTIVE.load(Relaxed)
+}
+
+/// The sample signal (the page-fault signal is the next one).
+pub fn signal() -> i32 {
+    SIGNAL.load(Relaxed)
+}
+
+/// Metric columns, in `cct::M_*` order: (name, unit, description).
+pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
+    let mut cols = soft_metric_columns();
+    if hardware_active() {
+        cols[cct::M_SAMPLES].2 = "hardware load samples (Intel PEBS mem-loads above the latency threshold, AMD IBS ops that load); each stands for one sampling period of such events";
+        cols[cct::M_STORE_SAMPLES].2 =
+            "hardware store samples (Intel PEBS mem-stores, AMD IBS ops that store)";
+    }
+    cols
+}
+
+fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
+    [
+        (
+            "samples",
+            "samples",
+            "task-clock samples whose skid-corrected instruction loads from memory (mem:soft); each stands for one sampling period of thread CPU time",
+        ),
+        (
+            "store_samples",
+            "samples",
+            "task-clock samples whose skid-corrected instruction only stores to memory (stores rarely stall: kept apart from the primary metric)",
+        ),
+        (
+            "cpu_samples",
+            "samples",
+            "all task-clock samples (code-centric tree only)",
+        ),
+        (
+            "page_faults",
+            "faults",
+            "sampled page faults (page-faults event) at the faulting data address",
+        ),
+        (
+            "first_touch",
+            "pages",
+            "pages first touched here: the first sampled fault on each page (page-faults event)",
+        ),
+        (
+            "numa_local",
+            "samples",
+            "memory samples whose page is on the NUMA node of the CPU that sampled it",
+        ),
+        (
+            "numa_remote",
+            "samples",
+            "memory samples whose page is on another NUMA node than the CPU that sampled it",
+        ),
+        ("latency", "cycles", "summed load latency of hardware samples"),
+        ("src_l1", "samples", "hardware samples served by the L1 cache"),
+        ("src_lfb", "samples", "hardware samples served by a fill buffer"),
+        ("src_l2", "samples", "hardware samples served by the L2 cache"),
+        ("src_l3", "samples", "hardware samples served by the L3 cache"),
+        ("src_local_dram", "samples", "hardware samples served by local DRAM"),
+        ("src_remote_dram", "samples", "hardware samples served by remote DRAM"),
+        ("src_remote_cache", "samples", "hardware samples served by a remote cache"),
+        ("src_hitm", "samples", "hardware samples that hit a modified line in another core's cache"),
+        ("src_other", "samples", "hardware samples served by I/O, uncached memory or an unknown source"),
+        ("tlb_miss", "samples", "hardware samples that missed the data TLB"),
+        (
+            "access_bytes",
+            "bytes",
+            "operand size of the sampled memory accesses whose address was recovered, summed (mem:soft): access_bytes / (samples + store_samples) is the typical access width",
+        ),
+        (
+            "misaligned_samples",
+            "samples",
+            "sampled accesses (loads and stores) whose bytes [address, address + operand size) span two 64-byte cache lines; the operand size comes from the decoded instruction",
+        ),
+        (
+            "false_sharing",
+            "events",
+            "watchpoint traps (-e sharing): this access of one thread touched another 8-byte word of a 64-byte line that another thread had just been sampled accessing, at least one of the two a write",
+        ),
+        (
+            "true_sharing",
+            "events",
+            "watchpoint traps (-e sharing): this access of one thread touched the very bytes another thread had just been sampled accessing, at least one of the two a write",
+        ),
+    ]
+}
+
+/// The metric columns this run fills, in order: a profile lists only
+/// these (the others are always zero).
+pub fn active_columns() -> Vec<usize> {
+    let cfg = config::get();
+    let mut cols = Vec::new();
+    if hardware_active() {
+        // No timer: cpu_samples stays empty.
+        cols.extend([cct::M_SAMPLES, cct::M_STORE_SAMPLES]);
+    } else if cfg.period_ns > 0 {
+        cols.extend([cct::M_SAMPLES, cct::M_STORE_SAMPLES, cct::M_CPU_SAMPLES]);
+    } else {
+        // `samples` is always the first column (the primary metric).
+        cols.push(cct::M_SAMPLES);
+    }
+    if !hardware_active() && cfg.period_ns > 0 && !code_only() {
+        cols.extend([cct::M_ACCESS_BYTES, cct::M_MISALIGNED]);
+    }
+    if cfg.page_faults.is_some() {
+        cols.extend([cct::M_PAGE_FAULTS, cct::M_FIRST_TOUCH]);
+    }
+    if crate::watch::sharing_every() > 0 {
+        cols.extend([cct::M_FALSE_SHARING, cct::M_TRUE_SHARING]);
+    }
+    if numa::enabled() {
+        cols.extend([cct::M_NUMA_LOCAL, cct::M_NUMA_REMOTE]);
+    }
+    if hardware_active() {
+        cols.extend(cct::M_LATENCY..=cct::M_TLB_MISS);
+        cols.push(cct::M_MISALIGNED);
+    }
+    cols
+}
+
+/// True when a hardware memory source runs (its columns are filled).
+pub fn hardware_active() -> bool {
+    pmu::sampler::get().is_some()
+}
+
+/// Prints a warning on stderr.
+pub fn warn(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "hpcrun-rs: {msg}");
+}
+
+/// Prints a warning once per process.
+pub fn warn_once(msg: &str) {
+    static DONE: AtomicBool = AtomicBool::new(false);
+    if !DONE.swap(true, Relaxed) {
+        warn(msg);
+    }
+}
