@@ -123,7 +123,9 @@ fn handler_benches(c: &mut Criterion) {
     at_depth(0, block_addr + 8, &mut |(regs, _, _)| {
         let ip = regs.rip;
         let (seg_start, seg_end) = snap.exec_segment(ip).expect("segment");
-        let code = sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end).unwrap();
+        // SAFETY: an executable segment of a loaded module of the snapshot.
+        let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) }
+            .unwrap();
         let func = snap.function_start(ip).expect("function start");
         let prev = soft::previous_by_forward_decode(code, seg_start, func, ip).expect("previous");
         decode.bench_function(

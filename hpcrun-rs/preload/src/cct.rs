@@ -79,6 +79,7 @@ pub struct Node {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Node {}
 
 /// The node pool of one thread.

@@ -6,6 +6,8 @@
 //! pool, its unwind cache, the published module snapshot and unwinder, the
 //! object map.
 
+#![allow(unsafe_code)]
+
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering::*;
 
@@ -311,7 +313,11 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Acces
     let Some((seg_start, seg_end)) = snap.exec_segment(ip) else {
         return (ip, Access::NotMemory, Source::Previous);
     };
-    let Some(code) = sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) else {
+    // SAFETY: an executable PT_LOAD segment of a module of the current
+    // snapshot, as the loader reported it; a module stays mapped while a
+    // snapshot holds it (it leaves the snapshots before `dlclose`).
+    let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) };
+    let Some(code) = code else {
         return (ip, Access::NotMemory, Source::Previous);
     };
     let previous = threads::cached_previous(state, ip).or_else(|| {
@@ -524,7 +530,8 @@ pub fn record(
 /// module's code bytes and their start address.
 fn instruction_at(snap: &Snapshot, ip: u64) -> Option<(iced_x86::Instruction, &'static [u8], u64)> {
     let (seg_start, seg_end) = snap.exec_segment(ip)?;
-    let code = sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)?;
+    // SAFETY: as in `analyse`: a loaded segment of the current snapshot.
+    let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)? };
     let insn = soft::decode_at(code, seg_start, ip)?;
     Some((insn, code, seg_start))
 }

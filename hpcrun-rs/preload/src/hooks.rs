@@ -7,6 +7,8 @@
 //! unwinder, the loader, or the library itself) pass straight through.
 //! errno is preserved across the bookkeeping.
 
+#![allow(unsafe_code)]
+
 use std::ffi::{c_int, c_void};
 
 use crate::code::{modules, unwind};

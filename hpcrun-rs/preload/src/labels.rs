@@ -25,6 +25,8 @@
 //! time: before the library is ready, or when re-entered from inside a hook,
 //! they do nothing. They never fail and preserve `errno`.
 
+#![allow(unsafe_code)]
+
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering::Relaxed;
 

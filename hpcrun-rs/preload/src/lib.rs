@@ -43,6 +43,9 @@
 //! allocates nor takes a lock; `unsafe` lives only in [`sys`], [`hooks`],
 //! [`labels`] (the C entry points), [`signal_hooks`] and [`handler`].
 
+#![deny(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod anchors;
 pub mod cct;
 pub mod checkpoint;

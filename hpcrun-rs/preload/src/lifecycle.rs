@@ -134,7 +134,7 @@ pub const FATAL_SIGNALS: [i32; 10] = [
 
 /// In a forked child: reset locks other threads may have held, forget the
 /// parent's threads and measure this (only) thread afresh.
-unsafe extern "C" fn after_fork_in_child() {
+extern "C" fn after_fork_in_child() {
     guard::without_hooks(|| {
         if let Some(objs) = objects::get() {
             objs.reset_locks_after_fork();
@@ -146,7 +146,7 @@ unsafe extern "C" fn after_fork_in_child() {
 }
 
 /// The thread-exit key's destructor: writes the exiting thread's profile.
-unsafe extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
+extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
     guard::without_hooks(|| {
         if let Some(state) = threads::current() {
             checkpoint::thread_exited(state);

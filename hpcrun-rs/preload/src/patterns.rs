@@ -46,6 +46,7 @@ pub struct IpEntry {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for IpEntry {}
 
 /// Instruction address -> decoder stride and last sampled address.
@@ -164,6 +165,7 @@ pub struct Site {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Site {}
 
 /// (object node, instruction) -> stride observations.

@@ -6,6 +6,8 @@
 //! with the profiler's signals is explained in [`crate::signals`]. errno
 //! follows the real calls' rules.
 
+#![allow(unsafe_code)]
+
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
@@ -107,6 +109,8 @@ unsafe fn mask_call(
     let rc = unsafe { real(how, set, old) };
     if rc != 0 {
         signals::restore_blocked(before);
+    // SAFETY: `old` is null or the caller's valid sigset_t (the contract of
+    // sigprocmask/pthread_sigmask).
     } else if let Some(old) = unsafe { old.as_mut() } {
         signals::report_old_mask(before, old);
     }
@@ -221,8 +225,9 @@ pub unsafe extern "C" fn sigwaitinfo(
 #[no_mangle]
 pub unsafe extern "C" fn sigwait(set: *const libc::sigset_t, signal: *mut c_int) -> c_int {
     let saved = sys::errno();
-    // SAFETY: as above; EINTR is retried, as glibc's sigwait does.
+    // EINTR is retried, as glibc's sigwait does.
     let rc = loop {
+        // SAFETY: `set` per the caller's contract; no info, no timeout.
         let rc = unsafe { wait(set, std::ptr::null_mut(), std::ptr::null()) };
         if rc >= 0 || sys::errno() != libc::EINTR {
             break rc;

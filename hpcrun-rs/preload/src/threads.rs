@@ -146,6 +146,7 @@ pub struct ThreadState {
 
 // SAFETY: the UnsafeCell caches are only used by the owning thread (see the
 // field docs); everything else is atomic or immutable.
+#[allow(unsafe_code)]
 unsafe impl Sync for ThreadState {}
 
 thread_local! {

@@ -320,6 +320,7 @@ pub struct SharingEntry {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for SharingEntry {}
 
 /// One sharing table row, read back.

@@ -129,7 +129,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         thread: ThreadInfo {
             tid: state.tid,
             index: state.index,
-            stack: (state.stack.low, state.stack.high),
+            stack: state.stack.range(),
             start_unix_ns: state.start_ns,
             end_unix_ns: sys::now_unix_ns(),
         },

@@ -23,6 +23,7 @@ pub fn get() -> Option<&'static Unwind> {
 }
 
 /// Builds and publishes an unwinder for every module of `snapshot`.
+#[allow(unsafe_code)] // reads the loaded `.eh_frame` sections in place
 pub fn refresh(snapshot: &Snapshot) {
     let mut unwinder = Unwind::new();
     for (_, m) in &snapshot.modules {
@@ -41,7 +42,12 @@ pub fn refresh(snapshot: &Snapshot) {
         let high = m.segments.iter().map(|s| s.1).max().unwrap_or(end);
         // Section data read in place from the loaded segments.
         let in_memory = |(s, e): (u64, u64)| {
-            sys::loaded_bytes(&m.segments, s.wrapping_add(m.bias), e.wrapping_add(m.bias))
+            // SAFETY: `m.segments` are the module's PT_LOAD segments as the
+            // loader reported them; the unwinder drops the module before
+            // `dlclose` unmaps it (`modules`).
+            unsafe {
+                sys::loaded_bytes(&m.segments, s.wrapping_add(m.bias), e.wrapping_add(m.bias))
+            }
         };
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,

@@ -21,6 +21,7 @@ pub struct Entry {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Entry {}
 
 pub struct BigBlocks {

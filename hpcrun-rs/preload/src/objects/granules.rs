@@ -34,6 +34,7 @@ pub struct Slot {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Slot {}
 
 pub struct Granules {

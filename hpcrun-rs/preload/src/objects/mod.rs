@@ -68,6 +68,7 @@ pub struct Site {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Site {}
 
 impl Site {
@@ -112,6 +113,7 @@ pub struct Record {
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
 // valid value (`sys::map_zeroed`).
+#[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Record {}
 
 /// A live block as both maps store it.

@@ -372,21 +372,11 @@ mod live_tests {
         assert!(sys::enable_event(fd));
         // Fault in fresh anonymous pages.
         let pages = 16;
-        let mem = sys::raw_mmap(
-            0,
-            pages * 4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-        .unwrap();
-        let start = mem as u64;
+        let mem = sys::map_zeroed::<std::sync::atomic::AtomicU64>(pages * 512).unwrap();
+        let start = mem.as_ptr() as u64;
         for i in 0..pages {
             // A read of a fresh anonymous page faults (maps the zero page).
-            let page = start + (i * 4096) as u64;
-            let bytes = sys::loaded_bytes(&[(page, page + 8, false)], page, page + 8).unwrap();
-            std::hint::black_box(bytes[0]);
+            std::hint::black_box(mem[i * 512].load(std::sync::atomic::Ordering::Relaxed));
         }
         sys::disable_event(fd);
         let layout = SampleLayout::new(sample_type);
@@ -401,7 +391,6 @@ mod live_tests {
             }
         });
         sys::close_event(fd);
-        sys::raw_munmap(start, pages * 4096);
         assert_eq!(stats.corrupt, 0);
         assert!(stats.records >= pages as u64, "{stats:?}");
         assert_eq!(in_range, pages, "one page fault per fresh page");

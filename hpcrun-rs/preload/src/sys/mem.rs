@@ -46,7 +46,7 @@ pub fn raw_mremap(
 /// Implement only for types whose every field is an integer or atomic.
 pub unsafe trait ZeroInit: Sync {}
 
-// SAFETY (all below): integers and atomics, or structs of only those.
+// SAFETY: an atomic integer is valid when all its bytes are zero.
 unsafe impl ZeroInit for std::sync::atomic::AtomicU32 {}
 // SAFETY: see above.
 unsafe impl ZeroInit for std::sync::atomic::AtomicU64 {}
@@ -146,11 +146,22 @@ impl Drop for MappedFile {
 }
 
 /// The bytes [start, end) of a loaded module, if they lie inside one of its
-/// loaded `segments` (as reported by the dynamic loader). Valid while the
-/// module stays loaded (modules are not unloaded in this version).
-pub fn loaded_bytes(segments: &[(u64, u64, bool)], start: u64, end: u64) -> Option<&'static [u8]> {
+/// `segments`; `None` otherwise.
+///
+/// # Safety
+/// Every range of `segments` is mapped readable for as long as the
+/// returned slice is used: the PT_LOAD segments of a module as the dynamic
+/// loader reports them ([`crate::sys::loaded_modules`]), while the module
+/// stays loaded (the module snapshots keep a module until no handler can
+/// read it), or memory the caller mapped and never unmaps.
+pub unsafe fn loaded_bytes(
+    segments: &[(u64, u64, bool)],
+    start: u64,
+    end: u64,
+) -> Option<&'static [u8]> {
     let inside = start <= end && segments.iter().any(|&(s, e, _)| start >= s && end <= e);
-    // SAFETY: the range is inside a segment the loader mapped readable.
+    // SAFETY: the range is inside a segment that, per the caller's
+    // contract, stays mapped readable while the slice is used.
     inside.then(|| unsafe { memory(start, (end - start) as usize) })
 }
 

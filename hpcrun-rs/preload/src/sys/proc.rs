@@ -56,6 +56,7 @@ pub fn current_stack_range() -> Option<(u64, u64)> {
 macro_rules! on_load {
     ($f:path) => {
         #[used]
+        #[allow(unsafe_code)] // a link section is how `.init_array` works
         #[link_section = ".init_array"]
         static ON_LOAD: extern "C" fn() = {
             extern "C" fn on_load() {
@@ -74,15 +75,13 @@ pub fn at_exit(f: extern "C" fn()) {
 }
 
 /// Registers fork handlers.
-pub fn at_fork(child: unsafe extern "C" fn()) {
+pub fn at_fork(child: extern "C" fn()) {
     // SAFETY: registering a plain function.
     unsafe { libc::pthread_atfork(None, None, Some(child)) };
 }
 
 /// A pthread key whose destructor runs at thread exit.
-pub fn thread_exit_key(
-    destructor: unsafe extern "C" fn(*mut c_void),
-) -> Option<libc::pthread_key_t> {
+pub fn thread_exit_key(destructor: extern "C" fn(*mut c_void)) -> Option<libc::pthread_key_t> {
     let mut key: libc::pthread_key_t = 0;
     // SAFETY: valid out pointer.
     (unsafe { libc::pthread_key_create(&mut key, Some(destructor)) } == 0).then_some(key)
@@ -111,14 +110,19 @@ pub fn hostname() -> String {
 /// while the thread runs (its stack stays mapped).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StackBounds {
-    pub low: u64,
-    pub high: u64,
+    low: u64,
+    high: u64,
 }
 
 impl StackBounds {
     /// Bounds of the calling thread's stack.
     pub fn current() -> Option<StackBounds> {
         current_stack_range().map(|(low, high)| StackBounds { low, high })
+    }
+
+    /// The bounds as [low, high).
+    pub fn range(&self) -> (u64, u64) {
+        (self.low, self.high)
     }
 
     /// Reads the word at `addr` if it lies inside the stack.
