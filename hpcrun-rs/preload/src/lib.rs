@@ -1,47 +1,45 @@
 //! `libhpcrun_preload.so`: the measurement library that `hpcrun-rs` injects
 //! with `LD_PRELOAD` into the program it profiles.
 //!
-//! Data flow, one module each:
+//! The modules form layers; each uses only its own layer and those below
+//! (checked, with no import cycle among the top-level modules, by
+//! `tests/layers.rs`):
 //!
-//! * [`hooks`]: interposes the malloc family; every allocation of at least
-//!   `HPCRUN_MIN_BYTES` is unwound ([`unwind`]) and recorded in the object map.
-//! * [`labels`]: `hpcrun_label`, `hpcrun_register`, `hpcrun_unregister`,
-//!   the calls by which a program names its data (`hpcrun.h`).
-//! * [`objects`]: the address -> heap object map (read from the signal
-//!   handler without locks) and the table of allocation sites.
-//! * [`modules`]: loaded ELF modules, their static variables and function
-//!   symbols, and the static-data map.
-//! * [`threads`]: per-thread state, the `pthread_create` hook and the thread
-//!   registry (stack ranges).
-//! * [`sampling`]: the per-thread `perf_event_open` task-clock event whose
-//!   overflow signal goes to that thread.
-//! * [`handler`]: the signal handler: unwind, decode the skid-corrected
-//!   instruction ([`soft`], from the closest known instruction boundary
-//!   of [`anchors`]), find the data object, insert into the trees
-//!   ([`cct`]).
-//! * [`stride`], [`patterns`]: access patterns of the sampled accesses:
-//!   the decoder's stride of an instruction in its loop, and the
-//!   per-thread tables of strides and sampled deltas per access site.
-//! * [`watch`]: hardware watchpoints on sampled words (`-e sharing`,
-//!   `-e reuse`): which other thread touches the same cache line next,
-//!   and when the same thread touches the word again.
-//! * [`pages`]: which pages have been touched (first touch, `page-faults`).
-//! * [`numa`]: CPU -> node topology and the node of sampled pages.
-//! * [`writer`]: one MessagePack file per thread at thread and process exit
-//!   ([`profile_file`]: never torn); [`checkpoint`]: rewritten every few
-//!   seconds while the program runs, for runs that get killed.
-//! * [`signals`], [`signal_hooks`]: the profiler's signals stay the
-//!   profiler's (`sigaction`, `signal`, the signal masks and `sigwait`
-//!   interposed); the program's own signals of those numbers reach its
-//!   handler.
-//! * [`pmu`]: hardware sample sources (PEBS, IBS, SPE): ring buffer, record
-//!   and data-source decoding, PMU discovery in sysfs.
+//! 1. **sys** ([`sys`]): the only code that calls libc, the loader or the
+//!    kernel (allocator, memory, perf events, signals, modules, process,
+//!    the publication primitive). Imports nothing from the crate.
+//! 2. **data**: data structures and decoders over sys. [`guard`] (the
+//!    hooks' re-entry guard); [`objects`] (the lock-free address -> heap
+//!    object map, allocation sites); [`cct`] (the per-thread trees);
+//!    [`code`] (loaded ELF modules, static variables, function symbols,
+//!    the unwinder); [`soft`] (the skid-correcting instruction decoder)
+//!    with [`anchors`] (known instruction boundaries); [`stride`],
+//!    [`patterns`] (access patterns); [`watch`] (hardware watchpoints on
+//!    sampled words: sharing, reuse); [`pages`] (first touch); [`numa`];
+//!    [`pmu`] (PEBS, IBS, SPE: ring buffer, records, data sources, sysfs).
+//! 3. **state**: [`config`] (the run configuration from the environment),
+//!    [`run`] (process-wide run flags, metric columns, warnings),
+//!    [`threads`] (per-thread state and registry), [`signals`] (the
+//!    profiler's signals kept the profiler's, the program's forwarded).
+//! 4. **measure**: [`sampling`] (per-thread perf events), [`notices`],
+//!    [`profile_file`] and [`writer`] (one MessagePack file per thread,
+//!    never torn), [`checkpoint`] (rewritten every few seconds), [`exit`]
+//!    (stop and write everything), [`handler`] (the signal handler: decode,
+//!    unwind, classify, insert), and the C entry points: [`hooks`] (the
+//!    malloc family, `mmap`, `pthread_create`, `dlopen`, `_exit`),
+//!    [`labels`] (`hpcrun_label`, `hpcrun_register`: `hpcrun.h`),
+//!    [`signal_hooks`] (`sigaction`, masks, `sigwait`).
+//! 5. **lifecycle** ([`lifecycle`]): start-up, fork, thread exit, `atexit`;
+//!    the only module that may import every other.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
-//! memory never comes from the hooked functions (it has its own global
-//! allocator on glibc's `__libc_*` entry points); the signal handler neither
-//! allocates nor takes a lock; `unsafe` lives only in [`sys`], [`hooks`],
-//! [`labels`] (the C entry points), [`signal_hooks`] and [`handler`].
+//! memory never comes from the hooked functions (its global allocator is on
+//! glibc's `__libc_*` entry points); the signal handler neither allocates
+//! nor takes a lock; `unsafe` is denied at the crate root and allowed only
+//! in [`sys`], the C entry points ([`hooks`], [`labels`],
+//! [`signal_hooks`]), [`handler`], and on single items that say why (the
+//! `ZeroInit` impls, `ThreadState: Sync`, the unwinder reading `.eh_frame`
+//! in place); every unsafe block has its `// SAFETY:` line.
 
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
