@@ -1,6 +1,7 @@
 //! Event names, periods and the fallback from hardware to software sampling.
 
 use anyhow::{bail, Result};
+pub use hpcrun_abi::event::{Event, DEFAULT_SOFT_PERIOD_NS};
 
 use crate::pmu;
 
@@ -10,15 +11,6 @@ pub struct Chosen {
     pub name: &'static str,
     pub period: u64,
 }
-
-/// Default period of the timer sources (`mem:soft`, `cpu-time`) in ns of
-/// thread CPU time: 2 ms, 500 samples per second per thread. Each sample
-/// costs the kernel a timer interrupt and a signal frame (about 20 us in a
-/// KVM guest, empty handler), so 500 us cost 4-9% of wall time and 1 ms
-/// still 2-4.5% on memory-bound examples (docs/PERFORMANCE.md), over the
-/// 3% budget. Signal-based samplers default coarser still (gperftools:
-/// 100 Hz); `-e mem:soft@NS` sets any period.
-pub const DEFAULT_SOFT_PERIOD_NS: u64 = 2_000_000;
 
 /// The attributes of hardware memory event `name` (`mem:latency`,
 /// `mem:stores`) on this machine (sysfs, procfs, then `perf_event_open`),
@@ -55,16 +47,9 @@ pub fn hardware_env(chosen: &Chosen) -> Result<Option<String>> {
         .map_err(|why| anyhow::anyhow!("{} is not available: {why}", chosen.name))
 }
 
-/// Default period of `page-faults`: every fault (first touch needs them all).
-pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
-
-/// Default of `sharing[@N]` and `reuse[@N]`: watchpoints armed at every
-/// sample of the timer source.
-pub const DEFAULT_WATCH_EVERY: u64 = 1;
-
 /// The watchpoint analyses: they run on a sample source's samples.
 fn is_analysis(name: &str) -> bool {
-    matches!(name, "sharing" | "reuse")
+    name.parse::<Event>().is_ok_and(Event::is_analysis)
 }
 
 /// Parses the `-e` options; returns the events to run (at most one timer
@@ -83,31 +68,19 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
         .flat_map(|s| s.split(','))
         .filter(|s| !s.is_empty())
     {
-        let (name, period) = match spec.split_once('@') {
-            Some((n, p)) => {
-                let period: u64 = p.parse().ok().filter(|&p| p > 0).ok_or_else(|| {
+        let (name, period) = match hpcrun_abi::event::split_item(spec) {
+            (n, Some(p)) => {
+                let period = p.ok_or_else(|| {
+                    let p = spec.split_once('@').map_or("", |(_, p)| p);
                     anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer")
                 })?;
                 (n, Some(period))
             }
-            None => (spec, None),
+            (n, None) => (n, None),
         };
-        let event = match name {
-            "mem:soft" | "cpu-time" => Chosen {
-                name: if name == "mem:soft" { "mem:soft" } else { "cpu-time" },
-                period: period.unwrap_or(DEFAULT_SOFT_PERIOD_NS),
-            },
-            "page-faults" => Chosen {
-                name: "page-faults",
-                period: period.unwrap_or(DEFAULT_PAGE_FAULT_PERIOD),
-            },
-            "sharing" | "reuse" => Chosen {
-                name: if name == "sharing" { "sharing" } else { "reuse" },
-                period: period.unwrap_or(DEFAULT_WATCH_EVERY),
-            },
-            "mem:latency" | "mem:stores" => {
-                let event =
-                    pmu::sysfs::MemEvent::from_name(name).map_or("mem:latency", |e| e.name());
+        let event = match name.parse::<Event>() {
+            Ok(e) if e.is_hardware() => {
+                let event = e.name();
                 match hardware_event(event) {
                     Ok(attr) => Chosen {
                         name: event,
@@ -121,15 +94,19 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
                             "{event} is not available ({reason}); running mem:soft instead"
                         ));
                         Chosen {
-                            name: "mem:soft",
+                            name: Event::MemSoft.name(),
                             period: DEFAULT_SOFT_PERIOD_NS,
                         }
                     }
                 }
             }
-            other => bail!(
-                "unknown event '{other}' (known: mem:soft, cpu-time, page-faults, mem:latency, mem:stores, sharing, reuse); see hpcrun-rs --list-events"
-            ),
+            Ok(e) => Chosen {
+                name: e.name(),
+                period: period
+                    .or(e.default_period())
+                    .unwrap_or(DEFAULT_SOFT_PERIOD_NS),
+            },
+            Err(unknown) => bail!("{unknown}; see hpcrun-rs --list-events"),
         };
         let is_timer = |c: &Chosen| c.name != "page-faults" && !is_analysis(c.name);
         if let Some(prev) = chosen
@@ -171,11 +148,11 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
 
 /// The `HPCRUN_EVENTS` value for the preload library.
 pub fn env_value(chosen: &[Chosen]) -> String {
-    chosen
+    let events: Vec<(Event, u64)> = chosen
         .iter()
-        .map(|c| format!("{}@{}", c.name, c.period))
-        .collect::<Vec<_>>()
-        .join(",")
+        .filter_map(|c| Some((c.name.parse().ok()?, c.period)))
+        .collect();
+    hpcrun_abi::event::to_env(&events)
 }
 
 /// "mem:soft every 2000000 ns, page-faults every 1 faults".
@@ -457,11 +434,11 @@ mod tests {
         assert!(why.contains("perf_event_paranoid is 2"), "{why}");
     }
 
-    /// A root whose sysfs devices are one of the library's fixture trees.
+    /// A root whose sysfs devices are one of the `hpcrun-abi` fixture trees.
     fn root_with_devices(tree: &str, paranoid: &str) -> tempdir::Dir {
         let dir = fixture(&[], paranoid, "flags\t: fpu\n");
         let devices = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("preload/tests/fixtures/sysfs")
+            .join("../hpcrun-abi/tests/fixtures/sysfs")
             .join(tree);
         std::fs::create_dir_all(dir.0.join("sys/bus/event_source")).unwrap();
         std::os::unix::fs::symlink(devices, dir.0.join("sys/bus/event_source/devices")).unwrap();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use hpcrun_abi::env;
 use object::Object;
 
 use crate::events;
@@ -16,7 +17,7 @@ pub const PRELOAD_NAME: &str = "libhpcrun_preload.so";
 
 /// The preload library: `HPCRUN_PRELOAD`, else next to this executable.
 pub fn find_preload() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("HPCRUN_PRELOAD") {
+    if let Some(p) = std::env::var_os(env::PRELOAD) {
         let p = PathBuf::from(p);
         if !p.is_file() {
             bail!("HPCRUN_PRELOAD names {}, which is not a file", p.display());
@@ -180,22 +181,22 @@ pub fn run(args: &Args) -> Result<u8> {
     // The variables the preload reads; only these (all set) are passed.
     let mut vars: Vec<(&str, OsString)> = vec![
         ("LD_PRELOAD", ld_preload),
-        ("HPCRUN_OUT", out.clone().into_os_string()),
-        ("HPCRUN_EVENTS", events::env_value(&chosen).into()),
-        ("HPCRUN_HISTOGRAM", args.histogram.clone().into()),
-        ("HPCRUN_NUMA", if args.numa { "1" } else { "0" }.into()),
-        ("HPCRUN_MIN_BYTES", args.min_bytes.to_string().into()),
-        ("HPCRUN_RUN_ID", run_id.into()),
-        ("HPCRUN_SIGNAL", args.signal.to_string().into()),
-        ("HPCRUN_CHECKPOINT", args.checkpoint.clone().into()),
+        (env::OUT, out.clone().into_os_string()),
+        (env::EVENTS, events::env_value(&chosen).into()),
+        (env::HISTOGRAM, args.histogram.clone().into()),
+        (env::NUMA, if args.numa { "1" } else { "0" }.into()),
+        (env::MIN_BYTES, args.min_bytes.to_string().into()),
+        (env::RUN_ID, run_id.into()),
+        (env::SIGNAL, args.signal.to_string().into()),
+        (env::CHECKPOINT, args.checkpoint.clone().into()),
     ];
     if let Some(attr) = &hw_attr {
-        vars.push((crate::pmu::ENV_HW_ATTR, attr.into()));
+        vars.push((env::HW_ATTR, attr.into()));
     }
     let mut command = Command::new(program);
     command.args(&args.command[1..]);
     if hw_attr.is_none() {
-        command.env_remove(crate::pmu::ENV_HW_ATTR);
+        command.env_remove(env::HW_ATTR);
     }
     for (name, value) in &vars {
         command.env(name, value);

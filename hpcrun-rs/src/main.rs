@@ -97,12 +97,9 @@ struct Args {
 }
 
 fn parse_histogram(s: &str) -> Result<String, String> {
-    let ok = matches!(s, "cacheline" | "page")
-        || s.strip_prefix("bytes:")
-            .unwrap_or(s)
-            .parse::<u32>()
-            .is_ok_and(|n| n > 0 && (s.starts_with("bytes:") || n <= 65536));
-    if ok {
+    // The grammar the library reads (`hpcrun-abi`); an empty value would
+    // mean the default there, here it is an error.
+    if !s.is_empty() && s.trim() == s && hpcrun_abi::histogram::parse(s).is_some() {
         Ok(s.to_string())
     } else {
         Err("expected a bucket count (1-65536), cacheline, page or bytes:N".into())
@@ -110,8 +107,8 @@ fn parse_histogram(s: &str) -> Result<String, String> {
 }
 
 fn parse_checkpoint(s: &str) -> Result<String, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(s.to_string()),
+    match hpcrun_abi::config::parse_checkpoint(s) {
+        Some(_) if s.trim() == s => Ok(s.to_string()),
         _ => Err("expected seconds (e.g. 10, 0.5), or 0 to disable checkpoints".into()),
     }
 }

@@ -1,26 +1,15 @@
 //! Hardware PMU discovery for `--list-events` and `-e mem:latency`: the
-//! preload library's own `pmu::sysfs`, `pmu::probe` and `pmu::attr` files,
-//! compiled into the launcher as well, so that the launcher and the library
-//! agree on the attributes (passed in `HPCRUN_HW_ATTR`).
+//! `hpcrun-abi` crate's `pmu::sysfs`, `pmu::probe` and `pmu::attr`, shared
+//! with the preload library, so that the launcher and the library agree on
+//! the attributes (passed in `HPCRUN_HW_ATTR`); here, opening the event
+//! once to ask the kernel.
 //!
 //! The launcher does not link the preload library itself: that rlib brings
 //! a global allocator, malloc hooks and a load-time constructor with it.
 
-// Both crates use different parts of these files.
-#[allow(dead_code)]
-#[path = "../preload/src/pmu/attr.rs"]
-pub mod attr;
-#[allow(dead_code)]
-#[path = "../preload/src/pmu/probe.rs"]
-pub mod probe;
-#[allow(dead_code)]
-#[path = "../preload/src/pmu/sysfs.rs"]
-pub mod sysfs;
+pub use hpcrun_abi::pmu::{attr, probe, sysfs};
 
 use std::ffi::c_int;
-
-/// Environment variable carrying the chosen hardware event's attributes.
-pub const ENV_HW_ATTR: &str = "HPCRUN_HW_ATTR";
 
 /// `perf_event_open` of `fields` on this process (any CPU), in `group`.
 fn open(fields: &attr::Fields, group: c_int) -> Result<c_int, i32> {

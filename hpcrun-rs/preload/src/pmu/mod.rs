@@ -7,31 +7,22 @@
 //! * [`datasrc`]: `perf_mem_data_src` -> memory level, TLB miss, load/store.
 //! * [`ibs`]: AMD IBS op registers (the raw block of `ibs_op` samples).
 //! * [`spe`]: Arm SPE packets (the AUX area of `arm_spe` events).
-//! * [`sysfs`]: PMU discovery in `/sys/bus/event_source/devices` and the
-//!   attributes of the memory events, read from the PMUs' `format/` and
-//!   `events/` files.
-//! * [`probe`]: whether `mem:latency` and `mem:stores` can run, why not and
-//!   the fix; the `precise_ip` level the kernel accepts; multiplexing scale.
-//!
-//! * [`attr`]: the `perf_event_attr` of a memory event.
+//! * [`sysfs`], [`probe`], [`attr`]: PMU discovery, probing and the
+//!   `perf_event_attr` of a memory event, from the `hpcrun-abi` crate that
+//!   the launcher shares (re-exported here).
 //! * [`sampler`]: the run-time side: per-thread event and ring, draining
 //!   and decoding samples for the signal handler.
-//!
-//! `sysfs.rs` and `probe.rs` use only `std`: the launcher compiles them too
-//! (with `#[path]`, and `attr.rs` too), so that `--list-events` and the library agree.
 //!
 //! Everything here except the mapping (in [`crate::sys`]) is safe code that
 //! works on bytes, tested with constructed buffers: the development
 //! machines have no PMU.
 
-pub mod attr;
 pub mod datasrc;
 pub mod ibs;
-pub mod probe;
 pub mod record;
 pub mod ring;
 pub mod sampler;
 pub mod spe;
-pub mod sysfs;
 
-pub use probe::{probe, EventProbe};
+pub use hpcrun_abi::pmu::probe::{probe, EventProbe};
+pub use hpcrun_abi::pmu::{attr, probe, sysfs};

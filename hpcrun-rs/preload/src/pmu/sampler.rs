@@ -24,7 +24,7 @@ use crate::sys;
 
 /// Environment variable with the event's attributes (see
 /// [`HwAttr::to_env`]).
-pub const ENV_HW_ATTR: &str = "HPCRUN_HW_ATTR";
+pub use hpcrun_abi::env::HW_ATTR as ENV_HW_ATTR;
 
 /// Data pages of each thread's ring (32 KiB with 4 KiB pages): with a
 /// wakeup per sample it holds hundreds of samples before one is lost.

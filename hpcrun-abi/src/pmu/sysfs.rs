@@ -653,18 +653,11 @@ pub fn mem_event_attr(
 mod tests {
     use super::*;
 
-    /// The fixture trees (this file is compiled by the preload library and
-    /// by the launcher, whose manifest directories differ).
+    /// The fixture trees (`hpcrun-abi/tests/fixtures/sysfs`).
     fn fixture(name: &str) -> PathBuf {
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let base = [
-            here.join("tests/fixtures/sysfs"),
-            here.join("preload/tests/fixtures/sysfs"),
-        ]
-        .into_iter()
-        .find(|p| p.is_dir())
-        .expect("fixture directory");
-        base.join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(name)
     }
 
     #[test]

@@ -307,15 +307,9 @@ mod tests {
     use std::path::PathBuf;
 
     fn fixture(name: &str) -> PathBuf {
-        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-        [
-            here.join("tests/fixtures/sysfs"),
-            here.join("preload/tests/fixtures/sysfs"),
-        ]
-        .into_iter()
-        .find(|p| p.is_dir())
-        .expect("fixture directory")
-        .join(name)
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs")
+            .join(name)
     }
 
     const ROOT: Host = Host {

@@ -1,0 +1,137 @@
+//! The run configuration the launcher passes to the library through the
+//! environment ([`crate::env`]), and the grammars of the values that are
+//! not events ([`crate::event`]) or histogram layouts
+//! ([`crate::histogram`]).
+
+use formats::measurement::HistogramLayout;
+
+use crate::event::Sources;
+use crate::{env, histogram};
+
+/// Default checkpoint interval (ms of wall time) when `HPCRUN_CHECKPOINT`
+/// is not set (the launcher always sets it; see its `--checkpoint`).
+pub const DEFAULT_CHECKPOINT_MS: u64 = 10_000;
+
+/// Default of `HPCRUN_MIN_BYTES` (and `--min-bytes`).
+pub const DEFAULT_MIN_BYTES: usize = 1024;
+
+/// Default of `HPCRUN_SIGNAL` (and `--signal`): SIGRTMIN+4.
+pub const DEFAULT_SIGNAL_OFFSET: i32 = 4;
+
+/// What the profiled process was asked to measure.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Absolute output directory; `None` disables writing (library loaded
+    /// without hpcrun-rs).
+    pub out_dir: Option<String>,
+    /// Period of the timer source in ns; 0 = no timer sampling.
+    pub period_ns: u64,
+    /// Name of the timer source that runs (`mem:soft`, `cpu-time`,
+    /// `mem:latency`, `mem:stores`), or `none`.
+    pub event: String,
+    /// Period of the `page-faults` source, when it runs.
+    pub page_faults: Option<u64>,
+    /// Offset histogram layout of data objects.
+    pub histogram: HistogramLayout,
+    /// Record NUMA locality even on a one-node machine.
+    pub numa: bool,
+    pub min_bytes: usize,
+    pub run_id: String,
+    /// Real-time signal offset from SIGRTMIN used for samples.
+    pub signal_offset: i32,
+    /// Interval of the profile checkpoints in ms of wall time; 0: none.
+    pub checkpoint_ms: u64,
+    /// `sharing[@N]`: arm sharing watchpoints every N-th sample; 0: off.
+    pub sharing_every: u32,
+    /// `reuse[@N]`: arm the reuse watchpoint every N-th sample; 0: off.
+    pub reuse_every: u32,
+}
+
+impl RunConfig {
+    /// Reads the configuration through `var` (`std::env::var` in the
+    /// library; a map in tests). Missing or malformed values take their
+    /// defaults.
+    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> RunConfig {
+        let out_dir = var(env::OUT).filter(|s| !s.is_empty());
+        let events = var(env::EVENTS).unwrap_or_default();
+        let (event, period_ns, page_faults) = parse_events(&events);
+        let sources = Sources::from_env(&events);
+        RunConfig {
+            out_dir,
+            period_ns,
+            event,
+            page_faults,
+            histogram: histogram::parse(&var(env::HISTOGRAM).unwrap_or_default())
+                .unwrap_or_default(),
+            numa: var(env::NUMA).is_some_and(|v| v == "1"),
+            min_bytes: var(env::MIN_BYTES)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(DEFAULT_MIN_BYTES),
+            run_id: var(env::RUN_ID).unwrap_or_default(),
+            signal_offset: var(env::SIGNAL)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(DEFAULT_SIGNAL_OFFSET),
+            checkpoint_ms: var(env::CHECKPOINT)
+                .and_then(|s| parse_checkpoint(&s))
+                .unwrap_or(DEFAULT_CHECKPOINT_MS),
+            sharing_every: sources.sharing_every,
+            reuse_every: sources.reuse_every,
+        }
+    }
+}
+
+/// The sources named in `HPCRUN_EVENTS` ("mem:soft@500000,page-faults@1"):
+/// (timer source, its period, page-fault period). No list means
+/// `mem:soft` at its default period; a list without a timer source means
+/// no timer (`none`).
+pub fn parse_events(spec: &str) -> (String, u64, Option<u64>) {
+    let sources = Sources::from_env(spec);
+    match sources.timer {
+        Some((event, period)) => (event.name().to_string(), period, sources.page_faults),
+        None => ("none".to_string(), 0, sources.page_faults),
+    }
+}
+
+/// The watchpoint analyses named in `HPCRUN_EVENTS` (`sharing[@N]`,
+/// `reuse[@N]`): every how many samples each arms (0: not asked for).
+pub fn parse_watch(spec: &str) -> (u32, u32) {
+    let sources = Sources::from_env(spec);
+    (sources.sharing_every, sources.reuse_every)
+}
+
+/// Parses `HPCRUN_CHECKPOINT` (seconds, decimals allowed; 0 disables)
+/// into ms.
+pub fn parse_checkpoint(spec: &str) -> Option<u64> {
+    let secs: f64 = spec.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_a_map() {
+        let vars = [
+            (env::OUT, "/tmp/m"),
+            (env::EVENTS, "cpu-time@1000,reuse@2"),
+            (env::HISTOGRAM, "page"),
+            (env::CHECKPOINT, "0.5"),
+        ];
+        let cfg = RunConfig::from_env(|k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        });
+        assert_eq!(cfg.out_dir.as_deref(), Some("/tmp/m"));
+        assert_eq!((cfg.event.as_str(), cfg.period_ns), ("cpu-time", 1000));
+        assert_eq!((cfg.sharing_every, cfg.reuse_every), (0, 2));
+        assert_eq!(cfg.checkpoint_ms, 500);
+        assert_eq!(cfg.min_bytes, DEFAULT_MIN_BYTES);
+        assert_eq!(cfg.signal_offset, DEFAULT_SIGNAL_OFFSET);
+        assert!(matches!(
+            cfg.histogram,
+            HistogramLayout::Bytes { size: 4096, .. }
+        ));
+    }
+}

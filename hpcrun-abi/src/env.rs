@@ -1,0 +1,22 @@
+//! The environment variables the launcher sets for the preload library.
+
+/// Absolute output directory; unset: the library stays passive.
+pub const OUT: &str = "HPCRUN_OUT";
+/// The events, `NAME@PERIOD` separated by commas ([`crate::event`]).
+pub const EVENTS: &str = "HPCRUN_EVENTS";
+/// Smallest heap block tracked with its call path (bytes).
+pub const MIN_BYTES: &str = "HPCRUN_MIN_BYTES";
+/// The run's identifier (shared by every process of the run).
+pub const RUN_ID: &str = "HPCRUN_RUN_ID";
+/// The sample signal as an offset from SIGRTMIN.
+pub const SIGNAL: &str = "HPCRUN_SIGNAL";
+/// The offset-histogram layout ([`crate::histogram`]).
+pub const HISTOGRAM: &str = "HPCRUN_HISTOGRAM";
+/// `1`: record NUMA locality even on a one-node machine.
+pub const NUMA: &str = "HPCRUN_NUMA";
+/// Checkpoint interval in seconds (decimals allowed; 0: none).
+pub const CHECKPOINT: &str = "HPCRUN_CHECKPOINT";
+/// The chosen hardware event's attributes (`pmu::sysfs::HwAttr::to_env`).
+pub const HW_ATTR: &str = "HPCRUN_HW_ATTR";
+/// The launcher's override of the preload library's path.
+pub const PRELOAD: &str = "HPCRUN_PRELOAD";
