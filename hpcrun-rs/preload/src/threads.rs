@@ -61,6 +61,8 @@ pub struct Stats {
     pub histogram_full: AtomicU64,
     /// Stride observations lost because the site table was full.
     pub sites_full: AtomicU64,
+    /// The handler's time per sample.
+    pub handler_time: crate::handler_time::Histogram,
 }
 
 /// Slots of a thread's histogram table ((object, bucket) pairs).
