@@ -309,7 +309,7 @@ fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
         list.push(w);
     }
     // LAMMPS (Debian), the Lennard-Jones melt example, one process, with
-    // more steps than the example's 250 (about 3 s).
+    // more steps than the example's 250 (about 4 s).
     match (which("lmp"), std::fs::read_to_string(LAMMPS_MELT)) {
         (Some(lmp), Ok(input)) => {
             let dir = args.dir.join("lammps");
