@@ -36,18 +36,8 @@ pub struct Granules {
     slots: &'static [Slot],
 }
 
-/// Granules per run of neighbouring home slots (64 KiB of address space).
-const RUN_SHIFT: u32 = 4;
-
-/// The first slot probed for `granule`. The granules of one 64 KiB run
-/// have neighbouring home slots (the run's hash, plus the granule's place
-/// in the run): a block of several granules is entered in, and removed
-/// from, a few consecutive cache lines of one page of the 96 MiB table,
-/// instead of one random page per granule (a TLB miss each, a nested page
-/// walk in a VM). Measured on the LULESH proxy: docs/PERFORMANCE.md.
 fn home(granule: u64) -> usize {
-    let run = (granule >> RUN_SHIFT).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS);
-    ((run + (granule & ((1 << RUN_SHIFT) - 1))) as usize) & ((1 << BITS) - 1)
+    (granule.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
 }
 
 impl Granules {
