@@ -15,7 +15,7 @@ use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
 use crate::stride::{self, Decoded};
 use crate::threads::{self, ThreadState};
-use crate::{anchors, ffi, modules, numa, objects, sampling, unwind};
+use crate::{anchors, ffi, handler_time, modules, numa, objects, sampling, unwind};
 
 /// Allocations requested while a sample handler ran on the same thread
 /// (through the library's allocator or the malloc hooks). Must stay 0: it
@@ -110,12 +110,18 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
     if program_signal(signal, info, context) {
         return;
     }
-    // A trap of one of this thread's watchpoints (same signal, its fd).
+    // A trap of one of this thread's watchpoints (same signal, its fd):
+    // not a sample (not timed, the task-clock event is not re-armed).
     if let Some(slot) = watch_slot(info, context) {
         enter(context, |state, ctx| watch_trap(state, ctx, slot));
         return;
     }
-    enter(context, sample);
+    let t0 = handler_time::start();
+    let mut sampled = false;
+    enter(context, |state, ctx| {
+        sample(state, ctx);
+        sampled = true;
+    });
     // The task-clock event stopped itself at this overflow: arm it for the
     // next one (see `ffi::open_task_clock`), whatever `sample` did.
     if let Some(state) = threads::current() {
@@ -124,6 +130,9 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
             let saved_errno = ffi::errno();
             ffi::rearm_event(fd);
             ffi::set_errno(saved_errno);
+        }
+        if sampled {
+            t0.end(&state.stats.handler_time);
         }
     }
 }
@@ -825,7 +834,9 @@ pub extern "C" fn on_hw_sample(signal: c_int, info: *mut libc::siginfo_t, contex
     };
     enter(context, |state, interrupted| {
         crate::pmu::sampler::drain(&state.hw, setup, |s| {
-            hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access)
+            let t0 = handler_time::start();
+            hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access);
+            t0.end(&state.stats.handler_time);
         });
     });
 }

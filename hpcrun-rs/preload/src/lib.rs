@@ -18,7 +18,7 @@
 //! * [`handler`]: the signal handler: unwind, decode the skid-corrected
 //!   instruction ([`soft`], from the closest known instruction boundary
 //!   of [`anchors`]), find the data object, insert into the trees
-//!   ([`cct`]).
+//!   ([`cct`]); [`handler_time`]: the histogram of its time per sample.
 //! * [`stride`], [`patterns`]: access patterns of the sampled accesses:
 //!   the decoder's stride of an instruction in its loop, and the
 //!   per-thread tables of strides and sampled deltas per access site.
@@ -49,6 +49,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod ffi;
 pub mod handler;
+pub mod handler_time;
 pub mod hooks;
 pub mod labels;
 pub mod modules;

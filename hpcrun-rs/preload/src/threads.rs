@@ -70,6 +70,8 @@ pub struct Stats {
     pub watch_stale: AtomicU64,
     /// Sharing events or reuse outcomes lost because their table was full.
     pub watch_full: AtomicU64,
+    /// The handler's time per sample.
+    pub handler_time: crate::handler_time::Histogram,
 }
 
 /// Slots of a thread's histogram table ((object, bucket) pairs).

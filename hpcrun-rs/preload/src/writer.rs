@@ -369,6 +369,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             _ => 0,
         },
         cpu_time_ns: s.cpu_time_ns.load(Relaxed),
+        handler_time: s.handler_time.snapshot(),
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)
