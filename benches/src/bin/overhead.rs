@@ -34,6 +34,7 @@
 //! target/release/overhead --rounds 5            # or: just overhead
 //! target/release/overhead --only abc --period 1000000 --rounds 3
 //! target/release/overhead --only lulesh_proxy,lammps_melt --no-perf --rounds 11
+//! target/release/overhead --with sharing --only lulesh_proxy   # a watchpoint analysis's cost
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,11 @@ struct Args {
     /// Event passed to hpcrun-rs (`mem:soft` or `cpu-time`).
     #[arg(long, default_value = "mem:soft")]
     event: String,
+    /// Watchpoint analyses added to hpcrun-rs's event (`sharing`,
+    /// `reuse`, `sharing@N`; comma-separated): measures their cost on top
+    /// of the sampler.
+    #[arg(long, value_delimiter = ',', value_name = "ANALYSES")]
+    with: Vec<String>,
     /// Only these workloads (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -438,8 +444,11 @@ fn command(
             c.arg("-o").arg(out);
             if let Some(p) = period {
                 c.arg("-e").arg(format!("{}@{p}", args.event));
-            } else if args.event != "mem:soft" {
+            } else if args.event != "mem:soft" || !args.with.is_empty() {
                 c.arg("-e").arg(&args.event);
+            }
+            for a in &args.with {
+                c.arg("-e").arg(a);
             }
             c.args(&w.command);
             c
