@@ -728,6 +728,16 @@ pub fn install_handler_if_default(
 }
 
 /// The per-user limit of pending signals (`ulimit -i`), if finite.
+/// The soft limit of open file descriptors (`ulimit -n`), if finite.
+pub fn open_files_limit() -> Option<u64> {
+    // SAFETY: getrlimit writes into a valid, owned struct.
+    let limit = unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        (libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0).then_some(l.rlim_cur)
+    };
+    limit.filter(|&l| l != libc::RLIM_INFINITY)
+}
+
 pub fn pending_signal_limit() -> Option<u64> {
     // SAFETY: getrlimit writes into a valid, owned struct.
     let limit = unsafe {
