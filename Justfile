@@ -24,10 +24,12 @@ bench-alloc:
 bench-scaling:
     sh benches/scaling.sh
 
-# Run-time overhead at the default period: native vs hpcrun-rs vs perf record
-# (same rate) on the examples and HPC Challenge; medians of 5 alternating
-# rounds (docs/PERFORMANCE.md). Installs hpcc/perf/OpenMPI if missing.
-# Extra arguments go to the harness, e.g. `just overhead --only abc --period 1000000`.
+# Run-time overhead at the default period: native vs hpcrun-rs vs the
+# per-thread null-sampler floor vs perf record (same rate) on the examples,
+# HPC Challenge, an OpenMP LULESH proxy (1 and 2 threads) and LAMMPS;
+# alternating rounds, medians of per-pair ratios (docs/PERFORMANCE.md).
+# Installs hpcc/perf/OpenMPI/LAMMPS if missing. Extra arguments go to the
+# harness, e.g. `just overhead --only lulesh_proxy --no-perf --rounds 11`.
 overhead *ARGS:
     #!/usr/bin/env sh
     set -eu
@@ -35,6 +37,8 @@ overhead *ARGS:
     command -v hpcc >/dev/null 2>&1 || need="$need hpcc"
     command -v perf >/dev/null 2>&1 || need="$need linux-perf"
     command -v mpicc >/dev/null 2>&1 || need="$need openmpi-bin libopenmpi-dev"
+    command -v lmp >/dev/null 2>&1 || need="$need lammps"
+    [ -f /usr/share/lammps/examples/melt/in.melt ] || need="$need lammps-examples"
     if [ -n "$need" ]; then
         apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
     fi

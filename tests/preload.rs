@@ -383,3 +383,40 @@ fn hardware_sample_path_with_a_software_stand_in_event() {
         .unwrap_or_else(|| panic!("no static 'table' in {objects:#?}"));
     assert!((255..=256).contains(&stores(table)), "{table:#?}");
 }
+
+#[test]
+fn handler_time_histogram_counts_every_sample() {
+    // Two threads (first_touch_threads: main and one worker sweep 64 MiB),
+    // through the whole pipeline: every sample the handler took is in its
+    // thread's histogram once, and the database and the export carry the
+    // sum. Counts only, never a time: the machine may be loaded.
+    let dir = scratch("handler-time");
+    let exe = compile_test_program("first_touch_threads.c", &dir, &["-pthread"]);
+    let p = profile(&dir, EVENT, &exe, &[]);
+    let profiles = read_profiles(&p.measurements);
+    let mut total = 0;
+    for prof in &profiles {
+        let (s, h) = (&prof.stats, &prof.stats.handler_time);
+        assert_eq!(h.samples(), s.samples, "thread {}", prof.thread.index);
+        assert_eq!(h.counts.len(), h.bounds_ns.len() + 1);
+        if s.samples > 0 {
+            assert!(h.max_ns > 0 && h.total_ns >= h.max_ns, "{h:?}");
+        }
+        total += s.samples;
+    }
+    assert!(total > 10, "too few samples to tell: {total}");
+    assert!(
+        profiles.iter().filter(|p| p.stats.samples > 0).count() >= 2,
+        "both threads sample"
+    );
+    let export = export_json(&p.db, "data");
+    let stats = &export["stats"];
+    assert_eq!(stats["samples"].as_u64(), Some(total));
+    let counts: u64 = stats["handler_time"]["counts"]
+        .as_array()
+        .expect("handler_time.counts")
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    assert_eq!(counts, total, "{stats}");
+}

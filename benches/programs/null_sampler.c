@@ -1,18 +1,24 @@
 /* null_sampler: the floor of mem:soft's overhead. An LD_PRELOAD library
- * that opens the same per-thread task-clock perf event as hpcrun-rs's
- * preload library (period NULL_SAMPLER_PERIOD_NS, default 500000), with the
- * same delivery (a real-time signal to the thread via F_SETSIG +
- * F_SETOWN_EX/F_OWNER_TID), and a handler that only counts. What it costs
+ * that opens, on every thread (the main thread at load time, every thread
+ * that pthread_create starts as it begins), the same per-thread task-clock
+ * perf event as hpcrun-rs's preload library (period NULL_SAMPLER_PERIOD_NS,
+ * default 500000), with the same delivery (a real-time signal to the
+ * thread via F_SETSIG + F_SETOWN_EX/F_OWNER_TID) and the same arming (one
+ * overflow at a time: PERF_EVENT_IOC_REFRESH at start and again at the end
+ * of every handler, as hpcrun-rs/preload/src/ffi.rs open_task_clock and
+ * rearm_event), and a handler that only counts and re-arms. What it costs
  * is the kernel's timer sampling and signal delivery, which no handler can
- * avoid. Main thread only (the overhead harness's workloads that matter
- * here are single-threaded).
+ * avoid.
  *
- * Build: gcc -O2 -shared -fPIC -o libnull_sampler.so null_sampler.c
+ * Build: gcc -O2 -shared -fPIC -o libnull_sampler.so null_sampler.c -ldl
  * Run:   LD_PRELOAD=./libnull_sampler.so ./abc 30   (prints the count to stderr)
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,23 +27,24 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static volatile unsigned long samples;
+static unsigned long samples;   /* atomic adds */
+static unsigned long threads;   /* threads that sample */
+static unsigned long period = 500000;
+static int sig;
+static __thread int thread_fd = -1;
+static pthread_key_t fd_key;
 
-static void on_sample(int sig, siginfo_t *info, void *ctx) {
-    (void)sig, (void)info, (void)ctx;
-    samples++;
+static void on_sample(int s, siginfo_t *info, void *ctx) {
+    (void)s, (void)info, (void)ctx;
+    int saved = errno;
+    __atomic_fetch_add(&samples, 1, __ATOMIC_RELAXED);
+    if (thread_fd >= 0)
+        ioctl(thread_fd, PERF_EVENT_IOC_REFRESH, 1);
+    errno = saved;
 }
 
-__attribute__((constructor)) static void start(void) {
-    const char *p = getenv("NULL_SAMPLER_PERIOD_NS");
-    unsigned long period = p ? strtoul(p, NULL, 10) : 500000;
-    int sig = SIGRTMIN + 4;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sample;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
+/* Opens and arms the calling thread's event. */
+static void start_thread(void) {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.size = sizeof attr;
@@ -53,14 +60,70 @@ __attribute__((constructor)) static void start(void) {
         return;
     }
     struct f_owner_ex owner = {F_OWNER_TID, (pid_t)syscall(SYS_gettid)};
-    /* As hpcrun-rs/preload/src/ffi.rs open_task_clock. */
     fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK);
     fcntl(fd, F_SETSIG, sig);
     fcntl(fd, F_SETOWN_EX, &owner);
     ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    thread_fd = fd;
+    pthread_setspecific(fd_key, (void *)(long)(fd + 1));
+    __atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
+    ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+/* At thread exit (return or pthread_exit): stop and close its event. */
+static void stop_thread(void *value) {
+    int fd = (int)(long)value - 1;
+    thread_fd = -1;
+    if (fd >= 0) {
+        ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        close(fd);
+    }
+}
+
+struct start {
+    void *(*routine)(void *);
+    void *arg;
+};
+
+static void *trampoline(void *p) {
+    struct start s = *(struct start *)p;
+    free(p);
+    start_thread();
+    return s.routine(s.arg);
+}
+
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*routine)(void *), void *arg) {
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (!real)
+        real = dlsym(RTLD_NEXT, "pthread_create");
+    struct start *s = malloc(sizeof *s);
+    if (!s)
+        return real(t, attr, routine, arg);
+    s->routine = routine;
+    s->arg = arg;
+    int r = real(t, attr, trampoline, s);
+    if (r != 0)
+        free(s);
+    return r;
+}
+
+__attribute__((constructor)) static void start(void) {
+    const char *p = getenv("NULL_SAMPLER_PERIOD_NS");
+    if (p)
+        period = strtoul(p, NULL, 10);
+    sig = SIGRTMIN + 4;
+    pthread_key_create(&fd_key, stop_thread);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sample;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+    start_thread();
 }
 
 __attribute__((destructor)) static void stop(void) {
-    fprintf(stderr, "null_sampler: %lu samples\n", samples);
+    fprintf(stderr, "null_sampler: %lu samples (%lu threads)\n",
+            __atomic_load_n(&samples, __ATOMIC_RELAXED),
+            __atomic_load_n(&threads, __ATOMIC_RELAXED));
 }

@@ -148,6 +148,9 @@ pub struct Stats {
     /// address_recovered / memory_samples (0 when there were none).
     pub recovery_rate: f64,
     pub dropped: std::collections::BTreeMap<String, u64>,
+    /// The sample handler's time per sample, summed over threads
+    /// (`SampleStats::handler_time`; empty for older databases).
+    pub handler_time: crate::measurement::HandlerTime,
 }
 
 #[derive(Debug, Serialize)]
@@ -382,6 +385,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                 stats.address_recovered as f64 / stats.memory_samples as f64
             },
             dropped: stats.dropped.clone(),
+            handler_time: stats.handler_time.clone(),
         },
         objects: None,
         functions: None,

@@ -417,6 +417,10 @@ pub struct SampleStats {
     /// Watchpoints (`-e sharing`, `-e reuse`).
     #[serde(default)]
     pub watchpoints: WatchStats,
+    /// How long the sample handler took per sample (added with a default:
+    /// older files read it empty).
+    #[serde(default)]
+    pub handler_time: HandlerTime,
 }
 
 /// What the watchpoint analyses did in a thread (summed over threads).
@@ -439,6 +443,93 @@ impl WatchStats {
         self.traps += other.traps;
         self.stale += other.stale;
         self.lost += other.lost;
+    }
+}
+
+/// Upper bounds (exclusive, ns) of the handler-time buckets that
+/// hpcrun-rs writes: < 1, 2, 5, 10, 20, 50, 100 us, and a last bucket
+/// of 100 us or more.
+pub const HANDLER_TIME_BOUNDS_NS: [u64; 7] = [1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000];
+
+/// A histogram of the sample handler's time per sample: wall time
+/// (`CLOCK_MONOTONIC`) from the signal handler's entry to its return, for
+/// every sample counted in `SampleStats::samples` (so the counts sum to
+/// it). Empty (no bounds) in files older than the field.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerTime {
+    /// Exclusive upper bounds of the buckets in ns, ascending; the last
+    /// bucket (`counts[bounds_ns.len()]`) has none.
+    pub bounds_ns: Vec<u64>,
+    /// Samples per bucket (`bounds_ns.len() + 1` entries).
+    pub counts: Vec<u64>,
+    /// The longest handler time seen (ns).
+    pub max_ns: u64,
+    /// The sum of all handler times (ns): with the count, the mean.
+    pub total_ns: u64,
+}
+
+impl HandlerTime {
+    /// Samples in the histogram.
+    pub fn samples(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Samples that took at least `ns` (counted by bucket: `ns` should be
+    /// one of the bounds; otherwise the buckets that start at or above it).
+    pub fn at_least(&self, ns: u64) -> u64 {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i > 0 && self.bounds_ns.get(i - 1).is_some_and(|&lo| lo >= ns))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The bucket bound below which fraction `q` (0..1) of the samples
+    /// fall: an upper bound of the `q` quantile (ns); `None` if it lies in
+    /// the last, open bucket or the histogram is empty.
+    pub fn quantile_bound(&self, q: f64) -> Option<u64> {
+        let total = self.samples();
+        if total == 0 {
+            return None;
+        }
+        let want = (q * total as f64).ceil() as u64;
+        let mut seen = 0;
+        for (i, n) in self.counts.iter().enumerate() {
+            seen += n;
+            if seen >= want.max(1) {
+                return self.bounds_ns.get(i).copied();
+            }
+        }
+        None
+    }
+
+    /// Adds another histogram. With other bounds (not written by any
+    /// version so far), each of its buckets goes to the bucket here that
+    /// holds that bucket's lower end.
+    pub fn add(&mut self, other: &HandlerTime) {
+        if other.counts.is_empty() {
+            return;
+        }
+        if self.counts.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.total_ns += other.total_ns;
+        if self.bounds_ns == other.bounds_ns {
+            for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+                *a += b;
+            }
+            return;
+        }
+        for (i, n) in other.counts.iter().enumerate() {
+            let lower = if i == 0 { 0 } else { other.bounds_ns[i - 1] };
+            let here = self.bounds_ns.partition_point(|&b| b <= lower);
+            if let Some(c) = self.counts.get_mut(here) {
+                *c += n;
+            }
+        }
     }
 }
 
@@ -466,6 +557,7 @@ impl SampleStats {
             *self.notices.entry(notice.clone()).or_default() += n;
         }
         self.watchpoints.add(&other.watchpoints);
+        self.handler_time.add(&other.handler_time);
     }
 }
 

@@ -3,7 +3,8 @@
 
 use formats::database::{DataObject, Database, Frame, NodeKind, ObjectKind, TreeNode};
 use formats::measurement::{
-    AllocSite, CctNode, Module, NodeKey, ObjectRef, SampleStats, StaticVar, ThreadProfile,
+    AllocSite, CctNode, HandlerTime, Module, NodeKey, ObjectRef, SampleStats, StaticVar,
+    ThreadProfile, HANDLER_TIME_BOUNDS_NS,
 };
 use formats::FormatError;
 use proptest::prelude::*;
@@ -59,6 +60,12 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
             }
             p.stats = SampleStats {
                 samples,
+                handler_time: HandlerTime {
+                    bounds_ns: HANDLER_TIME_BOUNDS_NS.to_vec(),
+                    counts: vec![samples, 0, 0, 0, 0, 0, 0, 1],
+                    max_ns: 123_456,
+                    total_ns: samples.wrapping_mul(700),
+                },
                 ..Default::default()
             };
             p.stats.dropped.insert("tree full".into(), 3);
@@ -200,6 +207,80 @@ fn access_sites_round_trip_and_are_checked() {
 struct OldObjectStats {
     object: formats::measurement::ObjectRef,
     histogram: Vec<(u32, u64)>,
+}
+
+/// `SampleStats` as files before the handler-time histogram wrote it.
+#[derive(serde::Serialize)]
+struct OldSampleStats {
+    samples: u64,
+    memory_samples: u64,
+    address_recovered: u64,
+    recovered_previous: u64,
+    recovered_at_ip: u64,
+    dropped: std::collections::BTreeMap<String, u64>,
+}
+
+#[test]
+fn sample_stats_without_handler_time_still_read() {
+    let old = OldSampleStats {
+        samples: 7,
+        memory_samples: 5,
+        address_recovered: 4,
+        recovered_previous: 3,
+        recovered_at_ip: 1,
+        dropped: Default::default(),
+    };
+    let bytes = rmp_serde::to_vec_named(&old).unwrap();
+    let read: SampleStats = rmp_serde::from_slice(&bytes).unwrap();
+    assert_eq!(read.samples, 7);
+    assert_eq!(read.handler_time, HandlerTime::default());
+    // An old thread's empty histogram merges with a new one's.
+    let mut sum = read.clone();
+    let new = HandlerTime {
+        bounds_ns: HANDLER_TIME_BOUNDS_NS.to_vec(),
+        counts: vec![90, 5, 2, 1, 0, 1, 0, 1],
+        max_ns: 250_000,
+        total_ns: 600_000,
+    };
+    sum.add(&SampleStats {
+        handler_time: new.clone(),
+        ..Default::default()
+    });
+    assert_eq!(sum.handler_time, new);
+}
+
+#[test]
+fn handler_time_sums_and_quantiles() {
+    let a = HandlerTime {
+        bounds_ns: HANDLER_TIME_BOUNDS_NS.to_vec(),
+        counts: vec![90, 5, 2, 1, 0, 1, 0, 1],
+        max_ns: 250_000,
+        total_ns: 600_000,
+    };
+    let mut sum = a.clone();
+    sum.add(&a);
+    assert_eq!(sum.counts, vec![180, 10, 4, 2, 0, 2, 0, 2]);
+    assert_eq!(
+        (sum.max_ns, sum.total_ns, sum.samples()),
+        (250_000, 1_200_000, 200)
+    );
+    // 20 us or more: the 20-50, 50-100 and >= 100 us buckets.
+    assert_eq!(sum.at_least(20_000), 4);
+    assert_eq!(sum.at_least(1_000), 20);
+    assert_eq!(sum.quantile_bound(0.5), Some(1_000));
+    assert_eq!(sum.quantile_bound(0.95), Some(2_000));
+    assert_eq!(sum.quantile_bound(0.99), Some(50_000));
+    assert_eq!(sum.quantile_bound(1.0), None);
+    assert_eq!(HandlerTime::default().quantile_bound(0.5), None);
+    // Other bounds: each bucket goes where its lower end falls.
+    let mut odd = HandlerTime {
+        bounds_ns: vec![3_000],
+        counts: vec![1, 1],
+        max_ns: 4_000,
+        total_ns: 5_000,
+    };
+    odd.add(&a);
+    assert_eq!(odd.counts, vec![1 + 90 + 5 + 2, 1 + 1 + 1 + 1]);
 }
 
 #[test]

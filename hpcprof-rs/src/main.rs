@@ -444,6 +444,9 @@ fn notes(info: &DbInfo) -> Vec<String> {
             s.signal_blocks
         ));
     }
+    if let Some(line) = slow_handler(&s.handler_time) {
+        out.push(line);
+    }
     if s.checkpoints > 0 {
         out.push(format!(
             "hpcprof-rs: note: {} of {} profiles are checkpoints of a run that did not finish (killed?): they hold what was measured up to the last checkpoint (hpcrun-rs --checkpoint SECS)",
@@ -451,6 +454,38 @@ fn notes(info: &DbInfo) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Handler time per sample from which a sample counts as slow: at the
+/// default period (2 ms of a thread's CPU time) a 20 us handler costs 1%.
+const SLOW_HANDLER_NS: u64 = 20_000;
+/// Share of slow samples above which the summary says so: then the 99th
+/// percentile of the handler time is at least `SLOW_HANDLER_NS`.
+const SLOW_HANDLER_SHARE: f64 = 0.01;
+
+/// A note when more than `SLOW_HANDLER_SHARE` of the samples took the
+/// handler `SLOW_HANDLER_NS` or more (`SampleStats::handler_time`).
+fn slow_handler(h: &formats::measurement::HandlerTime) -> Option<String> {
+    let total = h.samples();
+    let slow = h.at_least(SLOW_HANDLER_NS);
+    if total == 0 || (slow as f64) <= SLOW_HANDLER_SHARE * total as f64 {
+        return None;
+    }
+    let us = |ns: u64| format!("{:.1} us", ns as f64 / 1e3);
+    let p99 = match h.quantile_bound(0.99) {
+        Some(b) => format!("99% under {}", us(b)),
+        None => format!(
+            "the slowest 1% over {}",
+            us(h.bounds_ns.last().copied().unwrap_or(0))
+        ),
+    };
+    Some(format!(
+        "hpcprof-rs: note: the sample handler was slow: {slow} of {total} samples ({:.1}%) took {} or more ({p99}, longest {}, mean {}); at the default period (2 ms) every 20 us per sample costs the program 1% (docs/PERFORMANCE.md)",
+        100.0 * slow as f64 / total as f64,
+        us(SLOW_HANDLER_NS),
+        us(h.max_ns),
+        us(h.total_ns / total),
+    ))
 }
 
 /// Reads a database directory (or its `profile.db`); errors name the file.
@@ -569,6 +604,29 @@ mod tests {
         let err = format!("{:#}", load(&dir).unwrap_err());
         assert!(err.contains(FILE_NAME) && err.contains("newer"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn slow_handler_note() {
+        use formats::measurement::{HandlerTime, HANDLER_TIME_BOUNDS_NS};
+        let mut h = HandlerTime {
+            bounds_ns: HANDLER_TIME_BOUNDS_NS.to_vec(),
+            counts: vec![990, 9, 0, 0, 0, 1, 0, 0],
+            max_ns: 30_000,
+            total_ns: 1_000_000,
+        };
+        // 0.1% at 20 us or more: quiet.
+        assert_eq!(slow_handler(&h), None);
+        assert_eq!(slow_handler(&HandlerTime::default()), None);
+        h.counts = vec![900, 50, 0, 0, 0, 35, 0, 15];
+        h.max_ns = 250_000;
+        let line = slow_handler(&h).unwrap();
+        assert!(
+            line.contains("50 of 1000 samples (5.0%) took 20.0 us or more")
+                && line.contains("the slowest 1% over 100.0 us")
+                && line.contains("longest 250.0 us, mean 1.0 us"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -170,11 +170,21 @@ pub fn lines(db: &Database, index: u32, metrics: &[u64]) -> Vec<String> {
     out
 }
 
-/// The sharing and reuse findings of object `index` (watchpoints).
-fn watch_findings(db: &Database, index: u32, share: f64, out: &mut Vec<Finding>) {
+/// The sharing and reuse findings of object `index` (watchpoints). A
+/// sharing finding's strength is the object's share times its events per
+/// sampled access (at most 1): a few events at the borders of threads'
+/// chunks of a big array weigh little, a line that threads fight over
+/// weighs as much as the object.
+fn watch_findings(db: &Database, index: u32, metrics: &[u64], share: f64, out: &mut Vec<Finding>) {
     let Some(obj) = db.objects.get(index as usize) else {
         return;
     };
+    let col = |name: &str| {
+        db.metric_column(name)
+            .and_then(|c| metrics.get(c).copied())
+            .unwrap_or(0)
+    };
+    let accesses = (col("samples") + col("store_samples")).max(1);
     let (false_events, true_events) = watchpoints::sharing_events(obj);
     for (events, kind, is_true) in [
         (false_events, Kind::FalseSharing, false),
@@ -197,7 +207,7 @@ fn watch_findings(db: &Database, index: u32, share: f64, out: &mut Vec<Finding>)
             object: index,
             kind,
             text: format!("{name} sharing: {events} watchpoint events{between}"),
-            strength: share,
+            strength: share * (events as f64 / accesses as f64).min(1.0),
         });
     }
     if let Some((watchpoints::Reuse::Streamed, never)) = watchpoints::reuse_class(obj) {
@@ -255,7 +265,7 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
             _ => {}
         }
     }
-    watch_findings(db, index, share, &mut out);
+    watch_findings(db, index, metrics, share, &mut out);
     out
 }
 

@@ -13,15 +13,28 @@
 //!
 //! Workloads: the examples (compiled with `gcc -O2 -g`, `mpicc` for
 //! `mpi_stencil`), `benches/programs/spin.c` (a register-only loop: the
-//! direct cost of sampling without cache effects) and HPC Challenge
-//! (`hpcc`, Debian package) under `mpirun -np 1` with a small input. Missing tools (perf, mpicc, hpcc) drop
-//! their column or workload with a note.
+//! direct cost of sampling without cache effects), HPC Challenge
+//! (`hpcc`, Debian package) under `mpirun -np 1` with a small input,
+//! `benches/programs/lulesh_proxy.c` (an OpenMP proxy of LULESH: per-step
+//! heap temporaries of several MB) with 1 and 2 threads, and LAMMPS's
+//! Lennard-Jones melt (`lmp`, Debian packages lammps and lammps-examples),
+//! one process. Missing tools (perf, mpicc, hpcc, lmp) drop their column
+//! or workload with a note.
+//!
+//! The floor (`benches/programs/null_sampler.c`) samples every thread of
+//! the program with the same event, signal and arming as hpcrun-rs, and an
+//! empty handler.
+//!
+//! `--only` and `--skip` take the first word of a workload's name
+//! (`--only lulesh_proxy` runs both thread counts).
 //!
 //! ```sh
 //! cargo build --release -p hpcrun-rs -p hpcrun-preload
 //! cargo build --release -p benches --bin overhead
 //! target/release/overhead --rounds 5            # or: just overhead
 //! target/release/overhead --only abc --period 1000000 --rounds 3
+//! target/release/overhead --only lulesh_proxy,lammps_melt --no-perf --rounds 11
+//! target/release/overhead --with sharing --only lulesh_proxy   # a watchpoint analysis's cost
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -45,6 +58,11 @@ struct Args {
     /// Event passed to hpcrun-rs (`mem:soft` or `cpu-time`).
     #[arg(long, default_value = "mem:soft")]
     event: String,
+    /// Watchpoint analyses added to hpcrun-rs's event (`sharing`,
+    /// `reuse`, `sharing@N`; comma-separated): measures their cost on top
+    /// of the sampler.
+    #[arg(long, value_delimiter = ',', value_name = "ANALYSES")]
+    with: Vec<String>,
     /// Only these workloads (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -272,6 +290,66 @@ fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
             "hpcc skipped: not installed (apt-get install hpcc; `just overhead` does it)".into(),
         ),
     }
+    // An OpenMP proxy of LULESH (benches/programs/lulesh_proxy.c): heap
+    // temporaries of several MB allocated and freed every time step. The
+    // OpenMP threads wait passively: on a shared 2-vCPU machine, spinning
+    // barriers make a 2-thread run's wall time depend on the other tenants
+    // by up to 10x.
+    compile(
+        "gcc",
+        &["-O2", "-g", "-fopenmp"],
+        &ex.join("../benches/programs/lulesh_proxy.c"),
+        &bin.join("lulesh_proxy"),
+    )?;
+    for threads in [1, 2] {
+        let mut w = simple("lulesh_proxy", "30".into());
+        w.command.push(scaled(600));
+        w.name = format!(
+            "lulesh_proxy (s=30, {threads} thread{})",
+            if threads == 1 { "" } else { "s" }
+        );
+        w.env = vec![
+            ("OMP_NUM_THREADS".into(), threads.to_string()),
+            ("OMP_WAIT_POLICY".into(), "passive".into()),
+        ];
+        list.push(w);
+    }
+    // LAMMPS (Debian), the Lennard-Jones melt example, one process, with
+    // more steps than the example's 250 (about 4 s).
+    match (which("lmp"), std::fs::read_to_string(LAMMPS_MELT)) {
+        (Some(lmp), Ok(input)) => {
+            let dir = args.dir.join("lammps");
+            std::fs::create_dir_all(&dir)?;
+            let steps = scaled(2000);
+            let input: String = input
+                .lines()
+                .map(|l| {
+                    if l.split_whitespace().next() == Some("run") {
+                        format!("run\t\t{steps}\n")
+                    } else {
+                        format!("{l}\n")
+                    }
+                })
+                .collect();
+            std::fs::write(dir.join("in.melt"), input)?;
+            list.push(Workload {
+                name: format!("lammps_melt ({steps} steps, 1 process)"),
+                command: vec![
+                    lmp.display().to_string(),
+                    "-in".into(),
+                    "in.melt".into(),
+                    "-log".into(),
+                    "none".into(),
+                ],
+                cwd: dir,
+                env: vec![("OMP_NUM_THREADS".into(), "1".into())],
+                scrub: vec![],
+            });
+        }
+        _ => notes.push(
+            "lammps_melt skipped: lmp or its examples missing (apt-get install lammps lammps-examples; `just overhead` does it)".into(),
+        ),
+    }
     let keep = |w: &Workload| {
         let short = w.name.split_whitespace().next().unwrap_or("");
         (args.only.is_empty() || args.only.iter().any(|o| o == short))
@@ -280,6 +358,9 @@ fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
     list.retain(keep);
     Ok((list, notes))
 }
+
+/// The LAMMPS example input (Debian package lammps-examples).
+const LAMMPS_MELT: &str = "/usr/share/lammps/examples/melt/in.melt";
 
 /// hpcc's input: Debian's example with one process (P = Q = 1)
 /// (`benches/inputs/hpccinf.txt`, also used by tests/real_apps.rs) with
@@ -363,8 +444,11 @@ fn command(
             c.arg("-o").arg(out);
             if let Some(p) = period {
                 c.arg("-e").arg(format!("{}@{p}", args.event));
-            } else if args.event != "mem:soft" {
+            } else if args.event != "mem:soft" || !args.with.is_empty() {
                 c.arg("-e").arg(&args.event);
+            }
+            for a in &args.with {
+                c.arg("-e").arg(a);
             }
             c.args(&w.command);
             c

@@ -18,7 +18,7 @@ use crate::objects::Lookup;
 use crate::soft::{self, Access, Regs};
 use crate::stride::{self, Decoded};
 use crate::threads::{self, ThreadState};
-use crate::{anchors, numa, objects, run, sys};
+use crate::{anchors, handler_time, numa, objects, run, sys};
 
 /// Deepest call path recorded per sample.
 pub use crate::threads::MAX_FRAMES;
@@ -99,12 +99,18 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
     if program_signal(signal, info, context) {
         return;
     }
-    // A trap of one of this thread's watchpoints (same signal, its fd).
+    // A trap of one of this thread's watchpoints (same signal, its fd):
+    // not a sample (not timed, the task-clock event is not re-armed).
     if let Some(slot) = watch_slot(info, context) {
         enter(context, |state, ctx| watch_trap(state, ctx, slot));
         return;
     }
-    enter(context, sample);
+    let t0 = handler_time::start();
+    let mut sampled = false;
+    enter(context, |state, ctx| {
+        sample(state, ctx);
+        sampled = true;
+    });
     // The task-clock event stopped itself at this overflow: arm it for the
     // next one (see `sys::open_task_clock`), whatever `sample` did.
     if let Some(state) = threads::current() {
@@ -113,6 +119,9 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
             let saved_errno = sys::errno();
             sys::rearm_event(fd);
             sys::set_errno(saved_errno);
+        }
+        if sampled {
+            t0.end(&state.stats.handler_time);
         }
     }
 }
@@ -818,7 +827,9 @@ pub extern "C" fn on_hw_sample(signal: c_int, info: *mut libc::siginfo_t, contex
     };
     enter(context, |state, interrupted| {
         crate::pmu::sampler::drain(&state.hw, setup, |s| {
-            hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access)
+            let t0 = handler_time::start();
+            hardware_sample(state, &interrupted, s.ip, s.addr, s.weight, &s.access);
+            t0.end(&state.stats.handler_time);
         });
     });
 }

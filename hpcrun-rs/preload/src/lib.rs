@@ -14,7 +14,8 @@
 //!    [`code`] (loaded ELF modules, static variables, function symbols,
 //!    the unwinder); [`soft`] (the skid-correcting instruction decoder)
 //!    with [`anchors`] (known instruction boundaries); [`stride`],
-//!    [`patterns`] (access patterns); [`watch`] (hardware watchpoints on
+//!    [`patterns`] (access patterns); [`handler_time`] (the histogram of
+//!    the handler's time per sample); [`watch`] (hardware watchpoints on
 //!    sampled words: sharing, reuse); [`pages`] (first touch); [`numa`];
 //!    [`pmu`] (PEBS, IBS, SPE: ring buffer, records, data sources, sysfs).
 //! 3. **state**: [`config`] (the run configuration from the environment),
@@ -52,6 +53,7 @@ pub mod config;
 pub mod exit;
 pub mod guard;
 pub mod handler;
+pub mod handler_time;
 pub mod hooks;
 pub mod labels;
 pub mod lifecycle;

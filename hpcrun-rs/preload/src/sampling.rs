@@ -54,7 +54,11 @@ pub fn start_thread(index: u32) {
         if let Err(errno) = state.watch.open(run::signal(), sharing, reuse) {
             run::warn_once(&format!(
                 "perf_event_open(breakpoint) failed (errno {errno}{}): this thread's accesses are not watched (sharing, reuse)",
-                if errno == libc::ENOSPC { ", no free debug register: a debugger may hold them" } else { "" }
+                match errno {
+                    libc::ENOSPC => ", no free debug register: a debugger may hold them",
+                    libc::EMFILE => ", or half of the open-file limit (ulimit -n) reached: the program's descriptors come first",
+                    _ => "",
+                }
             ));
         }
     }

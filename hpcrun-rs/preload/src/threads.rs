@@ -70,6 +70,8 @@ pub struct Stats {
     pub watch_stale: AtomicU64,
     /// Sharing events or reuse outcomes lost because their table was full.
     pub watch_full: AtomicU64,
+    /// The handler's time per sample.
+    pub handler_time: crate::handler_time::Histogram,
 }
 
 /// Deepest call path recorded per sample (the handler's frame buffer).

@@ -181,7 +181,13 @@ impl Watches {
     /// the reuse slot), disabled, trapping with `signal`. Returns the
     /// errno of the first slot that could not be opened (the others stay
     /// closed).
+    ///
+    /// The program's file descriptors come first: a watchpoint whose
+    /// descriptor would lie in the upper half of `ulimit -n` is closed
+    /// again, with the thread's others (`Err(EMFILE)`), so that a program
+    /// with many threads never runs out of descriptors because of us.
     pub fn open(&self, signal: c_int, sharing: bool, reuse: bool) -> Result<(), c_int> {
+        let fd_budget = sys::open_files_limit().map_or(u64::MAX, |n| n / 2);
         for (i, slot) in self.slots.iter().enumerate() {
             let wanted = if i == REUSE_SLOT { reuse } else { sharing };
             if !wanted {
@@ -190,6 +196,10 @@ impl Watches {
             let fd = sys::open_watchpoint(signal)?;
             slot.fd.store(fd, Relaxed);
             slot.state.store(FREE, Release);
+            if fd as u64 >= fd_budget {
+                self.stop(true);
+                return Err(libc::EMFILE);
+            }
         }
         Ok(())
     }
@@ -258,10 +268,14 @@ impl Watches {
 
     /// Stops every watchpoint; with `close`, closes them (the thread
     /// ends). Waits for an arming in progress in another thread (a few
-    /// microseconds) so that no one re-points a closed descriptor.
+    /// microseconds) so that no one re-points a closed descriptor; an
+    /// arming that never ends (a crash inside a handler, then the profiles
+    /// are written from the fatal-signal handler) is given up on after
+    /// [`STOP_WAIT_ROUNDS`] yields: that watchpoint stays open, and the
+    /// kernel drops it with the thread.
     pub fn stop(&self, close: bool) {
         for slot in &self.slots {
-            loop {
+            for _ in 0..STOP_WAIT_ROUNDS {
                 let s = slot.state.load(Acquire);
                 if s == CLOSED {
                     break;
@@ -286,6 +300,9 @@ impl Watches {
         }
     }
 }
+
+/// Yields [`Watches::stop`] waits for an arming in progress.
+pub const STOP_WAIT_ROUNDS: u32 = 10_000;
 
 /// Reuse buckets (thread CPU time until the watched word was touched
 /// again), as in `formats::patterns::REUSE_BUCKETS`: < 100 us, < 1 ms,
@@ -500,5 +517,13 @@ mod tests {
         let what = Armed::default();
         assert_eq!(w.arm(0, 0x1000, 8, true, &what), Arm::Skipped);
         assert_eq!(w.take(0), None);
+    }
+
+    #[test]
+    fn stopping_gives_up_on_an_arming_that_never_ends() {
+        let w = Watches::default();
+        w.slots[1].state.store(ARMING, Relaxed);
+        w.stop(true);
+        assert_eq!(w.slots[1].state.load(Relaxed), ARMING);
     }
 }

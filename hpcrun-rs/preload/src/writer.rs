@@ -253,62 +253,45 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         log.reverse();
         profile.allocations = log;
     }
-    // Offset histograms and access sites (strides), per object.
+    // Offset histograms, access sites (strides) and watchpoint findings
+    // (`-e sharing`, `-e reuse`), per object.
     let mut per_object: HashMap<ObjectRef, ObjectStats> = HashMap::new();
+    fn stats_of<'a>(
+        per_object: &'a mut HashMap<ObjectRef, ObjectStats>,
+        object_of: &HashMap<u32, ObjectRef>,
+        node: u32,
+    ) -> Option<&'a mut ObjectStats> {
+        let o = *object_of.get(&node)?;
+        Some(per_object.entry(o).or_insert_with(|| ObjectStats {
+            object: o,
+            ..Default::default()
+        }))
+    }
     for (node, bucket, count) in state.histogram.entries() {
-        if let Some(&o) = object_of.get(&node) {
-            per_object
-                .entry(o)
-                .or_insert_with(|| ObjectStats {
-                    object: o,
-                    ..Default::default()
-                })
-                .histogram
-                .push((bucket, count));
+        if let Some(st) = stats_of(&mut per_object, &object_of, node) {
+            st.histogram.push((bucket, count));
         }
     }
     for (node, ip, counts) in state.sites.entries() {
-        if let Some(&o) = object_of.get(&node) {
-            per_object
-                .entry(o)
-                .or_insert_with(|| ObjectStats {
-                    object: o,
-                    ..Default::default()
-                })
-                .sites
-                .push(SiteStrides { ip, counts });
+        if let Some(st) = stats_of(&mut per_object, &object_of, node) {
+            st.sites.push(SiteStrides { ip, counts });
         }
     }
-    // Watchpoint findings (`-e sharing`, `-e reuse`), per object.
     for row in state.sharing.rows() {
-        if let Some(&o) = object_of.get(&row.node) {
-            per_object
-                .entry(o)
-                .or_insert_with(|| ObjectStats {
-                    object: o,
-                    ..Default::default()
-                })
-                .sharing
-                .push(SharingEvents {
-                    true_sharing: row.exact,
-                    line_offset: row.line_offset,
-                    other_thread: row.other_thread,
-                    ip: row.ip,
-                    other_ip: row.other_ip,
-                    count: row.count,
-                });
+        if let Some(st) = stats_of(&mut per_object, &object_of, row.node) {
+            st.sharing.push(SharingEvents {
+                true_sharing: row.exact,
+                line_offset: row.line_offset,
+                other_thread: row.other_thread,
+                ip: row.ip,
+                other_ip: row.other_ip,
+                count: row.count,
+            });
         }
     }
     for (node, bucket, count) in state.reuse.entries() {
-        if let Some(&o) = object_of.get(&node) {
-            per_object
-                .entry(o)
-                .or_insert_with(|| ObjectStats {
-                    object: o,
-                    ..Default::default()
-                })
-                .reuse
-                .push((bucket, count));
+        if let Some(st) = stats_of(&mut per_object, &object_of, node) {
+            st.reuse.push((bucket, count));
         }
     }
     let mut object_stats: Vec<ObjectStats> = per_object
@@ -354,6 +337,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             _ => 0,
         },
         cpu_time_ns: s.cpu_time_ns.load(Relaxed),
+        handler_time: s.handler_time.snapshot(),
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)

@@ -20,8 +20,19 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "data",
         &[
-            "guard", "cct", "objects", "pages", "numa", "soft", "anchors", "stride", "patterns",
-            "pmu", "code", "watch",
+            "guard",
+            "cct",
+            "objects",
+            "pages",
+            "numa",
+            "soft",
+            "anchors",
+            "stride",
+            "patterns",
+            "pmu",
+            "code",
+            "watch",
+            "handler_time",
         ],
     ),
     // Run settings, per-thread state, the profiler's signal bookkeeping.

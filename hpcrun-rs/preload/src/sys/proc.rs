@@ -13,6 +13,29 @@ pub fn getpid() -> u32 {
     unsafe { libc::getpid() as u32 }
 }
 
+/// `CLOCK_MONOTONIC` in ns (async-signal-safe; a vDSO read, no system
+/// call, on x86-64 with a TSC clock source).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The soft limit of open file descriptors (`ulimit -n`), if finite.
+pub fn open_files_limit() -> Option<u64> {
+    // SAFETY: getrlimit writes into a valid, owned struct.
+    let limit = unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        (libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0).then_some(l.rlim_cur)
+    };
+    limit.filter(|&l| l != libc::RLIM_INFINITY)
+}
+
 /// Wall-clock time in ns since the epoch.
 pub fn now_unix_ns() -> u64 {
     let mut ts = libc::timespec {
