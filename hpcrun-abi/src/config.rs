@@ -109,6 +109,50 @@ pub fn parse_checkpoint(spec: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::DEFAULT_SOFT_PERIOD_NS;
+    use formats::measurement::HistogramLayout;
+
+    #[test]
+    fn event_lists() {
+        assert_eq!(
+            parse_events(""),
+            ("mem:soft".into(), DEFAULT_SOFT_PERIOD_NS, None)
+        );
+        assert_eq!(
+            parse_events("cpu-time@1000"),
+            ("cpu-time".into(), 1000, None)
+        );
+        assert_eq!(
+            parse_events("mem:soft@2000,page-faults"),
+            ("mem:soft".into(), 2000, Some(1))
+        );
+        assert_eq!(parse_events("page-faults@16"), ("none".into(), 0, Some(16)));
+    }
+
+    #[test]
+    fn checkpoint_intervals() {
+        assert_eq!(parse_checkpoint("1"), Some(1000));
+        assert_eq!(parse_checkpoint("0.25"), Some(250));
+        assert_eq!(parse_checkpoint("0"), Some(0));
+        assert_eq!(parse_checkpoint("-1"), None);
+        assert_eq!(parse_checkpoint("soon"), None);
+    }
+
+    #[test]
+    fn histogram_layouts() {
+        assert_eq!(histogram::parse(""), Some(HistogramLayout::Fraction(32)));
+        assert_eq!(histogram::parse("10"), Some(HistogramLayout::Fraction(10)));
+        assert!(matches!(
+            histogram::parse("cacheline"),
+            Some(HistogramLayout::Bytes { size: 64, .. })
+        ));
+        assert!(matches!(
+            histogram::parse("bytes:256"),
+            Some(HistogramLayout::Bytes { size: 256, .. })
+        ));
+        assert_eq!(histogram::parse("0"), None);
+        assert_eq!(histogram::parse("lines"), None);
+    }
 
     #[test]
     fn from_a_map() {

@@ -27,27 +27,3 @@ pub fn parse(spec: &str) -> Option<HistogramLayout> {
         },
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layouts() {
-        assert_eq!(parse(""), Some(HistogramLayout::Fraction(32)));
-        assert_eq!(parse("10"), Some(HistogramLayout::Fraction(10)));
-        assert_eq!(parse("65536"), Some(HistogramLayout::Fraction(65536)));
-        assert!(matches!(
-            parse("cacheline"),
-            Some(HistogramLayout::Bytes { size: 64, .. })
-        ));
-        assert!(matches!(
-            parse("bytes:256"),
-            Some(HistogramLayout::Bytes { size: 256, .. })
-        ));
-        assert_eq!(parse("0"), None);
-        assert_eq!(parse("65537"), None);
-        assert_eq!(parse("bytes:0"), None);
-        assert_eq!(parse("lines"), None);
-    }
-}

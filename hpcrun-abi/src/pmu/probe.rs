@@ -304,13 +304,8 @@ pub fn scaled_count(count: u64, time_enabled: u64, time_running: u64) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
-    fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/sysfs")
-            .join(name)
-    }
+    use crate::pmu::fixture;
 
     const ROOT: Host = Host {
         paranoid: 2,

@@ -653,12 +653,7 @@ pub fn mem_event_attr(
 mod tests {
     use super::*;
 
-    /// The fixture trees (`hpcrun-abi/tests/fixtures/sysfs`).
-    fn fixture(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/sysfs")
-            .join(name)
-    }
+    use crate::pmu::fixture;
 
     #[test]
     fn formats() {

@@ -106,13 +106,20 @@ pub fn in_crash_mode() -> bool {
     CRASH_MODE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Counts an allocation (see [`note_allocation`]); in crash mode, makes it
+/// from private mappings.
+#[inline]
+fn counted_crash_alloc(layout: Layout) -> Option<*mut u8> {
+    note_allocation();
+    in_crash_mode().then(|| crash_alloc(layout))
+}
+
 // SAFETY: the `__libc_*` functions implement malloc's contract; alignment
 // beyond 16 goes through `__libc_memalign`.
 unsafe impl GlobalAlloc for LibcAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        if in_crash_mode() {
-            return crash_alloc(layout);
+        if let Some(p) = counted_crash_alloc(layout) {
+            return p;
         }
         // SAFETY: plain calls into glibc's allocator.
         unsafe {
@@ -124,10 +131,9 @@ unsafe impl GlobalAlloc for LibcAllocator {
         }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        if in_crash_mode() {
-            // Fresh anonymous pages are zero.
-            return crash_alloc(layout);
+        // Fresh anonymous pages are zero.
+        if let Some(p) = counted_crash_alloc(layout) {
+            return p;
         }
         // SAFETY: as above; calloc zeroes.
         unsafe {

@@ -13,27 +13,29 @@ pub const F_SETSIG: c_int = 10;
 pub const F_SETOWN_EX: c_int = 15;
 pub const F_OWNER_TID: c_int = 0;
 
-/// Opens a task-clock sampling event on the calling thread that sends
-/// `signal` to this thread every `period_ns` of its CPU time. Returns the fd.
-pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
+/// The attributes of a disabled software sampling event of user space:
+/// `config` (`PERF_COUNT_SW_*`) every `period` events.
+fn software_attr(config: u64, period: u64) -> perf_event_open_sys::bindings::perf_event_attr {
     use perf_event_open_sys::bindings as pe;
     let mut attr = pe::perf_event_attr {
         type_: pe::PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<pe::perf_event_attr>() as u32,
-        config: pe::PERF_COUNT_SW_TASK_CLOCK as u64,
+        config,
         ..Default::default()
     };
-    attr.__bindgen_anon_1.sample_period = period_ns;
+    attr.__bindgen_anon_1.sample_period = period;
     attr.set_disabled(1);
     attr.set_exclude_kernel(1);
     attr.set_exclude_hv(1);
-    // SAFETY: valid attr; pid 0 / cpu -1 = this thread on any CPU.
-    let fd = unsafe {
-        perf_event_open_sys::perf_event_open(&mut attr, 0, -1, -1, pe::PERF_FLAG_FD_CLOEXEC as _)
-    };
-    if fd < 0 {
-        return Err(errno());
-    }
+    attr
+}
+
+/// Opens a task-clock sampling event on the calling thread that sends
+/// `signal` to this thread every `period_ns` of its CPU time. Returns the fd.
+pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
+    use perf_event_open_sys::bindings as pe;
+    let mut attr = software_attr(pe::PERF_COUNT_SW_TASK_CLOCK as u64, period_ns);
+    let fd = open_perf_event(&mut attr, -1)?;
     signal_and_enable(fd, signal)?;
     // One overflow at a time: the event disables itself at its next
     // overflow and the handler re-arms it when done (`rearm_event`), so a
@@ -73,26 +75,11 @@ pub fn open_page_faults(
     data_pages: usize,
 ) -> Result<(c_int, RingMemory), c_int> {
     use perf_event_open_sys::bindings as pe;
-    let mut attr = pe::perf_event_attr {
-        type_: pe::PERF_TYPE_SOFTWARE,
-        size: std::mem::size_of::<pe::perf_event_attr>() as u32,
-        config: pe::PERF_COUNT_SW_PAGE_FAULTS as u64,
-        sample_type: PAGE_FAULT_SAMPLE_TYPE,
-        ..Default::default()
-    };
-    attr.__bindgen_anon_1.sample_period = period.max(1);
+    let mut attr = software_attr(pe::PERF_COUNT_SW_PAGE_FAULTS as u64, period.max(1));
+    attr.sample_type = PAGE_FAULT_SAMPLE_TYPE;
     // A wakeup (and so a signal) for every sample.
     attr.__bindgen_anon_2.wakeup_events = 1;
-    attr.set_disabled(1);
-    attr.set_exclude_kernel(1);
-    attr.set_exclude_hv(1);
-    // SAFETY: valid attr; pid 0 / cpu -1 = this thread on any CPU.
-    let fd = unsafe {
-        perf_event_open_sys::perf_event_open(&mut attr, 0, -1, -1, pe::PERF_FLAG_FD_CLOEXEC as _)
-    };
-    if fd < 0 {
-        return Err(errno());
-    }
+    let fd = open_perf_event(&mut attr, -1)?;
     let Some(ring) = map_perf_ring(fd, data_pages) else {
         let e = errno();
         // SAFETY: closing our own fd.

@@ -13,17 +13,24 @@ pub fn getpid() -> u32 {
     unsafe { libc::getpid() as u32 }
 }
 
-/// `CLOCK_MONOTONIC` in ns (async-signal-safe; a vDSO read, no system
-/// call, on x86-64 with a TSC clock source).
+/// Clock `clock` in ns (`clock_gettime`: async-signal-safe); `None` for
+/// a clock that does not exist (any more).
 #[inline]
-pub fn monotonic_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // SAFETY: writes one timespec; a bad clock id only returns an error.
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// `CLOCK_MONOTONIC` in ns (async-signal-safe; a vDSO read, no system
+/// call, on x86-64 with a TSC clock source).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 /// The soft limit of open file descriptors (`ulimit -n`), if finite.
@@ -38,13 +45,7 @@ pub fn open_files_limit() -> Option<u64> {
 
 /// Wall-clock time in ns since the epoch.
 pub fn now_unix_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_REALTIME).unwrap_or(0)
 }
 
 pub fn errno() -> c_int {
@@ -190,25 +191,12 @@ pub fn current_cpu() -> Option<u32> {
 
 /// CPU time of the calling thread (ns).
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(0)
 }
 
 /// CPU time of thread `tid` of this process (its kernel CPU clock, as
 /// `pthread_getcpuclockid` builds it); `None` once the thread is gone.
 pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
     // CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), tid inverted << 3.
-    let clock = ((!(tid as libc::clockid_t)) << 3) | 6;
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one timespec; a bad clock id only returns an error.
-    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
-    ok.then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    clock_ns(((!(tid as libc::clockid_t)) << 3) | 6)
 }
