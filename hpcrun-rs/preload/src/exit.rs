@@ -3,8 +3,6 @@
 //! the fatal-signal handler, before a forwarded signal's default action
 //! ends the process).
 
-use std::sync::atomic::Ordering::*;
-
 use crate::{checkpoint, run, sampling, sys, threads, writer};
 
 /// Stops every thread's sampling, then writes every profile of this
@@ -16,7 +14,7 @@ pub fn flush_all() {
     if !threads::all().any(|s| s.pid == pid) {
         return;
     }
-    run::ACTIVE.store(false, Relaxed);
+    run::set_active(false);
     checkpoint::stop();
     checkpoint::report();
     for state in threads::all().filter(|s| s.pid == pid) {

@@ -10,12 +10,12 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
 
 use crate::code::{modules, unwind};
-pub use crate::guard::{guarded, without_hooks, READY};
+use crate::guard::{guarded, without_hooks, READY};
 use crate::sys::{self, real};
 use crate::{config, objects, threads};
-use std::sync::atomic::Ordering;
 
 /// The caller's (pc, sp, bp), read where this is inlined.
 #[inline(always)]

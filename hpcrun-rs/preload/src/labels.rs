@@ -30,7 +30,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::{hooks, objects, sys};
+use crate::{guard, hooks, objects, sys};
 
 /// The name at `name`, cut to the label limit.
 ///
@@ -54,7 +54,7 @@ pub unsafe extern "C" fn hpcrun_label(ptr: *const c_void, name: *const c_char) {
     }
     // SAFETY: per this function's contract.
     let (buf, n) = unsafe { copy_name(name) };
-    hooks::guarded(|| {
+    guard::guarded(|| {
         let Some(objs) = objects::get() else {
             return;
         };
@@ -75,7 +75,7 @@ pub unsafe extern "C" fn hpcrun_register(ptr: *const c_void, bytes: usize, name:
     }
     // SAFETY: per this function's contract.
     let (buf, n) = unsafe { copy_name(name) };
-    hooks::guarded(|| hooks::track(ptr as u64, bytes as u64, Some(&buf[..n])));
+    guard::guarded(|| hooks::track(ptr as u64, bytes as u64, Some(&buf[..n])));
 }
 
 /// Forgets the range registered at `ptr`.
@@ -84,7 +84,7 @@ pub extern "C" fn hpcrun_unregister(ptr: *const c_void) {
     if ptr.is_null() {
         return;
     }
-    hooks::guarded(|| {
+    guard::guarded(|| {
         if let Some(objs) = objects::get() {
             objs.unregister(ptr as u64);
         }

@@ -36,10 +36,9 @@ fn init() {
         soft::warm_up();
         anchors::init();
         numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
-        let _ = run::LAYOUT.set(cfg.histogram);
-        run::CODE_ONLY.store(cfg.event == "cpu-time", Relaxed);
         let signal = sys::sigrtmin() + cfg.signal_offset;
-        run::SIGNAL.store(signal, Relaxed);
+        let cpu_time = cfg.event == hpcrun_abi::event::Event::CpuTime.name();
+        run::configure(signal, cfg.histogram, cpu_time);
         // Hardware memory events (mem:latency, mem:stores) drain a perf ring
         // in their own handler.
         let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
@@ -79,7 +78,7 @@ fn init() {
         if !code_only() && cfg.period_ns > 0 {
             crate::watch::configure(cfg.sharing_every, cfg.reuse_every);
         }
-        run::ACTIVE.store(true, Relaxed);
+        run::set_active(true);
         // Before the hooks are ready: the helper thread is not measured.
         checkpoint::start();
         guard::READY.store(true, Release);

@@ -13,17 +13,28 @@ use crate::{cct, config, numa, pmu};
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;
 
-pub(crate) static SIGNAL: AtomicI32 = AtomicI32::new(0);
-pub(crate) static ACTIVE: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static CODE_ONLY: AtomicBool = AtomicBool::new(false);
+static LAYOUT: std::sync::OnceLock<HistogramLayout> = std::sync::OnceLock::new();
 
-pub(crate) static CODE_ONLY: AtomicBool = AtomicBool::new(false);
+/// Sets the run's settings (at start-up, before any thread samples): the
+/// sample signal, the offset histogram layout, `cpu-time` mode.
+pub fn configure(signal: i32, layout: HistogramLayout, code_only: bool) {
+    SIGNAL.store(signal, Relaxed);
+    let _ = LAYOUT.set(layout);
+    CODE_ONLY.store(code_only, Relaxed);
+}
+
+/// Starts (start-up) or stops (exit, fatal signal) recording samples.
+pub fn set_active(on: bool) {
+    ACTIVE.store(on, Relaxed);
+}
 
 /// True for `cpu-time`: no instruction decoding, no data attribution.
 pub fn code_only() -> bool {
     CODE_ONLY.load(Relaxed)
 }
-
-pub(crate) static LAYOUT: std::sync::OnceLock<HistogramLayout> = std::sync::OnceLock::new();
 
 /// The offset histogram layout (set at start, read by the handler).
 pub fn histogram_layout() -> HistogramLayout {
