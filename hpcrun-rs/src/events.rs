@@ -438,7 +438,7 @@ mod tests {
     fn root_with_devices(tree: &str, paranoid: &str) -> tempdir::Dir {
         let dir = fixture(&[], paranoid, "flags\t: fpu\n");
         let devices = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../hpcrun-abi/tests/fixtures/sysfs")
+            .join("abi/tests/fixtures/sysfs")
             .join(tree);
         std::fs::create_dir_all(dir.0.join("sys/bus/event_source")).unwrap();
         std::os::unix::fs::symlink(devices, dir.0.join("sys/bus/event_source/devices")).unwrap();

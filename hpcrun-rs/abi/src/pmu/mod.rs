@@ -13,7 +13,7 @@ pub mod attr;
 pub mod probe;
 pub mod sysfs;
 
-/// A fixture tree of `hpcrun-abi/tests/fixtures/sysfs` (tests).
+/// A fixture tree of `hpcrun-rs/abi/tests/fixtures/sysfs` (tests).
 #[cfg(test)]
 fn fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
