@@ -644,9 +644,6 @@ mod tests {
             d.objects.push(DataObject {
                 kind: ObjectKind::Heap,
                 name: name.to_string(),
-                alloc_path: Vec::new(),
-                alloc_site: None,
-                label: None,
                 bytes: *bytes,
                 allocations: 1,
                 node: i as u32 + 1,
@@ -658,11 +655,7 @@ mod tests {
                         .map(|(b, &c)| (b as u32, c))
                         .collect(),
                 }),
-                by_thread: Vec::new(),
-                histogram_by_thread: Vec::new(),
-                sites: Vec::new(),
-                sharing: Vec::new(),
-                reuse: Vec::new(),
+                ..Default::default()
             });
         }
         d

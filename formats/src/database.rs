@@ -223,12 +223,13 @@ pub enum NodeKind {
 }
 
 /// The kinds of data objects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ObjectKind {
     Heap,
     Static,
     Stack,
+    #[default]
     Unknown,
 }
 
@@ -244,7 +245,7 @@ impl ObjectKind {
 }
 
 /// A data object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DataObject {
     pub kind: ObjectKind,
     pub name: String,

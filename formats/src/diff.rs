@@ -540,17 +540,10 @@ mod tests {
                 alloc_path: vec![site, 1],
                 // Written as before sites were chosen: the diff falls back
                 // to the innermost user frame.
-                alloc_site: None,
-                label: None,
                 bytes: 100,
                 allocations: 1,
                 node: db.data.nodes.len() as u32 - 1,
-                histogram: None,
-                by_thread: Vec::new(),
-                histogram_by_thread: Vec::new(),
-                sites: Vec::new(),
-                sharing: Vec::new(),
-                reuse: Vec::new(),
+                ..Default::default()
             });
         }
         db

@@ -219,18 +219,10 @@ mod tests {
         DataObject {
             kind: ObjectKind::Static,
             name: name.into(),
-            alloc_path: Vec::new(),
-            alloc_site: None,
-            label: None,
             bytes: 128,
             allocations: 0,
             node: 0,
-            histogram: None,
-            by_thread: Vec::new(),
-            histogram_by_thread: Vec::new(),
-            sites: Vec::new(),
-            sharing: Vec::new(),
-            reuse: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -87,8 +87,6 @@ fn sample_db() -> Database {
         kind: ObjectKind::Heap,
         name: "C".into(),
         alloc_path: vec![0],
-        alloc_site: None,
-        label: None,
         bytes: 100,
         allocations: 1,
         node: 1,
@@ -98,7 +96,6 @@ fn sample_db() -> Database {
         }),
         by_thread: vec![(0, vec![7])],
         histogram_by_thread: vec![(0, vec![(0, 3), (31, 4)])],
-        sites: Vec::new(),
         sharing: vec![formats::database::SharingLine {
             true_sharing: false,
             line_offset: 64,
@@ -109,6 +106,7 @@ fn sample_db() -> Database {
             events: 9,
         }],
         reuse: vec![5, 0, 0, 0, 2],
+        ..Default::default()
     });
     db.info.thread_list.push(formats::database::ThreadRef {
         rank: None,

@@ -163,17 +163,10 @@ impl DataBuilder {
             kind: key.kind(),
             name: key.default_name(),
             alloc_path,
-            alloc_site: None,
-            label: None,
             bytes: 0,
             allocations: 0,
             node,
-            histogram: None,
-            by_thread: Vec::new(),
-            histogram_by_thread: Vec::new(),
-            sites: Vec::new(),
-            sharing: Vec::new(),
-            reuse: Vec::new(),
+            ..Default::default()
         });
         self.extras.push(ObjExtra::default());
         self.keys.push(key.clone());

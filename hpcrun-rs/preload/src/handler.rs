@@ -683,7 +683,6 @@ fn arm_watches(state: &ThreadState, target: &Target, addr: u64, size: u32, store
     let (word, len) = watch::watched_range(addr, size);
     let line = addr & !(watch::LINE - 1);
     let what = Armed {
-        exact: true,
         line,
         from_thread: state.index,
         from_ip: ip,
@@ -704,20 +703,20 @@ fn arm_watches(state: &ThreadState, target: &Target, addr: u64, size: u32, store
             if std::ptr::eq(other, state)
                 || other.pid != state.pid
                 || other.finished.load(Relaxed)
-                || !other.watch.is_open(0)
+                || !other.watch.is_open(watch::EXACT_SLOT)
             {
                 continue;
             }
             // A load conflicts with a write only; a store with any access.
-            if other.watch.arm(0, word, len, store, &what) != Arm::Skipped {
+            if other.watch.arm(watch::EXACT_SLOT, word, len, store, &what) != Arm::Skipped {
                 armed.fetch_add(1, Relaxed);
             }
-            let inexact = Armed {
-                exact: false,
-                ..what
-            };
             for (j, &w) in others.iter().enumerate() {
-                if other.watch.arm(1 + j, w, 8, store, &inexact) != Arm::Skipped {
+                if other
+                    .watch
+                    .arm(watch::EXACT_SLOT + 1 + j, w, 8, store, &what)
+                    != Arm::Skipped
+                {
                     armed.fetch_add(1, Relaxed);
                 }
             }
@@ -784,7 +783,8 @@ fn watch_trap(state: &ThreadState, ctx: (Regs, u64, u64), slot: usize) {
     let Some(path) = call_path(state, snap, &ctx, leaf, frames) else {
         return;
     };
-    let metric = if what.exact {
+    let exact = slot == watch::EXACT_SLOT;
+    let metric = if exact {
         cct::M_TRUE_SHARING
     } else {
         cct::M_FALSE_SHARING
@@ -799,7 +799,7 @@ fn watch_trap(state: &ThreadState, ctx: (Regs, u64, u64), slot: usize) {
     };
     let row = SharingRow {
         node,
-        exact: what.exact,
+        exact,
         other_thread: what.from_thread,
         line_offset: what.line.wrapping_sub(what.start) as i64,
         ip: leaf,

@@ -37,6 +37,9 @@ pub const SLOTS: usize = 4;
 pub const SHARING_SLOTS: usize = 3;
 /// The slot a thread arms on itself (reuse).
 pub const REUSE_SLOT: usize = 3;
+/// The sharing slot on the sampled bytes themselves (a trap there is true
+/// sharing; in the other sharing slots false sharing).
+pub const EXACT_SLOT: usize = 0;
 /// Threads whose sharing slots one arming round re-points (rotating
 /// through the process's threads).
 pub const MAX_SHARING_TARGETS: usize = 4;
@@ -71,8 +74,6 @@ pub fn reuse_every() -> u32 {
 /// What a watch is about: the sample that armed it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Armed {
-    /// The watched bytes are the sampled bytes (sharing slot 0, reuse).
-    pub exact: bool,
     /// Start of the sampled cache line.
     pub line: u64,
     /// Index of the thread whose sample armed the watch.
@@ -93,7 +94,6 @@ pub struct Armed {
 pub struct Slot {
     fd: AtomicI32,
     state: AtomicU32,
-    exact: AtomicBool,
     line: AtomicU64,
     from_thread: AtomicU32,
     from_ip: AtomicU64,
@@ -109,7 +109,6 @@ impl Slot {
         Slot {
             fd: AtomicI32::new(-1),
             state: AtomicU32::new(CLOSED),
-            exact: AtomicBool::new(false),
             line: AtomicU64::new(0),
             from_thread: AtomicU32::new(0),
             from_ip: AtomicU64::new(0),
@@ -122,7 +121,6 @@ impl Slot {
     }
 
     fn describe(&self, a: &Armed) {
-        self.exact.store(a.exact, Relaxed);
         self.line.store(a.line, Relaxed);
         self.from_thread.store(a.from_thread, Relaxed);
         self.from_ip.store(a.from_ip, Relaxed);
@@ -135,7 +133,6 @@ impl Slot {
 
     fn description(&self) -> Armed {
         Armed {
-            exact: self.exact.load(Relaxed),
             line: self.line.load(Relaxed),
             from_thread: self.from_thread.load(Relaxed),
             from_ip: self.from_ip.load(Relaxed),
