@@ -267,8 +267,10 @@ fn a_full_signal_queue_never_ends_the_program() {
         })
         .sum();
     assert!(full > 0, "no sample signal overflowed the queue of 1");
+    // (A thread whose every signal met the full queue may also be named
+    // by the "received almost none" notice: SIGIO is not queued, so not
+    // every lost signal is counted. Not asserted either way.)
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("received almost none"), "{stderr}");
     for line in stderr.lines().filter(|l| l.contains("queue of pending")) {
         assert!(line.contains("ulimit -i"), "{line}");
     }
