@@ -59,11 +59,13 @@ pub extern "C" fn on_sigio(_signal: c_int, _info: *mut libc::siginfo_t, _context
     let saved_errno = sys::errno();
     if let Some(state) = threads::current() {
         state.stats.dropped[threads::DROP_QUEUE_FULL].fetch_add(1, Relaxed);
-        // The overflow whose signal was lost stopped the task-clock event
-        // (one overflow at a time): arm it again, or sampling would end.
+        // The lost signal may have been the one of an overflow that
+        // stopped the task-clock event (limited to one overflow): arm it
+        // for one more, as the queue being full says the machine is
+        // overloaded (`keep_clock_running`).
         let fd = state.perf_fd.load(Relaxed);
-        if fd >= 0 {
-            sys::rearm_event(fd);
+        if fd >= 0 && sys::limit_to_one_overflow(fd) {
+            state.clock_limited.store(true, Relaxed);
         }
     }
     sys::set_errno(saved_errno);
@@ -111,18 +113,52 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
         sample(state, ctx);
         sampled = true;
     });
-    // The task-clock event stopped itself at this overflow: arm it for the
-    // next one (see `sys::open_task_clock`), whatever `sample` did.
+    let spent_ns = t0.elapsed_ns();
     if let Some(state) = threads::current() {
-        let fd = state.perf_fd.load(Relaxed);
-        if fd >= 0 {
-            let saved_errno = sys::errno();
-            sys::rearm_event(fd);
-            sys::set_errno(saved_errno);
-        }
         if sampled {
-            t0.end(&state.stats.handler_time);
+            state.stats.handler_time.note(spent_ns);
         }
+        let saved_errno = sys::errno();
+        keep_clock_running(state, overflow_stopped_clock(info), spent_ns);
+        sys::set_errno(saved_errno);
+    }
+}
+
+/// A handler that took more than this share of the period (1/4) limits
+/// the task-clock event to one overflow at a time.
+const SLOW_HANDLER_DIVISOR: u64 = 4;
+
+/// True if this overflow disabled the task-clock event (it was limited to
+/// one overflow: the kernel then signals with `POLL_HUP`, else `POLL_IN`).
+fn overflow_stopped_clock(info: *mut libc::siginfo_t) -> bool {
+    // SAFETY: the kernel's handler arguments, valid while the handler runs.
+    let delivered = unsafe { sys::Delivered::new(info, std::ptr::null_mut()) };
+    matches!(delivered.code_fd(), Some((code, _)) if code == crate::signals::POLL_HUP)
+}
+
+/// Keeps the task-clock event sampling after a sample that took
+/// `spent_ns`. The event normally runs free (no system call per sample:
+/// the arming `ioctl` costs about 14 us in a VM). After a handler slower
+/// than a quarter of the period it is limited to its next overflow, so a
+/// handler slower than the period cannot queue signal after signal; the
+/// signal of that overflow (`POLL_HUP`: the event stopped) re-enables it,
+/// free again if that handler was fast. At most one overflow of limit is
+/// outstanding (`clock_limited`), so the event never stops unnoticed.
+fn keep_clock_running(state: &ThreadState, stopped: bool, spent_ns: u64) {
+    let fd = state.perf_fd.load(Relaxed);
+    if fd < 0 {
+        return;
+    }
+    if stopped {
+        state.clock_limited.store(false, Relaxed);
+    }
+    let slow = spent_ns.saturating_mul(SLOW_HANDLER_DIVISOR) > crate::config::get().period_ns;
+    if slow && !state.clock_limited.load(Relaxed) {
+        if sys::limit_to_one_overflow(fd) {
+            state.clock_limited.store(true, Relaxed);
+        }
+    } else if stopped && !slow {
+        sys::enable_event(fd);
     }
 }
 

@@ -9,8 +9,9 @@
 //! thread's time: the 20 us bound is where hpcprof-rs starts to warn.
 //!
 //! The time is wall time from the handler's entry (after the check that
-//! the signal is the profiler's) to its end, including the re-arming of
-//! the task-clock event: a handler preempted on a loaded machine counts
+//! the signal is the profiler's) to the end of its work, before the
+//! task-clock event is re-armed (when it is: after slow samples only, see
+//! `handler::on_sample`): a handler preempted on a loaded machine counts
 //! long, as the program then waits for it. Every sample that
 //! `SampleStats::samples` counts is in the histogram exactly once, so the
 //! counts sum to `samples`.
@@ -62,11 +63,16 @@ pub fn start() -> Start {
 }
 
 impl Start {
+    /// The time since `self`, in ns.
+    #[inline]
+    pub fn elapsed_ns(self) -> u64 {
+        sys::monotonic_ns().saturating_sub(self.0)
+    }
+
     /// Counts one sample that took the time since `self`.
     #[inline]
     pub fn end(self, histogram: &Histogram) {
-        let now = sys::monotonic_ns();
-        histogram.note(now.saturating_sub(self.0));
+        histogram.note(self.elapsed_ns());
     }
 }
 

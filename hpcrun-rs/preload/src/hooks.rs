@@ -36,9 +36,61 @@ fn current_registers() -> (u64, u64, u64) {
     (pc, sp, bp)
 }
 
-/// Unwinds the allocation call path and records the block.
+/// Where the program called an allocation hook: the return address and
+/// the caller's stack and frame pointers as they are once the call
+/// returns. Taken by the hook's naked entry ([`hook_entry!`]), so that the
+/// call path is unwound from the program's frame: this library's own
+/// frames are never unwound (fewer frames, and none of the collisions of
+/// their addresses with the program's in framehop's direct-mapped rule
+/// cache, which made the unwind cost depend on this library's code layout).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Caller {
+    ret: u64,
+    sp: u64,
+    bp: u64,
+}
+
+impl Caller {
+    /// The caller of a hook whose entry had stack pointer `entry_sp` and
+    /// frame pointer `entry_bp`.
+    ///
+    /// # Safety
+    /// `entry_sp` is the stack pointer at the hook's first instruction (it
+    /// points at the return address the call pushed).
+    unsafe fn at_entry(entry_sp: u64, entry_bp: u64) -> Caller {
+        Caller {
+            // SAFETY: per the contract, the return address of the call.
+            ret: unsafe { *(entry_sp as *const u64) },
+            sp: entry_sp + 8,
+            bp: entry_bp,
+        }
+    }
+}
+
+/// Defines the exported allocation function `$name` as a naked entry
+/// that passes its stack and frame pointers, in the two argument registers
+/// after its own arguments, to `$imp` (`extern "C"`, the same arguments
+/// plus `entry_sp: u64, entry_bp: u64`) by a tail jump: `$imp` runs as if
+/// the program had called it, and returns to the program.
+macro_rules! hook_entry {
+    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $imp:ident, $sp:literal, $bp:literal) => {
+        $(#[$doc])*
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            std::arch::naked_asm!(
+                concat!("mov ", $sp, ", rsp"),
+                concat!("mov ", $bp, ", rbp"),
+                "jmp {imp}",
+                imp = sym $imp,
+            )
+        }
+    };
+}
+
+/// Unwinds the allocation call path from `caller` and records the block.
 #[inline(never)]
-fn record(ptr: *mut c_void, size: usize) {
+fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
         return;
     }
@@ -46,15 +98,16 @@ fn record(ptr: *mut c_void, size: usize) {
         objects::note_small_block(ptr as u64);
         return;
     }
-    guarded(|| track(ptr as u64, size as u64, None));
+    guarded(|| track(ptr as u64, size as u64, None, caller));
 }
 
-/// Unwinds the call path into this library and enters `[start, start+size)`
-/// in the object map: as a heap block (`label` `None`), or as a range the
-/// program registered with this label (`hpcrun_register`; empty: none).
-/// Runs inside [`guarded`].
+/// Unwinds the call path (from `caller`, else from here, through this
+/// library's frames) and enters `[start, start+size)` in the object map:
+/// as a heap block (`label` `None`), or as a range the program registered
+/// with this label (`hpcrun_register`; empty: none). Runs inside
+/// [`guarded`].
 #[inline(never)]
-pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>) {
+pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<Caller>) {
     let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (
         threads::current(),
         unwind::get(),
@@ -63,12 +116,25 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>) {
     ) else {
         return;
     };
-    let (pc, sp, bp) = current_registers();
     let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
     // SAFETY: the hook cache is used only by this thread's hooks, and
     // the IN_HOOK guard excludes nested use.
     let cache = unsafe { &mut *state.hook_cache.get() };
-    let got = unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames);
+    let got = match caller {
+        Some(c) => unwind::unwind_from_call(
+            unwinder,
+            cache,
+            &state.stack,
+            c.ret,
+            c.sp,
+            c.bp,
+            &mut frames,
+        ),
+        None => {
+            let (pc, sp, bp) = current_registers();
+            unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames)
+        }
+    };
     // Drop the frames inside this library (the hook itself, and the
     // thread trampoline at the root of a thread's paths).
     let mut len = 0;
@@ -94,6 +160,7 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>) {
     }
 }
 
+/// Forgets the tracked block or mapping starting at `ptr`, if any.
 fn forget(ptr: *mut c_void) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
         return;
@@ -103,70 +170,165 @@ fn forget(ptr: *mut c_void) {
     }
 }
 
+/// Forgets the glibc block at `ptr` (about to be freed or reallocated) if
+/// it is tracked. A block whose usable size is under the tracking
+/// threshold was never tracked: it is not looked up (most frees of a C++
+/// program), which spares a random probe of the object map per free.
+///
 /// # Safety
-/// C's malloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
-    sys::note_allocation();
-    let p = real::malloc(size);
-    record(p, size);
-    p
+/// `ptr` is null or a live block of glibc's allocator (free's and
+/// realloc's contract), never a mapping (`munmap` uses [`forget`]).
+unsafe fn forget_block(ptr: *mut c_void) {
+    if ptr.is_null() || !READY.load(Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: a live glibc block, per this function's contract.
+    let usable = unsafe { sys::usable_size(ptr) };
+    if usable.is_some_and(|u| u < config::get().min_bytes) {
+        return;
+    }
+    if let Some(objs) = objects::get() {
+        objs.remove_sized(ptr as u64, usable.map(|u| u as u64));
+    }
+}
+
+hook_entry! {
+    /// # Safety
+    /// C's malloc contract.
+    malloc(size: usize) -> *mut c_void => malloc_at, "rsi", "rdx"
 }
 
 /// # Safety
-/// C's calloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+/// Called only by the naked entry of `malloc` (its stack and frame
+/// pointers at entry); C's malloc contract.
+unsafe extern "C" fn malloc_at(size: usize, entry_sp: u64, entry_bp: u64) -> *mut c_void {
+    sys::note_allocation();
+    let p = real::malloc(size);
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    record(
+        p,
+        size,
+        Some(unsafe { Caller::at_entry(entry_sp, entry_bp) }),
+    );
+    p
+}
+
+hook_entry! {
+    /// # Safety
+    /// C's calloc contract.
+    calloc(n: usize, size: usize) -> *mut c_void => calloc_at, "rdx", "rcx"
+}
+
+/// # Safety
+/// As [`malloc_at`], for calloc.
+unsafe extern "C" fn calloc_at(n: usize, size: usize, entry_sp: u64, entry_bp: u64) -> *mut c_void {
     sys::note_allocation();
     let p = real::calloc(n, size);
     if !p.is_null() {
-        record(p, n.saturating_mul(size));
+        // SAFETY: the entry's stack pointer, per this function's contract.
+        let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
+        record(p, n.saturating_mul(size), Some(caller));
     }
     p
 }
 
+hook_entry! {
+    /// # Safety
+    /// C's realloc contract.
+    realloc(old: *mut c_void, size: usize) -> *mut c_void => realloc_at, "rdx", "rcx"
+}
+
+/// # Safety
+/// As [`malloc_at`], for realloc.
+unsafe extern "C" fn realloc_at(
+    old: *mut c_void,
+    size: usize,
+    entry_sp: u64,
+    entry_bp: u64,
+) -> *mut c_void {
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
+    // SAFETY: per the caller's contract.
+    unsafe { realloc_from(old, size, caller) }
+}
+
+/// realloc, for a block the program asked for at `caller`.
+///
 /// # Safety
 /// C's realloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
+unsafe fn realloc_from(old: *mut c_void, size: usize, caller: Caller) -> *mut c_void {
     // Forget first: once glibc has the block back, another thread may get
     // the same address and record it.
-    forget(old);
+    // SAFETY: `old` is null or a live glibc block, per the caller's contract.
+    unsafe { forget_block(old) };
     // SAFETY: `old` is null or a live block, per the caller's contract.
     let p = unsafe { real::realloc(old, size) };
     if !p.is_null() {
-        record(p, size);
+        record(p, size, Some(caller));
     }
     p
 }
 
+hook_entry! {
+    /// # Safety
+    /// glibc's reallocarray contract.
+    reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void => reallocarray_at, "rcx", "r8"
+}
+
 /// # Safety
-/// glibc's reallocarray contract.
-#[no_mangle]
-pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
+/// As [`malloc_at`], for reallocarray.
+unsafe extern "C" fn reallocarray_at(
+    old: *mut c_void,
+    n: usize,
+    size: usize,
+    entry_sp: u64,
+    entry_bp: u64,
+) -> *mut c_void {
     let Some(bytes) = n.checked_mul(size) else {
         sys::set_errno(libc::ENOMEM);
         return std::ptr::null_mut();
     };
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
     // SAFETY: per the caller's contract.
-    unsafe { realloc(old, bytes) }
+    unsafe { realloc_from(old, bytes, caller) }
+}
+
+hook_entry! {
+    /// # Safety
+    /// glibc's valloc contract.
+    valloc(size: usize) -> *mut c_void => valloc_at, "rsi", "rdx"
 }
 
 /// # Safety
-/// glibc's valloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+/// As [`malloc_at`], for valloc.
+unsafe extern "C" fn valloc_at(size: usize, entry_sp: u64, entry_bp: u64) -> *mut c_void {
     let p = real::valloc(size);
-    record(p, size);
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    record(
+        p,
+        size,
+        Some(unsafe { Caller::at_entry(entry_sp, entry_bp) }),
+    );
     p
 }
 
+hook_entry! {
+    /// # Safety
+    /// glibc's pvalloc contract (size rounded up to whole pages).
+    pvalloc(size: usize) -> *mut c_void => pvalloc_at, "rsi", "rdx"
+}
+
 /// # Safety
-/// glibc's pvalloc contract (size rounded up to whole pages).
-#[no_mangle]
-pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+/// As [`malloc_at`], for pvalloc.
+unsafe extern "C" fn pvalloc_at(size: usize, entry_sp: u64, entry_bp: u64) -> *mut c_void {
     let p = real::pvalloc(size);
-    record(p, size);
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    record(
+        p,
+        size,
+        Some(unsafe { Caller::at_entry(entry_sp, entry_bp) }),
+    );
     p
 }
 
@@ -174,33 +336,57 @@ pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
 /// C's free contract.
 #[no_mangle]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
-    forget(ptr);
+    // SAFETY: `ptr` is null or a live glibc block, per the caller's contract.
+    unsafe { forget_block(ptr) };
     // SAFETY: per the caller's contract.
     unsafe { real::free(ptr) }
 }
 
-/// # Safety
-/// C's memalign contract.
-#[no_mangle]
-pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
-    let p = real::memalign(align, size);
-    record(p, size);
-    p
+hook_entry! {
+    /// # Safety
+    /// C's memalign contract.
+    memalign(align: usize, size: usize) -> *mut c_void => memalign_at, "rdx", "rcx"
 }
 
 /// # Safety
-/// C11's aligned_alloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+/// As [`malloc_at`], for memalign and aligned_alloc.
+unsafe extern "C" fn memalign_at(
+    align: usize,
+    size: usize,
+    entry_sp: u64,
+    entry_bp: u64,
+) -> *mut c_void {
     let p = real::memalign(align, size);
-    record(p, size);
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    record(
+        p,
+        size,
+        Some(unsafe { Caller::at_entry(entry_sp, entry_bp) }),
+    );
     p
 }
 
+hook_entry! {
+    /// # Safety
+    /// C11's aligned_alloc contract.
+    aligned_alloc(align: usize, size: usize) -> *mut c_void => memalign_at, "rdx", "rcx"
+}
+
+hook_entry! {
+    /// # Safety
+    /// POSIX's posix_memalign contract (`out` is writable).
+    posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int => posix_memalign_at, "rcx", "r8"
+}
+
 /// # Safety
-/// POSIX's posix_memalign contract (`out` is writable).
-#[no_mangle]
-pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
+/// As [`malloc_at`], for posix_memalign.
+unsafe extern "C" fn posix_memalign_at(
+    out: *mut *mut c_void,
+    align: usize,
+    size: usize,
+    entry_sp: u64,
+    entry_bp: u64,
+) -> c_int {
     if align < std::mem::size_of::<*mut c_void>() || !align.is_power_of_two() {
         return libc::EINVAL;
     }
@@ -212,7 +398,12 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
     }
     // SAFETY: `out` is writable per the caller's contract.
     unsafe { *out = p };
-    record(p, size);
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    record(
+        p,
+        size,
+        Some(unsafe { Caller::at_entry(entry_sp, entry_bp) }),
+    );
     0
 }
 
@@ -293,7 +484,7 @@ pub unsafe extern "C" fn mmap(
         if flags & libc::MAP_FIXED != 0 {
             forget(p as *mut c_void);
         }
-        record(p as *mut c_void, len);
+        record(p as *mut c_void, len, None);
     }
     p as *mut c_void
 }
@@ -342,7 +533,7 @@ pub unsafe extern "C" fn mremap(
         Some(p) => {
             if tracked {
                 forget(old);
-                record(p as *mut c_void, new_len);
+                record(p as *mut c_void, new_len, None);
             }
             p as *mut c_void
         }

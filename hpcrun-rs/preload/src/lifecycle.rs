@@ -32,6 +32,7 @@ fn init() {
         if !objects::init() {
             return;
         }
+        sys::resolve_usable_size();
         modules::refresh(None);
         soft::warm_up();
         anchors::init();

@@ -88,8 +88,8 @@ thread_local! {
 }
 
 /// `si_code` of an `F_SETSIG` signal: `POLL_IN` (1) to `POLL_HUP` (6).
-const POLL_IN: c_int = 1;
-const POLL_HUP: c_int = 6;
+pub(crate) const POLL_IN: c_int = 1;
+pub(crate) const POLL_HUP: c_int = 6;
 
 /// Index of a profiler signal in `OURS`.
 fn slot(signal: c_int) -> Option<usize> {

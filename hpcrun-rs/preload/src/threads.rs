@@ -109,6 +109,9 @@ pub struct ThreadState {
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
     pub perf_fd: AtomicI32,
+    /// True while the task-clock event is limited to its next overflow
+    /// (armed by a slow handler; that overflow's signal clears it).
+    pub clock_limited: AtomicBool,
     /// The page-fault event (`page-faults`), and its ring.
     pub fault_fd: AtomicI32,
     pub fault_ring: std::sync::OnceLock<crate::pmu::ring::Ring>,
@@ -220,6 +223,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),
+        clock_limited: AtomicBool::new(false),
         fault_fd: AtomicI32::new(-1),
         fault_ring: std::sync::OnceLock::new(),
         fault_progress: AtomicBool::new(false),

@@ -85,9 +85,48 @@ pub fn unwind(
     bp: u64,
     out: &mut [u64],
 ) -> Unwound {
+    let regs = UnwindRegsX86_64::new(pc, sp, bp);
+    walk(
+        unwinder,
+        cache,
+        stack,
+        FrameAddress::from_instruction_pointer(pc),
+        regs,
+        out,
+    )
+}
+
+/// Unwinds from a call that returns to `ret` with the caller's stack and
+/// frame pointers `sp` and `bp` (as they are after the return): `out[0]` =
+/// `ret - 1`, then the lookup addresses of its callers.
+pub fn unwind_from_call(
+    unwinder: &Unwind,
+    cache: &mut Cache,
+    stack: &StackBounds,
+    ret: u64,
+    sp: u64,
+    bp: u64,
+    out: &mut [u64],
+) -> Unwound {
+    let Some(address) = FrameAddress::from_return_address(ret) else {
+        return Unwound {
+            len: 0,
+            complete: false,
+        };
+    };
+    let regs = UnwindRegsX86_64::new(ret, sp, bp);
+    walk(unwinder, cache, stack, address, regs, out)
+}
+
+fn walk(
+    unwinder: &Unwind,
+    cache: &mut Cache,
+    stack: &StackBounds,
+    mut address: FrameAddress,
+    mut regs: UnwindRegsX86_64,
+    out: &mut [u64],
+) -> Unwound {
     let mut read = |addr: u64| stack.read(addr).ok_or(());
-    let mut regs = UnwindRegsX86_64::new(pc, sp, bp);
-    let mut address = FrameAddress::from_instruction_pointer(pc);
     let mut len = 0;
     while len < out.len() {
         out[len] = address.address_for_lookup();

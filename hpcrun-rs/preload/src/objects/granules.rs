@@ -1,7 +1,11 @@
-//! Blocks below `BIG_BYTES`, in a lock-free open-addressing hash table keyed
-//! by 4 KiB address granule. A block is entered once per granule it
-//! touches (1 or 2 for most blocks, at most 65), so a lookup hashes the
-//! address's granule and checks the few blocks entered there.
+//! Blocks below `BIG_BYTES`, in lock-free open-addressing hash tables keyed
+//! by address granule. A block is entered once per granule it touches, so
+//! a lookup hashes the address's granule and checks the few blocks entered
+//! there. Two tables of this kind exist (`objects`): 4 KiB granules for
+//! small blocks (1 or 2 granules for most, at most 5), and 64 KiB
+//! granules for blocks of 16 KiB and more (at most 5 granules for a block
+//! under 256 KiB, where 4 KiB granules would take 64: each granule is a
+//! random slot, a cache and TLB miss at insert and again at free).
 //!
 //! Each slot has a sequence number: a writer claims a free slot by moving
 //! it from even to odd with a compare-and-swap, fills it, and makes it even
@@ -15,8 +19,10 @@ use std::sync::atomic::{fence, AtomicU64, Ordering::*};
 use super::{Block, Lookup};
 use crate::sys;
 
-const GRANULE_SHIFT: u32 = 12;
-const BITS: u32 = 21;
+/// 4 KiB granules, 2^21 slots (96 MiB of address space, mapped as used).
+pub const SMALL: (u32, u32) = (12, 21);
+/// 64 KiB granules, 2^18 slots (12 MiB).
+pub const MEDIUM: (u32, u32) = (16, 18);
 const MAX_PROBE: usize = 256;
 const EMPTY: u64 = 0;
 const TOMBSTONE: u64 = u64::MAX;
@@ -39,30 +45,38 @@ unsafe impl sys::ZeroInit for Slot {}
 
 pub struct Granules {
     slots: &'static [Slot],
-}
-
-fn home(granule: u64) -> usize {
-    (granule.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - BITS)) as usize
+    /// log2 of the granule size in bytes.
+    shift: u32,
+    /// log2 of the number of slots.
+    bits: u32,
 }
 
 impl Granules {
-    pub fn new() -> Option<Granules> {
+    /// A table of `2^bits` slots keyed by `2^shift`-byte granules
+    /// ([`SMALL`], [`MEDIUM`]).
+    pub fn new((shift, bits): (u32, u32)) -> Option<Granules> {
         Some(Granules {
-            slots: sys::map_zeroed::<Slot>(1 << BITS)?,
+            slots: sys::map_zeroed::<Slot>(1 << bits)?,
+            shift,
+            bits,
         })
+    }
+
+    fn home(&self, granule: u64) -> usize {
+        (granule.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
     }
 
     fn probe(&self, granule: u64) -> impl Iterator<Item = &Slot> {
         let mask = self.slots.len() - 1;
-        let first = home(granule);
+        let first = self.home(granule);
         (0..MAX_PROBE).map(move |i| &self.slots[(first + i) & mask])
     }
 
     /// Enters `block` in every granule it touches; false if the table is
     /// too full (the block is then not tracked).
     pub fn insert(&self, block: Block) -> bool {
-        let first = block.start >> GRANULE_SHIFT;
-        let last = (block.end - 1) >> GRANULE_SHIFT;
+        let first = block.start >> self.shift;
+        let last = (block.end - 1) >> self.shift;
         for g in first..=last {
             if !self.insert_one(g, &block) {
                 for done in first..g {
@@ -148,9 +162,9 @@ impl Granules {
 
     /// Removes the block starting at `start` from every granule.
     pub fn remove(&self, start: u64) -> Option<Block> {
-        let first = start >> GRANULE_SHIFT;
+        let first = start >> self.shift;
         let block = self.remove_one(first, start)?;
-        for g in first + 1..=((block.end - 1) >> GRANULE_SHIFT) {
+        for g in first + 1..=((block.end - 1) >> self.shift) {
             self.remove_one(g, start);
         }
         Some(block)
@@ -160,7 +174,7 @@ impl Granules {
     /// it is entered in; returns the block as it was. A slot is odd (skipped
     /// by readers) only while its site is stored.
     pub fn set_site(&self, start: u64, site: u32) -> Option<Block> {
-        let first = start >> GRANULE_SHIFT;
+        let first = start >> self.shift;
         let mut old: Option<Block> = None;
         let mut g = first;
         loop {
@@ -189,7 +203,7 @@ impl Granules {
             let Some(block) = old else {
                 return None; // Not in its first granule: not tracked.
             };
-            if g >= (block.end - 1) >> GRANULE_SHIFT {
+            if g >= (block.end - 1) >> self.shift {
                 return Some(block);
             }
             g += 1;
@@ -198,7 +212,7 @@ impl Granules {
 
     /// The block starting exactly at `start`.
     pub fn find_start(&self, start: u64) -> Option<Block> {
-        let granule = start >> GRANULE_SHIFT;
+        let granule = start >> self.shift;
         for slot in self.probe(granule) {
             if slot.granule.load(Relaxed) == EMPTY {
                 return None;
@@ -215,7 +229,7 @@ impl Granules {
     /// The site of the block containing `addr`. Safe in a signal handler:
     /// no lock, no waiting, at most `MAX_PROBE` slots read.
     pub fn lookup(&self, addr: u64) -> Lookup {
-        let granule = addr >> GRANULE_SHIFT;
+        let granule = addr >> self.shift;
         for slot in self.probe(granule) {
             if slot.granule.load(Relaxed) == EMPTY {
                 break;

@@ -5,10 +5,14 @@
 //! only the allocation hooks take it, never the signal handler).
 //!
 //! **Objects** (live tracked blocks), in two structures chosen by size:
-//! * blocks under [`BIG_BYTES`] go into [`granules`]: a lock-free hash table
-//!   keyed by 4 KiB address granule (a block is entered once per granule it
-//!   touches, at most 65); insert, remove and lookup cost O(1) and take no
-//!   lock, so threads that allocate concurrently do not serialise;
+//! * blocks under [`MEDIUM_BYTES`] go into [`granules`]: a lock-free hash
+//!   table keyed by 4 KiB address granule (a block is entered once per
+//!   granule it touches, at most 5); insert, remove and lookup cost O(1)
+//!   and take no lock, so threads that allocate concurrently do not
+//!   serialise;
+//! * blocks from [`MEDIUM_BYTES`] to [`BIG_BYTES`] go into a second table
+//!   of the same kind keyed by 64 KiB granule (at most 5 entries a block
+//!   instead of up to 64), or into the first one if it is full;
 //! * bigger blocks (few, and long-lived) go into [`big`]: a sorted array
 //!   under a sequence lock, binary-searched.
 //!
@@ -47,6 +51,9 @@ use crate::sys;
 pub const MAX_ALLOC_FRAMES: usize = 48;
 /// Blocks of at least this size go to the big-block map.
 pub const BIG_BYTES: u64 = 256 << 10;
+/// Blocks of at least this size (and under [`BIG_BYTES`]) go to the
+/// 64 KiB-granule table.
+pub const MEDIUM_BYTES: u64 = 16 << 10;
 const SITE_CAPACITY: usize = 1 << 16;
 const RECORD_CAPACITY: usize = 1 << 20;
 /// Longest label kept (bytes; longer names are cut).
@@ -140,6 +147,8 @@ pub struct Objects {
     /// `hpcrun_label` calls whose address was in no tracked block.
     pub labels_untracked: AtomicU64,
     granules: granules::Granules,
+    /// Blocks of [`MEDIUM_BYTES`] and more, by 64 KiB granule.
+    medium: granules::Granules,
     big: big::BigBlocks,
     /// Ranges entered by `hpcrun_register`.
     registered: big::BigBlocks,
@@ -152,6 +161,7 @@ pub struct Objects {
 enum Map {
     Registered,
     Granules,
+    Medium,
     Big,
 }
 
@@ -159,14 +169,24 @@ static OBJECTS: OnceLock<Objects> = OnceLock::new();
 
 /// Creates the tables (at library load).
 pub fn init() -> bool {
-    let (Some(sites), Some(site_index), Some(records), Some(granules), Some(big), Some(registered)) = (
+    let (
+        Some(sites),
+        Some(site_index),
+        Some(records),
+        Some(granules),
+        Some(medium),
+        Some(big),
+        Some(registered),
+    ) = (
         sys::map_zeroed::<Site>(SITE_CAPACITY),
         sys::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
         sys::map_zeroed::<Record>(RECORD_CAPACITY),
-        granules::Granules::new(),
+        granules::Granules::new(granules::SMALL),
+        granules::Granules::new(granules::MEDIUM),
         big::BigBlocks::new(),
         big::BigBlocks::new(),
-    ) else {
+    )
+    else {
         return false;
     };
     OBJECTS
@@ -181,6 +201,7 @@ pub fn init() -> bool {
             map_full: AtomicU64::new(0),
             labels_untracked: AtomicU64::new(0),
             granules,
+            medium,
             big,
             registered,
             registered_live: AtomicU64::new(0),
@@ -257,6 +278,12 @@ impl Objects {
         let label = &label[..label.len().min(LABEL_BYTES)];
         let hash = path_hash(frames, label);
         let mask = self.site_index.len() - 1;
+        // A site seen before (nearly every allocation): found without the
+        // lock. Sites are written once, before their index entry is
+        // published (Release below), and never change.
+        if let Some(id) = self.find_site(hash, frames, label) {
+            return Some(id);
+        }
         let mut slot = hash as usize & mask;
         lock(&self.site_lock);
         let result = loop {
@@ -277,7 +304,7 @@ impl Objects {
                     slot.store(*b, Relaxed);
                 }
                 self.site_count.store(id + 1, Release);
-                self.site_index[slot].store(id + 1, Relaxed);
+                self.site_index[slot].store(id + 1, Release);
                 break Some(id);
             }
             let site = &self.sites[entry as usize - 1];
@@ -291,6 +318,29 @@ impl Objects {
         };
         unlock(&self.site_lock);
         result
+    }
+
+    /// The id of an existing site with this hash, path and label, read
+    /// without the lock; `None` if there is none yet (or its index entry
+    /// is not published yet: the caller then takes the lock and looks
+    /// again).
+    fn find_site(&self, hash: u64, frames: &[u64], label: &[u8]) -> Option<u32> {
+        let mask = self.site_index.len() - 1;
+        let mut slot = hash as usize & mask;
+        loop {
+            let entry = self.site_index[slot].load(Acquire);
+            if entry == 0 {
+                return None;
+            }
+            let site = &self.sites[entry as usize - 1];
+            if site.hash.load(Relaxed) == hash
+                && site_frames_equal(site, frames)
+                && site.label_equals(label)
+            {
+                return Some(entry - 1);
+            }
+            slot = (slot + 1) & mask;
+        }
     }
 
     pub fn site_count(&self) -> u32 {
@@ -320,9 +370,11 @@ impl Objects {
         };
         // A block at an address that is still mapped as live (a free we
         // did not see) is replaced.
-        self.remove(start);
+        self.remove_sized(start, Some(size));
         let stored = if size >= BIG_BYTES {
             self.big.insert(block)
+        } else if size >= MEDIUM_BYTES {
+            self.medium.insert(block) || self.granules.insert(block)
         } else {
             self.granules.insert(block)
         };
@@ -378,6 +430,7 @@ impl Objects {
         let old_site = match map {
             Map::Registered => self.registered.find_block(start),
             Map::Granules => self.granules.find_start(start),
+            Map::Medium => self.medium.find_start(start),
             Map::Big => self.big.find_block(start),
         }
         .map(|b| b.site);
@@ -393,6 +446,7 @@ impl Objects {
         let changed = match map {
             Map::Registered => self.registered.set_site(start, new_site),
             Map::Granules => self.granules.set_site(start, new_site),
+            Map::Medium => self.medium.set_site(start, new_site),
             Map::Big => self.big.set_site(start, new_site),
         };
         let Some(block) = changed else {
@@ -429,6 +483,9 @@ impl Objects {
         }
         if let Some(s) = start(self.granules.lookup(addr)) {
             return Some((Map::Granules, s));
+        }
+        if let Some(s) = start(self.medium.lookup(addr)) {
+            return Some((Map::Medium, s));
         }
         start(self.big.lookup(addr)).map(|s| (Map::Big, s))
     }
@@ -468,10 +525,20 @@ impl Objects {
     /// Forgets the block starting at `start`, if tracked, and stamps its
     /// free time.
     pub fn remove(&self, start: u64) {
-        let removed = self
-            .granules
-            .remove(start)
-            .or_else(|| self.big.remove(start));
+        self.remove_sized(start, None)
+    }
+
+    /// [`Objects::remove`], looking first in the map that a block of
+    /// `size` bytes goes to (a hint: every map is searched).
+    pub fn remove_sized(&self, start: u64, size: Option<u64>) {
+        let small = || self.granules.remove(start);
+        let medium = || self.medium.remove(start);
+        let big = || self.big.remove(start);
+        let removed = match size {
+            Some(s) if s >= BIG_BYTES => big().or_else(medium).or_else(small),
+            Some(s) if s >= MEDIUM_BYTES => medium().or_else(small).or_else(big),
+            _ => small().or_else(medium).or_else(big),
+        };
         if let Some(block) = removed {
             if let Some(r) = self.record(block.record) {
                 r.free_ns.store(sys::now_unix_ns(), Relaxed);
@@ -481,7 +548,9 @@ impl Objects {
 
     /// True if a tracked block starts exactly at `start`.
     pub fn is_tracked_start(&self, start: u64) -> bool {
-        self.granules.find_start(start).is_some() || self.big.find_start(start).is_some()
+        self.granules.find_start(start).is_some()
+            || self.medium.find_start(start).is_some()
+            || self.big.find_start(start).is_some()
     }
 
     /// The site of the block containing `addr`. Safe in a signal handler.
@@ -493,14 +562,19 @@ impl Objects {
             }
         }
         match self.granules.lookup(addr) {
-            Lookup::NotFound => self.big.lookup(addr),
+            Lookup::NotFound => match self.medium.lookup(addr) {
+                Lookup::NotFound => self.big.lookup(addr),
+                found => found,
+            },
             found => found,
         }
     }
 
     /// Maps every page of the lookup tables (see `Granules::prefault`).
     pub fn prefault(&self) -> u64 {
-        self.granules.prefault()
+        self.granules
+            .prefault()
+            .wrapping_add(self.medium.prefault())
     }
 
     /// After fork: the child is single-threaded, so locks held by other
@@ -510,6 +584,7 @@ impl Objects {
         self.big.reset_after_fork();
         self.registered.reset_after_fork();
         self.granules.reset_after_fork();
+        self.medium.reset_after_fork();
     }
 }
 
@@ -552,6 +627,48 @@ mod tests {
         objs.remove(small);
         objs.remove(0x7100_0000_0000);
         assert_eq!(objs.lookup(0x7100_0000_0000 + 5), Lookup::NotFound);
+    }
+
+    #[test]
+    fn medium_blocks_live_in_their_own_table_next_to_small_ones() {
+        assert!(init() || get().is_some());
+        let objs = get().unwrap();
+        let m = objs.site(&[31, 32]).unwrap();
+        let s = objs.site(&[33]).unwrap();
+        // A 200 KB block not aligned to 64 KiB, with a small block right
+        // after it in the same 64 KiB granule.
+        let medium = 0x7200_0000_3000;
+        let size = 200_000;
+        objs.insert(medium, size, m, 0, 0);
+        objs.insert(medium + size, 100, s, 0, 0);
+        for off in [0, 1, 65_535, 65_536, 150_000, size - 1] {
+            assert_eq!(objs.lookup(medium + off).site(), Some(m), "offset {off}");
+        }
+        assert_eq!(objs.lookup(medium + size).site(), Some(s));
+        assert_eq!(objs.lookup(medium - 1), Lookup::NotFound);
+        assert!(objs.is_tracked_start(medium));
+        // Relabelling finds it in its table.
+        assert!(objs.relabel(medium + 70_000, b"grid"));
+        let labelled = objs.lookup(medium + 10).site().unwrap();
+        assert_eq!(
+            objs.site_info(labelled).unwrap().1.label().as_deref(),
+            Some("grid")
+        );
+        objs.remove(medium);
+        for off in [0, 65_536, size - 1] {
+            assert_eq!(objs.lookup(medium + off), Lookup::NotFound);
+        }
+        assert_eq!(objs.lookup(medium + size).site(), Some(s));
+        objs.remove(medium + size);
+        // Exactly MEDIUM_BYTES goes to the medium table, one byte less to
+        // the small one; both are found whole.
+        for len in [MEDIUM_BYTES, MEDIUM_BYTES - 1] {
+            objs.insert(medium, len, m, 0, 0);
+            assert_eq!(objs.lookup(medium + len - 1).site(), Some(m));
+            assert_eq!(objs.lookup(medium + len), Lookup::NotFound);
+            objs.remove(medium);
+            assert_eq!(objs.lookup(medium), Lookup::NotFound);
+        }
     }
 
     #[test]

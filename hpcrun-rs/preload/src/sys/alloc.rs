@@ -180,6 +180,48 @@ unsafe impl GlobalAlloc for LibcAllocator {
     }
 }
 
+/// glibc's own `malloc_usable_size`, looked up in libc.so.6 (not whatever
+/// the program or another preloaded library defines under that name: the
+/// real allocator of the hooks is glibc's). 0 until [`resolve_usable_size`].
+static USABLE_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Looks up glibc's `malloc_usable_size` (at load; false if not found, and
+/// [`usable_size`] then always says `None`).
+pub fn resolve_usable_size() -> bool {
+    // SAFETY: dlopen with RTLD_NOLOAD only returns a handle to a library
+    // that is already loaded (libc, which this library links); dlsym on
+    // that handle reads the loader's tables; the handle is released.
+    let f = unsafe {
+        let handle = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if handle.is_null() {
+            return false;
+        }
+        let f = libc::dlsym(handle, c"malloc_usable_size".as_ptr());
+        libc::dlclose(handle);
+        f
+    };
+    USABLE_SIZE.store(f as usize, std::sync::atomic::Ordering::Relaxed);
+    !f.is_null()
+}
+
+/// The usable size of glibc block `p` (at least what was asked for), or
+/// `None` if glibc's function was not found.
+///
+/// # Safety
+/// `p` is a live block of glibc's allocator (not null).
+pub unsafe fn usable_size(p: *mut c_void) -> Option<usize> {
+    let f = USABLE_SIZE.load(std::sync::atomic::Ordering::Relaxed);
+    if f == 0 {
+        return None;
+    }
+    // SAFETY: `f` is glibc's malloc_usable_size (resolve_usable_size),
+    // whose only precondition, a live glibc block, is the caller's.
+    unsafe {
+        let f: unsafe extern "C" fn(*mut c_void) -> usize = std::mem::transmute(f);
+        Some(f(p))
+    }
+}
+
 /// The real allocator, for the hooks.
 pub mod real {
     use super::*;

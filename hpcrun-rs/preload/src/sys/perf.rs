@@ -32,28 +32,26 @@ fn software_attr(config: u64, period: u64) -> perf_event_open_sys::bindings::per
 
 /// Opens a task-clock sampling event on the calling thread that sends
 /// `signal` to this thread every `period_ns` of its CPU time. Returns the fd.
+///
+/// The event runs free: no system call per sample. The handler limits it to
+/// one overflow at a time (`limit_to_one_overflow`) only after a sample
+/// whose handler was slow against the period, so that a handler slower
+/// than the period cannot queue signal after signal (the per-user queue of
+/// pending signals, `ulimit -i`, is shared by all of the user's processes).
+/// That arming costs an `ioctl` of about 14 us in a KVM guest (measured,
+/// docs/PERFORMANCE.md), which is why it is not done for every sample.
 pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
     use perf_event_open_sys::bindings as pe;
     let mut attr = software_attr(pe::PERF_COUNT_SW_TASK_CLOCK as u64, period_ns);
     let fd = open_perf_event(&mut attr, -1)?;
     signal_and_enable(fd, signal)?;
-    // One overflow at a time: the event disables itself at its next
-    // overflow and the handler re-arms it when done (`rearm_event`), so a
-    // handler slower than the period cannot queue signal after signal (the
-    // per-user queue of pending signals, `ulimit -i`, is shared by all of
-    // the user's processes), and the handler's own time is not sampled.
-    if !rearm_event(fd) {
-        let e = errno();
-        close_event(fd);
-        return Err(e);
-    }
     Ok(fd)
 }
 
 /// `ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)`: enables the event for one more
-/// overflow, after which the kernel disables it again. Async-signal-safe
-/// (one system call).
-pub fn rearm_event(fd: c_int) -> bool {
+/// overflow, after which the kernel disables it (that overflow's signal
+/// carries `POLL_HUP`). Async-signal-safe (one system call).
+pub fn limit_to_one_overflow(fd: c_int) -> bool {
     use perf_event_open_sys::bindings as pe;
     // SAFETY: ioctl on an fd; an invalid fd only returns an error.
     unsafe { libc::ioctl(fd, pe::REFRESH as _, 1) == 0 }
