@@ -3,12 +3,13 @@
  * that pthread_create starts as it begins), the same per-thread task-clock
  * perf event as hpcrun-rs's preload library (period NULL_SAMPLER_PERIOD_NS,
  * default 500000), with the same delivery (a real-time signal to the
- * thread via F_SETSIG + F_SETOWN_EX/F_OWNER_TID) and the same arming (one
- * overflow at a time: PERF_EVENT_IOC_REFRESH at start and again at the end
- * of every handler, as hpcrun-rs/preload/src/ffi.rs open_task_clock and
- * rearm_event), and a handler that only counts and re-arms. What it costs
- * is the kernel's timer sampling and signal delivery, which no handler can
- * avoid.
+ * thread via F_SETSIG + F_SETOWN_EX/F_OWNER_TID) and the same arming (the
+ * event runs free, enabled once; hpcrun-rs limits it to one overflow at a
+ * time only after a handler slower than a quarter of the period, which an
+ * empty handler never is: hpcrun-rs/preload/src/sys/perf.rs
+ * open_task_clock, handler.rs keep_clock_running), and a handler that only
+ * counts. What it costs is the kernel's timer sampling and signal
+ * delivery, which no handler can avoid.
  *
  * Build: gcc -O2 -shared -fPIC -o libnull_sampler.so null_sampler.c -ldl
  * Run:   LD_PRELOAD=./libnull_sampler.so ./abc 30   (prints the count to stderr)
@@ -38,8 +39,6 @@ static void on_sample(int s, siginfo_t *info, void *ctx) {
     (void)s, (void)info, (void)ctx;
     int saved = errno;
     __atomic_fetch_add(&samples, 1, __ATOMIC_RELAXED);
-    if (thread_fd >= 0)
-        ioctl(thread_fd, PERF_EVENT_IOC_REFRESH, 1);
     errno = saved;
 }
 
@@ -67,7 +66,7 @@ static void start_thread(void) {
     thread_fd = fd;
     pthread_setspecific(fd_key, (void *)(long)(fd + 1));
     __atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
-    ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
 /* At thread exit (return or pthread_exit): stop and close its event. */

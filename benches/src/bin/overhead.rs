@@ -35,6 +35,7 @@
 //! target/release/overhead --only abc --period 1000000 --rounds 3
 //! target/release/overhead --only lulesh_proxy,lammps_melt --no-perf --rounds 11
 //! target/release/overhead --with sharing --only lulesh_proxy   # a watchpoint analysis's cost
+//! target/release/overhead --lulesh-src ~/LULESH --only lulesh --rounds 15  # LULESH 2.0 itself
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -75,6 +76,12 @@ struct Args {
     /// Do not run the signal floor (null_sampler.c).
     #[arg(long)]
     no_floor: bool,
+    /// A LULESH 2.0 source directory (a clone of github.com/LLNL/LULESH;
+    /// not shipped here): builds it serial + OpenMP (`g++ -O3 -fopenmp
+    /// -DUSE_MPI=0`) and adds `lulesh (s=30, 1 thread)` and `(2 threads)`,
+    /// `-s 30 -i 120`.
+    #[arg(long, value_name = "DIR")]
+    lulesh_src: Option<PathBuf>,
     /// Problem size N of hpcc's input (HPL N; the other tests scale with it).
     #[arg(long, default_value_t = 2000)]
     hpcc_n: u32,
@@ -313,6 +320,59 @@ fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
             ("OMP_WAIT_POLICY".into(), "passive".into()),
         ];
         list.push(w);
+    }
+    // LULESH 2.0 itself, when the user points at its sources.
+    if let Some(src) = &args.lulesh_src {
+        let sources: Vec<PathBuf> = [
+            "lulesh.cc",
+            "lulesh-comm.cc",
+            "lulesh-viz.cc",
+            "lulesh-util.cc",
+            "lulesh-init.cc",
+        ]
+        .iter()
+        .map(|f| src.join(f))
+        .collect();
+        if let Some(missing) = sources.iter().find(|f| !f.is_file()) {
+            bail!(
+                "--lulesh-src {}: {} is missing (give a clone of https://github.com/LLNL/LULESH)",
+                src.display(),
+                missing.display()
+            );
+        }
+        let exe = bin.join("lulesh2.0");
+        let status = Command::new("g++")
+            .args(["-O3", "-g", "-fopenmp", "-DUSE_MPI=0", "-I"])
+            .arg(src)
+            .args(&sources)
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .context("running g++ for LULESH")?;
+        if !status.success() {
+            bail!("building LULESH from {} failed", src.display());
+        }
+        for threads in [1, 2] {
+            list.push(Workload {
+                name: format!(
+                    "lulesh (s=30, {threads} thread{})",
+                    if threads == 1 { "" } else { "s" }
+                ),
+                command: vec![
+                    exe.display().to_string(),
+                    "-s".into(),
+                    "30".into(),
+                    "-i".into(),
+                    scaled(120),
+                ],
+                cwd: cwd.clone(),
+                env: vec![
+                    ("OMP_NUM_THREADS".into(), threads.to_string()),
+                    ("OMP_WAIT_POLICY".into(), "passive".into()),
+                ],
+                scrub: vec![],
+            });
+        }
     }
     // LAMMPS (Debian), the Lennard-Jones melt example, one process, with
     // more steps than the example's 250 (about 4 s).
@@ -629,7 +689,8 @@ fn med(runs: &[Run], f: fn(&Run) -> f64) -> f64 {
 }
 
 /// Times (wall or CPU) and overheads against native: the ratio of the
-/// medians and the median of the per-round ratios.
+/// medians and the median of the per-round ratios with its bootstrap 95%
+/// interval.
 fn time_table(series: &[Series], tools: &[Tool], what: &str, f: fn(&Run) -> f64) -> Table {
     let mut header = vec!["workload".to_string()];
     header.extend(tools.iter().map(|t| format!("{} {what} s", t.name())));
@@ -661,7 +722,13 @@ fn time_table(series: &[Series], tools: &[Tool], what: &str, f: fn(&Run) -> f64)
                 .zip(native)
                 .map(|(r, n)| f(r) / f(n) - 1.0)
                 .collect();
-            row.push(pct(median(&mut paired)));
+            let (lo, hi) = bootstrap_median_ci(&paired);
+            row.push(format!(
+                "{} ({} .. {})",
+                pct(median(&mut paired)),
+                pct(lo),
+                pct(hi)
+            ));
         }
         rows.push(row);
     }
