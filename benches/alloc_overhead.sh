@@ -12,8 +12,12 @@ trap 'rm -rf "$work"' EXIT
 gcc -O2 -g -o "$work/malloc_bench" benches/programs/malloc_bench.c
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-28s %10s %10s %10s %14s %14s\n' "case" native hpcrun-rs heaptrack "hpcrun added" "heaptrack added"
-for size in 64 4096; do
-    case $size in 64) label="untracked (64 B)";; *) label="tracked (4096 B)";; esac
+for size in 64 4096 200000; do
+    case $size in
+        64) label="untracked (64 B)";;
+        4096) label="tracked (4096 B)";;
+        *) label="tracked (200 KB)";;
+    esac
     : >"$work/n"; : >"$work/h"; : >"$work/t"
     for i in 1 2 3 4 5; do
         "$work/malloc_bench" "$size" "$count" >>"$work/n"
