@@ -277,70 +277,64 @@ impl Objects {
         let frames = &frames[..frames.len().min(MAX_ALLOC_FRAMES)];
         let label = &label[..label.len().min(LABEL_BYTES)];
         let hash = path_hash(frames, label);
-        let mask = self.site_index.len() - 1;
         // A site seen before (nearly every allocation): found without the
         // lock. Sites are written once, before their index entry is
         // published (Release below), and never change.
-        if let Some(id) = self.find_site(hash, frames, label) {
+        if let Ok(id) = self.find_site(hash, frames, label) {
             return Some(id);
         }
-        let mut slot = hash as usize & mask;
         lock(&self.site_lock);
-        let result = loop {
-            let entry = self.site_index[slot].load(Relaxed);
-            if entry == 0 {
-                let id = self.site_count.load(Relaxed);
-                if id as usize >= self.sites.len() {
-                    break None;
-                }
-                let site = &self.sites[id as usize];
-                site.hash.store(hash, Relaxed);
-                site.len.store(frames.len() as u32, Relaxed);
-                for (slot, f) in site.frames.iter().zip(frames) {
-                    slot.store(*f, Relaxed);
-                }
-                site.label_len.store(label.len() as u32, Relaxed);
-                for (slot, b) in site.label.iter().zip(label) {
-                    slot.store(*b, Relaxed);
-                }
-                self.site_count.store(id + 1, Release);
-                self.site_index[slot].store(id + 1, Release);
-                break Some(id);
-            }
-            let site = &self.sites[entry as usize - 1];
-            if site.hash.load(Relaxed) == hash
-                && site_frames_equal(site, frames)
-                && site.label_equals(label)
-            {
-                break Some(entry - 1);
-            }
-            slot = (slot + 1) & mask;
+        // Another thread may have added it (or another site) meanwhile.
+        let result = match self.find_site(hash, frames, label) {
+            Ok(id) => Some(id),
+            Err(slot) => self.new_site(slot, hash, frames, label),
         };
         unlock(&self.site_lock);
         result
     }
 
-    /// The id of an existing site with this hash, path and label, read
-    /// without the lock; `None` if there is none yet (or its index entry
-    /// is not published yet: the caller then takes the lock and looks
-    /// again).
-    fn find_site(&self, hash: u64, frames: &[u64], label: &[u8]) -> Option<u32> {
+    /// The id of an existing site with this hash, path and label (read
+    /// without the lock), or the free index slot where it would go (the
+    /// end of its probe chain).
+    fn find_site(&self, hash: u64, frames: &[u64], label: &[u8]) -> Result<u32, usize> {
         let mask = self.site_index.len() - 1;
         let mut slot = hash as usize & mask;
         loop {
             let entry = self.site_index[slot].load(Acquire);
             if entry == 0 {
-                return None;
+                return Err(slot);
             }
             let site = &self.sites[entry as usize - 1];
             if site.hash.load(Relaxed) == hash
                 && site_frames_equal(site, frames)
                 && site.label_equals(label)
             {
-                return Some(entry - 1);
+                return Ok(entry - 1);
             }
             slot = (slot + 1) & mask;
         }
+    }
+
+    /// Writes a new site and publishes it at free index slot `slot`; `None`
+    /// when the table is full. Called with the site lock held.
+    fn new_site(&self, slot: usize, hash: u64, frames: &[u64], label: &[u8]) -> Option<u32> {
+        let id = self.site_count.load(Relaxed);
+        if id as usize >= self.sites.len() {
+            return None;
+        }
+        let site = &self.sites[id as usize];
+        site.hash.store(hash, Relaxed);
+        site.len.store(frames.len() as u32, Relaxed);
+        for (slot, f) in site.frames.iter().zip(frames) {
+            slot.store(*f, Relaxed);
+        }
+        site.label_len.store(label.len() as u32, Relaxed);
+        for (slot, b) in site.label.iter().zip(label) {
+            slot.store(*b, Relaxed);
+        }
+        self.site_count.store(id + 1, Release);
+        self.site_index[slot].store(id + 1, Release);
+        Some(id)
     }
 
     pub fn site_count(&self) -> u32 {
