@@ -60,7 +60,18 @@ fn native_and_profiled(dir: &Path, event: &str, argv: &[String]) -> (Output, Out
     );
     assert!(native.status.success(), "{native:?}");
     let own = assert_stderr_is_the_programs_own(&profiled, &native);
-    assert_eq!(own.len(), 1, "{own:?}");
+    // hpcrun-rs's own lines: its summary, and at most the notice of a
+    // thread that ran without samples. An MPI runtime's helper thread
+    // (Open MPI's progress or PMIx thread) sometimes runs the 4 ms of user
+    // time that 20 samples at this period need and receives almost none
+    // (seen in 1 to 2 of 10 runs, with this session's and the previous
+    // session's library alike): the notice is then hpcrun-rs's to print,
+    // not a change of the program's stderr.
+    let summary: Vec<&String> = own
+        .iter()
+        .filter(|l| !l.contains("received almost none"))
+        .collect();
+    assert_eq!(summary.len(), 1, "{own:?}");
     (native, profiled, measurements)
 }
 

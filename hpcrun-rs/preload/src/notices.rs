@@ -47,7 +47,17 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     if cfg.period_ns == 0 || crate::run::hardware_active() {
         return out;
     }
-    let cpu = state.stats.cpu_time_ns.load(Relaxed);
+    // The event excludes kernel time (a timer expiring in a system call
+    // makes no sample): a thread that spends its CPU time in the kernel,
+    // like an MPI progress thread polling, earns few samples rightly. Its
+    // user time says how many it should have had (its whole CPU time if
+    // the user time could not be read).
+    let user = state.stats.user_time_ns.load(Relaxed);
+    let cpu = if user > 0 {
+        user
+    } else {
+        state.stats.cpu_time_ns.load(Relaxed)
+    };
     let expected = cpu / cfg.period_ns;
     let got = state.stats.samples.load(Relaxed);
     if expected >= MIN_EXPECTED && got.saturating_mul(10) < expected {

@@ -86,6 +86,9 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
         if let Some(ns) = sys::thread_cpu_ns_of(state.tid).or_else(|| sys::read_counter(fd)) {
             state.stats.cpu_time_ns.store(ns, Relaxed);
         }
+        if let Some(ns) = sys::thread_user_ns_of(state.tid) {
+            state.stats.user_time_ns.store(ns, Relaxed);
+        }
     }
     for slot in [&state.perf_fd, &state.fault_fd] {
         let fd = slot.swap(-1, AcqRel);

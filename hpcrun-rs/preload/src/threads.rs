@@ -42,6 +42,9 @@ pub struct Stats {
     /// CPU time counted by the thread's task-clock event when sampling
     /// stopped (ns; timer sources only).
     pub cpu_time_ns: AtomicU64,
+    /// Its user-mode part (ns; 0 if unknown): the event excludes the
+    /// kernel, so only this time can earn samples (`notices`).
+    pub user_time_ns: AtomicU64,
     /// Load samples (the primary metric).
     pub memory: AtomicU64,
     /// Store-only samples.

@@ -200,3 +200,10 @@ pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
     // CPUCLOCK_SCHED (2) | CPUCLOCK_PERTHREAD_MASK (4), tid inverted << 3.
     clock_ns(((!(tid as libc::clockid_t)) << 3) | 6)
 }
+
+/// User-mode CPU time of thread `tid` of this process (its kernel
+/// CPUCLOCK_VIRT clock); `None` once the thread is gone.
+pub fn thread_user_ns_of(tid: u32) -> Option<u64> {
+    // CPUCLOCK_VIRT (1) | CPUCLOCK_PERTHREAD_MASK (4), tid inverted << 3.
+    clock_ns(((!(tid as libc::clockid_t)) << 3) | 5)
+}
