@@ -32,7 +32,6 @@ static unsigned long samples;   /* atomic adds */
 static unsigned long threads;   /* threads that sample */
 static unsigned long period = 500000;
 static int sig;
-static __thread int thread_fd = -1;
 static pthread_key_t fd_key;
 
 static void on_sample(int s, siginfo_t *info, void *ctx) {
@@ -63,7 +62,6 @@ static void start_thread(void) {
     fcntl(fd, F_SETSIG, sig);
     fcntl(fd, F_SETOWN_EX, &owner);
     ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-    thread_fd = fd;
     pthread_setspecific(fd_key, (void *)(long)(fd + 1));
     __atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
     ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
@@ -72,7 +70,6 @@ static void start_thread(void) {
 /* At thread exit (return or pthread_exit): stop and close its event. */
 static void stop_thread(void *value) {
     int fd = (int)(long)value - 1;
-    thread_fd = -1;
     if (fd >= 0) {
         ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
         close(fd);
