@@ -107,12 +107,33 @@ fn panes_on_a_real_abc_database() {
     assert!(s.contains("allocated at ("), "{s}");
     assert!(s.contains(&format!("main  abc.c:{c_line}")), "{s}");
 
-    // Bottleneck order: C first, memory bound with the largest share.
+    // Bottleneck order: C first (the largest share and the largest
+    // memory-time proxy of the three). Its verdict is not asserted: C's
+    // proxy (its samples over the sampled CPU time of `compute`) sits near
+    // the 50% threshold, so sampling noise can move it between "OPTIMISE
+    // 1st" and "little gain" (and a tiny object read by one sample may
+    // then rank above it); either way A and B, with smaller shares and
+    // proxies, rank below it.
     app.apply(Action::Bottleneck);
     app.apply(Action::Home);
     let s = screen(&mut app, 100, 30);
-    let row = s.lines().find(|l| l.contains("[heap] C")).unwrap();
-    assert!(row.contains("OPTIMISE 1st") && row.contains('›'), "{s}");
+    let heap_rows: Vec<&str> = s
+        .lines()
+        .filter(|l| {
+            ["A", "B", "C"]
+                .iter()
+                .any(|n| l.contains(&format!("[heap] {n} ")))
+        })
+        .collect();
+    assert_eq!(heap_rows.len(), 3, "{s}");
+    assert!(
+        heap_rows[0].contains("[heap] C") && heap_rows[0].contains('›'),
+        "{s}"
+    );
+    assert!(
+        heap_rows[0].contains("OPTIMISE 1st") || heap_rows[0].contains("little gain"),
+        "{s}"
+    );
 
     // Code-centric top-down: opens on the hottest line, in compute, and
     // the source pane highlights it.
