@@ -67,7 +67,7 @@ fn registered_ranges_and_labelled_blocks_are_objects_of_their_own() {
     let native_out = ok_stdout(&native, "labels without the profiler");
     assert!(native_out.starts_with("particles "), "{native_out}");
 
-    let p = profile(&dir, "mem:soft@100000", &exe, &["100"]);
+    let p = profile_with(&dir, &["--alloc-log"], "mem:soft@100000", &exe, &["100"]);
     assert_eq!(
         p.program_stdout, native_out,
         "output changed under the profiler"
@@ -140,7 +140,7 @@ fn labels_from_many_threads_while_sampling() {
     let native = run(&mut Command::new(&exe));
     let native_out = ok_stdout(&native, "labels_threads without the profiler");
     assert!(native_out.starts_with("ok "), "{native_out}");
-    let (out, measurements) = hpcrun(&dir, "mem:soft@20000", &exe, &[]);
+    let (out, measurements) = hpcrun_with(&dir, &["--alloc-log"], "mem:soft@20000", &exe, &[]);
     assert_eq!(ok_stdout(&out, "profiled labels_threads"), native_out);
     let profiles = read_profiles(&measurements);
     let log = records_by_label(&profiles);
@@ -191,7 +191,7 @@ fn print_header_is_the_shipped_header_and_compiles_as_c_and_cxx() {
     assert!(status.success(), "g++ failed on {}", src.display());
     let native = run(&mut Command::new(&exe));
     assert_eq!(ok_stdout(&native, "uses_header natively"), "1048576 0\n");
-    let (profiled, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    let (profiled, measurements) = hpcrun_with(&dir, &["--alloc-log"], "mem:soft", &exe, &[]);
     assert_eq!(ok_stdout(&profiled, "uses_header profiled"), "1048576 1\n");
     let log = records_by_label(&read_profiles(&measurements));
     assert_eq!(

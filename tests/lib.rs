@@ -184,8 +184,19 @@ pub struct Pipeline {
 
 /// hpcrun-rs (with `event`) then hpcprof-rs, in `dir`.
 pub fn profile(dir: &Path, event: &str, program: &Path, args: &[&str]) -> Pipeline {
+    profile_with(dir, &[], event, program, args)
+}
+
+/// [`profile`] with more `hpcrun-rs` options (`opts`, e.g. `--alloc-log`).
+pub fn profile_with(
+    dir: &Path,
+    opts: &[&str],
+    event: &str,
+    program: &Path,
+    args: &[&str],
+) -> Pipeline {
     let db = dir.join("db");
-    let (out, measurements) = hpcrun(dir, event, program, args);
+    let (out, measurements) = hpcrun_with(dir, opts, event, program, args);
     let program_stdout = ok_stdout(&out, "hpcrun-rs");
     let out = run(Command::new(tool("hpcprof-rs"))
         .current_dir(dir)
@@ -242,9 +253,22 @@ pub fn read_profiles(dir: &Path) -> Vec<formats::measurement::ThreadProfile> {
 
 /// Runs `program` under `hpcrun-rs -e EVENT -o DIR` and returns its output.
 pub fn hpcrun(dir: &Path, event: &str, program: &Path, args: &[&str]) -> (Output, PathBuf) {
+    hpcrun_with(dir, &[], event, program, args)
+}
+
+/// [`hpcrun`] with more `hpcrun-rs` options (`opts`, e.g. `--alloc-log`:
+/// the tests that read the allocation log).
+pub fn hpcrun_with(
+    dir: &Path,
+    opts: &[&str],
+    event: &str,
+    program: &Path,
+    args: &[&str],
+) -> (Output, PathBuf) {
     let measurements = dir.join("measurements");
     let out = run(Command::new(tool("hpcrun-rs"))
         .current_dir(dir)
+        .args(opts)
         .args(["-e", event, "-o"])
         .arg(&measurements)
         .arg(program)

@@ -19,7 +19,7 @@ fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
     let native = run(&mut Command::new(&exe));
     let native_out = ok_stdout(&native, "native alloc_semantics");
     assert!(native_out.starts_with("ok "), "{native_out}");
-    let (profiled, measurements) = hpcrun(&dir, EVENT, &exe, &[]);
+    let (profiled, measurements) = hpcrun_with(&dir, &["--alloc-log"], EVENT, &exe, &[]);
     assert_eq!(ok_stdout(&profiled, "profiled alloc_semantics"), native_out);
 
     let profiles = read_profiles(&measurements);
@@ -132,6 +132,16 @@ fn address_reused_after_free_goes_to_the_new_object() {
         stdout.starts_with("reuse same"),
         "glibc did not reuse the block: {stdout}"
     );
+    // Without --alloc-log no allocation log is written, and the sites still
+    // count their blocks.
+    let profiles = read_profiles(&measurements);
+    assert!(profiles.iter().all(|p| p.allocations.is_empty()));
+    let counted: u64 = profiles
+        .iter()
+        .flat_map(|p| &p.alloc_sites)
+        .map(|s| s.allocations)
+        .sum();
+    assert!(counted >= 1, "{counted} allocations counted at the sites");
     let export = merge_and_export(&dir, &measurements);
     let objects = export["objects"].as_array().unwrap();
     let by_function = |f: &str| {
@@ -162,7 +172,7 @@ fn address_reused_after_free_goes_to_the_new_object() {
 fn a_thousand_threads() {
     let dir = scratch("threads1000");
     let exe = compile_test_program("threads1000.c", &dir, &["-pthread"]);
-    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &[]);
+    let (out, measurements) = hpcrun_with(&dir, &["--alloc-log"], EVENT, &exe, &[]);
     assert_eq!(ok_stdout(&out, "threads1000"), "threads ok 1000\n");
     let profiles = read_profiles(&measurements);
     assert_eq!(profiles.len(), 1001, "one profile per thread plus main");
@@ -181,7 +191,7 @@ fn cxx_new_and_delete_reach_the_hooks() {
     let dir = scratch("cxx");
     let exe = compile_test_program("cxx_new.cpp", &dir, &[]);
     let native = run(&mut Command::new(&exe));
-    let (out, measurements) = hpcrun(&dir, "mem:soft@100000", &exe, &[]);
+    let (out, measurements) = hpcrun_with(&dir, &["--alloc-log"], "mem:soft@100000", &exe, &[]);
     assert_eq!(out.stdout, native.stdout);
     let profiles = read_profiles(&measurements);
     let sizes: HashSet<u64> = profiles[0].allocations.iter().map(|a| a.size).collect();
@@ -224,7 +234,7 @@ fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
     ] {
         let sub = dir.join(mode);
         std::fs::create_dir_all(&sub).unwrap();
-        let (out, measurements) = hpcrun(&sub, EVENT, &exe, &[mode]);
+        let (out, measurements) = hpcrun_with(&sub, &["--alloc-log"], EVENT, &exe, &[mode]);
         assert_eq!(out.status.code(), Some(status), "{mode}");
         assert!(
             String::from_utf8_lossy(&out.stdout).starts_with("sum "),

@@ -567,6 +567,12 @@ impl ThreadProfile {
         envelope::encode(KIND, self)
     }
 
+    /// [`ThreadProfile::to_bytes`] straight into `out` (no buffer of the
+    /// whole file).
+    pub fn write_to<W: std::io::Write>(&self, out: W) -> Result<(), FormatError> {
+        envelope::encode_to(KIND, self, out)
+    }
+
     /// Reads a file's bytes; an error (never a panic) for anything damaged.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, FormatError> {
         let profile: ThreadProfile = envelope::decode(KIND, bytes)?;

@@ -186,6 +186,10 @@ pub fn run(args: &Args) -> Result<u8> {
         (env::HISTOGRAM, args.histogram.clone().into()),
         (env::NUMA, if args.numa { "1" } else { "0" }.into()),
         (env::MIN_BYTES, args.min_bytes.to_string().into()),
+        (
+            env::ALLOC_LOG,
+            if args.alloc_log { "1" } else { "0" }.into(),
+        ),
         (env::RUN_ID, run_id.into()),
         (env::SIGNAL, args.signal.to_string().into()),
         (env::CHECKPOINT, args.checkpoint.clone().into()),

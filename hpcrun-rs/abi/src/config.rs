@@ -36,6 +36,9 @@ pub struct RunConfig {
     /// Record NUMA locality even on a one-node machine.
     pub numa: bool,
     pub min_bytes: usize,
+    /// Keep a record of every tracked block (address, size, site, times)
+    /// and write each thread's in its file (`--alloc-log`).
+    pub alloc_log: bool,
     pub run_id: String,
     /// Real-time signal offset from SIGRTMIN used for samples.
     pub signal_offset: i32,
@@ -67,6 +70,7 @@ impl RunConfig {
             min_bytes: var(env::MIN_BYTES)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(DEFAULT_MIN_BYTES),
+            alloc_log: var(env::ALLOC_LOG).is_some_and(|v| v == "1"),
             run_id: var(env::RUN_ID).unwrap_or_default(),
             signal_offset: var(env::SIGNAL)
                 .and_then(|s| s.parse().ok())
@@ -161,6 +165,7 @@ mod tests {
             (env::EVENTS, "cpu-time@1000,reuse@2"),
             (env::HISTOGRAM, "page"),
             (env::CHECKPOINT, "0.5"),
+            (env::ALLOC_LOG, "1"),
         ];
         let cfg = RunConfig::from_env(|k| {
             vars.iter()
@@ -172,6 +177,8 @@ mod tests {
         assert_eq!((cfg.sharing_every, cfg.reuse_every), (0, 2));
         assert_eq!(cfg.checkpoint_ms, 500);
         assert_eq!(cfg.min_bytes, DEFAULT_MIN_BYTES);
+        assert!(cfg.alloc_log);
+        assert!(!RunConfig::from_env(|_| None).alloc_log);
         assert_eq!(cfg.signal_offset, DEFAULT_SIGNAL_OFFSET);
         assert!(matches!(
             cfg.histogram,

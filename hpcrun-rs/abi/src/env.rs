@@ -6,6 +6,8 @@ pub const OUT: &str = "HPCRUN_OUT";
 pub const EVENTS: &str = "HPCRUN_EVENTS";
 /// Smallest heap block tracked with its call path (bytes).
 pub const MIN_BYTES: &str = "HPCRUN_MIN_BYTES";
+/// `1`: keep a record of every tracked block (`--alloc-log`).
+pub const ALLOC_LOG: &str = "HPCRUN_ALLOC_LOG";
 /// The run's identifier (shared by every process of the run).
 pub const RUN_ID: &str = "HPCRUN_RUN_ID";
 /// The sample signal as an offset from SIGRTMIN.

@@ -106,7 +106,7 @@ static STATIC_TABLE: [u64; 64] = [7; 64];
 
 fn handler_benches(c: &mut Criterion) {
     // What the library's start-up does before the first sample.
-    assert!(objects::init());
+    assert!(objects::init(false));
     let snap = modules::refresh(None);
     soft::warm_up();
     let unwinder = unwind::get().expect("unwinder");

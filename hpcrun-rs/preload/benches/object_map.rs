@@ -1,13 +1,14 @@
 //! Cost of the heap-object map: the signal handler's lookup (hit and miss)
 //! and a tracked block's insert + remove, with 1,000 and 100,000 live
-//! blocks. `cargo bench -p hpcrun-preload --bench object_map`.
+//! blocks, without the allocation log (the default; `--alloc-log` adds a
+//! record per insert). `cargo bench -p hpcrun-preload --bench object_map`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use hpcrun_preload::objects;
 use std::hint::black_box;
 
 fn object_map(c: &mut Criterion) {
-    assert!(objects::init());
+    assert!(objects::init(false));
     let map = objects::get().unwrap();
     let site = map.site(&[0x1000, 0x2000, 0x3000]).unwrap();
     let mut live = 0u64;

@@ -154,9 +154,14 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<
             .labelled_site(path, label)
             .map(|site| objs.register(start, size, site, state.index, head)),
     };
-    if let Some(id) = id.filter(|&id| id != 0) {
-        // Release: a checkpoint on another thread reads the log.
-        state.last_record.store(id, Ordering::Release);
+    if let Some(id) = id {
+        // Only this thread writes it.
+        let n = state.tracked_blocks.load(Ordering::Relaxed);
+        state.tracked_blocks.store(n + 1, Ordering::Relaxed);
+        if id != 0 {
+            // Release: a checkpoint on another thread reads the log.
+            state.last_record.store(id, Ordering::Release);
+        }
     }
 }
 

@@ -29,7 +29,7 @@ fn init() {
             // measured themselves.
             return;
         }
-        if !objects::init() {
+        if !objects::init(cfg.alloc_log) {
             return;
         }
         sys::resolve_usable_size();

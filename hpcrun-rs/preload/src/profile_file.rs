@@ -41,31 +41,27 @@ fn base_name(dir: &str, profile: &ThreadProfile) -> String {
 /// this thread wrote before; returns the bytes written (0 on failure,
 /// which is warned about, never fatal).
 pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
-    let bytes = match profile.to_bytes() {
-        Ok(b) => b,
-        Err(e) => {
-            warn(&format!(
-                "could not encode the profile of thread {}: {e}",
-                state.tid
-            ));
-            return 0;
-        }
-    };
     let base = base_name(dir, profile);
     let stem = base.rsplit('/').next().unwrap_or("profile");
     let tmp = format!("{dir}/.{stem}.w{}.tmp", sys::gettid());
-    if let Err(e) = std::fs::write(&tmp, &bytes) {
-        warn(&format!("could not write {tmp}: {e}"));
-        let _ = std::fs::remove_file(&tmp);
-        return 0;
-    }
+    let written = match encode_into(&tmp, profile) {
+        Ok(n) => n,
+        Err(e) => {
+            warn(&format!(
+                "could not write the profile of thread {} to {tmp}: {e}",
+                state.tid
+            ));
+            let _ = std::fs::remove_file(&tmp);
+            return 0;
+        }
+    };
     if let Some(path) = state.file.get() {
         if let Err(e) = std::fs::rename(&tmp, path) {
             warn(&format!("could not rename {tmp} to {path}: {e}"));
             let _ = std::fs::remove_file(&tmp);
             return 0;
         }
-        return bytes.len();
+        return written;
     }
     for attempt in 0..100 {
         let path = if attempt == 0 {
@@ -77,7 +73,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
             Ok(()) => {
                 let _ = std::fs::remove_file(&tmp);
                 let _ = state.file.set(path);
-                return bytes.len();
+                return written;
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             // A file system without hard links: take the name if it is
@@ -90,7 +86,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
                     return 0;
                 }
                 let _ = state.file.set(path);
-                return bytes.len();
+                return written;
             }
             Err(_) => continue,
         }
@@ -98,4 +94,37 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
     let _ = std::fs::remove_file(&tmp);
     warn(&format!("could not find a free file name for {base}"));
     0
+}
+
+/// Encodes `profile` into a new file at `path` through a 64 KiB buffer
+/// (the whole file is never in memory: for a long allocation log it is
+/// megabytes); returns its size.
+fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut out = Counted {
+        inner: std::io::BufWriter::with_capacity(64 << 10, file),
+        bytes: 0,
+    };
+    profile.write_to(&mut out).map_err(|e| e.to_string())?;
+    let file = out.inner.into_inner().map_err(|e| e.error().to_string())?;
+    drop(file);
+    Ok(out.bytes)
+}
+
+/// A writer that counts the bytes it passes on.
+struct Counted<W> {
+    inner: W,
+    bytes: usize,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }

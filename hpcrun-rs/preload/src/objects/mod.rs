@@ -33,8 +33,10 @@
 //! site is published), so blocks with different labels from one call path
 //! are different sites.
 //!
-//! **Allocation log**: one record per tracked block (address, size, site,
-//! thread, allocation and free times), chained per thread.
+//! **Allocation log** (`--alloc-log` only): one record per tracked block
+//! (address, size, site, thread, allocation and free times), chained per
+//! thread. Without it a block only counts at its site (allocations, bytes,
+//! largest block), and its map entry has no record.
 
 pub(crate) mod big;
 pub(crate) mod granules;
@@ -138,7 +140,9 @@ pub struct Objects {
     site_index: &'static [AtomicU32],
     site_count: AtomicU32,
     site_lock: AtomicBool,
+    /// The allocation log (empty without `--alloc-log`).
     records: &'static [Record],
+    log: bool,
     record_count: AtomicU64,
     /// Tracked allocations that did not fit in the log.
     pub records_dropped: AtomicU64,
@@ -167,8 +171,13 @@ enum Map {
 
 static OBJECTS: OnceLock<Objects> = OnceLock::new();
 
-/// Creates the tables (at library load).
-pub fn init() -> bool {
+/// Creates the tables (at library load); `log`: keep the allocation log.
+pub fn init(log: bool) -> bool {
+    let records = if log {
+        sys::map_zeroed::<Record>(RECORD_CAPACITY)
+    } else {
+        Some(&[][..])
+    };
     let (
         Some(sites),
         Some(site_index),
@@ -180,7 +189,7 @@ pub fn init() -> bool {
     ) = (
         sys::map_zeroed::<Site>(SITE_CAPACITY),
         sys::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
-        sys::map_zeroed::<Record>(RECORD_CAPACITY),
+        records,
         granules::Granules::new(granules::SMALL),
         granules::Granules::new(granules::MEDIUM),
         big::BigBlocks::new(),
@@ -196,6 +205,7 @@ pub fn init() -> bool {
             site_count: AtomicU32::new(0),
             site_lock: AtomicBool::new(false),
             records,
+            log,
             record_count: AtomicU64::new(0),
             records_dropped: AtomicU64::new(0),
             map_full: AtomicU64::new(0),
@@ -485,12 +495,15 @@ impl Objects {
     }
 
     /// Counts the allocation at its site and appends its log record
-    /// (index + 1, 0 if the log is full).
+    /// (index + 1, 0 if the log is full or not kept).
     fn new_record(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
         if let Some(s) = self.sites.get(site as usize) {
             s.allocations.fetch_add(1, Relaxed);
             s.bytes.fetch_add(size, Relaxed);
             s.max_bytes.fetch_max(size, Relaxed);
+        }
+        if !self.log {
+            return 0;
         }
         let index = self.record_count.fetch_add(1, Relaxed) as usize;
         match self.records.get(index) {
@@ -597,7 +610,7 @@ mod tests {
 
     #[test]
     fn blocks_of_both_sizes_are_found_and_forgotten() {
-        assert!(init() || get().is_some());
+        assert!(init(true) || get().is_some());
         let objs = get().unwrap();
         let a = objs.site(&[1, 2, 3]).unwrap();
         let b = objs.site(&[4, 5]).unwrap();
@@ -625,7 +638,7 @@ mod tests {
 
     #[test]
     fn medium_blocks_live_in_their_own_table_next_to_small_ones() {
-        assert!(init() || get().is_some());
+        assert!(init(true) || get().is_some());
         let objs = get().unwrap();
         let m = objs.site(&[31, 32]).unwrap();
         let s = objs.site(&[33]).unwrap();
@@ -667,7 +680,7 @@ mod tests {
 
     #[test]
     fn labels_are_part_of_a_sites_identity() {
-        assert!(init() || get().is_some());
+        assert!(init(true) || get().is_some());
         let objs = get().unwrap();
         let plain = objs.site(&[71, 72]).unwrap();
         let a = objs.labelled_site(&[71, 72], b"particles").unwrap();
@@ -694,7 +707,7 @@ mod tests {
 
     #[test]
     fn registered_ranges_win_over_the_blocks_around_them() {
-        assert!(init() || get().is_some());
+        assert!(init(true) || get().is_some());
         let objs = get().unwrap();
         let pool_site = objs.site(&[81]).unwrap();
         let inner = objs.labelled_site(&[82], b"inner").unwrap();
@@ -751,7 +764,7 @@ mod tests {
 
     #[test]
     fn many_small_blocks_and_churn() {
-        assert!(init() || get().is_some());
+        assert!(init(true) || get().is_some());
         let objs = get().unwrap();
         let s = objs.site(&[9, 9, 9]).unwrap();
         let base = 0x5000_0000_0000u64;
