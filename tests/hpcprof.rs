@@ -280,6 +280,15 @@ fn damaged_files_are_skipped_and_totals_unchanged() {
             && summary.contains("dropped:"),
         "{summary}"
     );
+    // What the profiler's own code took: the handler and the hooks.
+    assert!(
+        err.lines().any(|l| l
+            .starts_with("hpcprof-rs: profiler time in the program: sample handler ")
+            && l.contains(" samples, mean ")
+            && l.contains("allocation hooks ")
+            && l.contains("of CPU time the threads were sampled for")),
+        "no profiler time line in:\n{err}"
+    );
     // Totals equal those of the run without the bad files.
     for view in ["data", "code", "threads"] {
         let (a, b) = (export_json(&p.db, view), export_json(&db2, view));

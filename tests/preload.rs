@@ -54,6 +54,16 @@ fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
     for a in log {
         assert!(!profiles[0].alloc_sites[a.site as usize].frames.is_empty());
     }
+    // Every hook call counts (the 11 allocations above and their frees at
+    // least), one in HOOK_TIME_EVERY is timed, the first one included.
+    let hooks = &profiles[0].stats.hook_time;
+    assert!(hooks.calls >= 20, "{hooks:?}");
+    assert!(
+        hooks.timed >= 1
+            && hooks.timed <= hooks.calls.div_ceil(formats::measurement::HOOK_TIME_EVERY)
+            && hooks.timed_ns > 0,
+        "{hooks:?}"
+    );
 }
 
 #[test]

@@ -151,6 +151,11 @@ pub struct Stats {
     /// The sample handler's time per sample, summed over threads
     /// (`SampleStats::handler_time`; empty for older databases).
     pub handler_time: crate::measurement::HandlerTime,
+    /// The allocation hooks' time, summed over threads
+    /// (`SampleStats::hook_time`; empty for older databases).
+    pub hook_time: crate::measurement::HookTime,
+    /// CPU time of the sampled threads (ns; `SampleStats::cpu_time_ns`).
+    pub cpu_time_ns: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -386,6 +391,8 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             },
             dropped: stats.dropped.clone(),
             handler_time: stats.handler_time.clone(),
+            hook_time: stats.hook_time.clone(),
+            cpu_time_ns: stats.cpu_time_ns,
         },
         objects: None,
         functions: None,

@@ -421,6 +421,47 @@ pub struct SampleStats {
     /// older files read it empty).
     #[serde(default)]
     pub handler_time: HandlerTime,
+    /// How long the allocation hooks took (added with a default: older
+    /// files read it empty).
+    #[serde(default)]
+    pub hook_time: HookTime,
+}
+
+/// Every how many allocation-hook calls of a thread one is timed
+/// ([`HookTime`]): two clock reads per call would cost about a tenth of
+/// what they measure.
+pub const HOOK_TIME_EVERY: u64 = 16;
+
+/// The time the allocation hooks spent on the profiler's work (`malloc`
+/// family, `free`, `mmap`/`munmap` of tracked sizes: the size check, the
+/// allocation call path's unwind, the site table, the object map), not
+/// counting the allocator's own work; one call in [`HOOK_TIME_EVERY`]
+/// is timed (`CLOCK_MONOTONIC`), the others counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookTime {
+    /// Hook calls that reached the profiler's code.
+    pub calls: u64,
+    /// Calls that were timed.
+    pub timed: u64,
+    /// Their summed time (ns).
+    pub timed_ns: u64,
+}
+
+impl HookTime {
+    /// The estimated time of all calls (ns): the timed calls' mean x calls.
+    pub fn estimated_ns(&self) -> u64 {
+        if self.timed == 0 {
+            return 0;
+        }
+        (self.timed_ns as u128 * self.calls as u128 / self.timed as u128) as u64
+    }
+
+    /// Adds another thread's.
+    pub fn add(&mut self, other: &HookTime) {
+        self.calls += other.calls;
+        self.timed += other.timed;
+        self.timed_ns += other.timed_ns;
+    }
 }
 
 /// What the watchpoint analyses did in a thread (summed over threads).
@@ -558,6 +599,7 @@ impl SampleStats {
         }
         self.watchpoints.add(&other.watchpoints);
         self.handler_time.add(&other.handler_time);
+        self.hook_time.add(&other.hook_time);
     }
 }
 

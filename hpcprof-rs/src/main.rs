@@ -444,6 +444,9 @@ fn notes(info: &DbInfo) -> Vec<String> {
             s.signal_blocks
         ));
     }
+    if let Some(line) = profiler_time(s) {
+        out.push(line);
+    }
     if let Some(line) = slow_handler(&s.handler_time) {
         out.push(line);
     }
@@ -454,6 +457,37 @@ fn notes(info: &DbInfo) -> Vec<String> {
         ));
     }
     out
+}
+
+/// What the profiler's own code took inside the program, from the
+/// measurement's counters: the sample handler (`handler_time`, every
+/// sample timed) and the allocation hooks (`hook_time`, one call in
+/// `HOOK_TIME_EVERY` timed), with their share of the sampled threads' CPU
+/// time. None when neither ran (or for files older than the counters).
+fn profiler_time(s: &formats::measurement::SampleStats) -> Option<String> {
+    let handler_ns = s.handler_time.total_ns;
+    let samples = s.handler_time.samples();
+    let hook_ns = s.hook_time.estimated_ns();
+    let calls = s.hook_time.calls;
+    if samples == 0 && calls == 0 {
+        return None;
+    }
+    let ms = |ns: u64| format!("{:.1} ms", ns as f64 / 1e6);
+    let mut line = format!(
+        "hpcprof-rs: profiler time in the program: sample handler {} ({samples} samples, mean {:.1} us), allocation hooks {} ({calls} calls, mean {} ns)",
+        ms(handler_ns),
+        handler_ns as f64 / 1e3 / samples.max(1) as f64,
+        ms(hook_ns),
+        hook_ns / calls.max(1),
+    );
+    if s.cpu_time_ns > 0 {
+        line.push_str(&format!(
+            "; together {:.1}% of the {:.2} s of CPU time the threads were sampled for",
+            100.0 * (handler_ns + hook_ns) as f64 / s.cpu_time_ns as f64,
+            s.cpu_time_ns as f64 / 1e9,
+        ));
+    }
+    Some(line)
 }
 
 /// Handler time per sample from which a sample counts as slow: at the
@@ -625,6 +659,34 @@ mod tests {
             line.contains("50 of 1000 samples (5.0%) took 20.0 us or more")
                 && line.contains("the slowest 1% over 100.0 us")
                 && line.contains("longest 250.0 us, mean 1.0 us"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn profiler_time_line() {
+        use formats::measurement::{HandlerTime, HookTime, SampleStats};
+        assert_eq!(profiler_time(&SampleStats::default()), None);
+        let s = SampleStats {
+            cpu_time_ns: 2_000_000_000,
+            handler_time: HandlerTime {
+                bounds_ns: vec![1000],
+                counts: vec![0, 1000],
+                max_ns: 30_000,
+                total_ns: 20_000_000,
+            },
+            hook_time: HookTime {
+                calls: 160_000,
+                timed: 10_000,
+                timed_ns: 2_500_000,
+            },
+            ..Default::default()
+        };
+        let line = profiler_time(&s).unwrap();
+        assert!(
+            line.contains("sample handler 20.0 ms (1000 samples, mean 20.0 us)")
+                && line.contains("allocation hooks 40.0 ms (160000 calls, mean 250 ns)")
+                && line.contains("together 3.0% of the 2.00 s of CPU time"),
             "{line}"
         );
     }

@@ -12,6 +12,8 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
 
+use formats::measurement::HOOK_TIME_EVERY;
+
 use crate::code::{modules, unwind};
 use crate::guard::{guarded, without_hooks, READY};
 use crate::sys::{self, real};
@@ -88,17 +90,45 @@ macro_rules! hook_entry {
     };
 }
 
+/// Runs `work`, the profiler's part of a hook call, counting the call in
+/// this thread's [`HookTime`](formats::measurement::HookTime) and timing
+/// one call in `HOOK_TIME_EVERY`.
+#[inline(always)]
+fn timed(work: impl FnOnce()) {
+    let Some(state) = threads::current() else {
+        return work();
+    };
+    let s = &state.stats;
+    // Only this thread writes its counters.
+    let n = s.hook_calls.load(Ordering::Relaxed);
+    s.hook_calls.store(n + 1, Ordering::Relaxed);
+    if n % HOOK_TIME_EVERY != 0 {
+        return work();
+    }
+    let t0 = sys::monotonic_ns();
+    work();
+    let ns = sys::monotonic_ns().saturating_sub(t0);
+    s.hook_timed
+        .store(s.hook_timed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    s.hook_timed_ns.store(
+        s.hook_timed_ns.load(Ordering::Relaxed) + ns,
+        Ordering::Relaxed,
+    );
+}
+
 /// Unwinds the allocation call path from `caller` and records the block.
 #[inline(never)]
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
         return;
     }
-    if size < config::get().min_bytes {
-        objects::note_small_block(ptr as u64);
-        return;
-    }
-    guarded(|| track(ptr as u64, size as u64, None, caller));
+    timed(|| {
+        if size < config::get().min_bytes {
+            objects::note_small_block(ptr as u64);
+            return;
+        }
+        guarded(|| track(ptr as u64, size as u64, None, caller));
+    })
 }
 
 /// Unwinds the call path (from `caller`, else from here, through this
@@ -171,7 +201,7 @@ fn forget(ptr: *mut c_void) {
         return;
     }
     if let Some(objs) = objects::get() {
-        objs.remove(ptr as u64);
+        timed(|| objs.remove(ptr as u64));
     }
 }
 
@@ -187,14 +217,16 @@ unsafe fn forget_block(ptr: *mut c_void) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
         return;
     }
-    // SAFETY: a live glibc block, per this function's contract.
-    let usable = unsafe { sys::usable_size(ptr) };
-    if usable.is_some_and(|u| u < config::get().min_bytes) {
-        return;
-    }
-    if let Some(objs) = objects::get() {
-        objs.remove_sized(ptr as u64, usable.map(|u| u as u64));
-    }
+    timed(|| {
+        // SAFETY: a live glibc block, per this function's contract.
+        let usable = unsafe { sys::usable_size(ptr) };
+        if usable.is_some_and(|u| u < config::get().min_bytes) {
+            return;
+        }
+        if let Some(objs) = objects::get() {
+            objs.remove_sized(ptr as u64, usable.map(|u| u as u64));
+        }
+    })
 }
 
 hook_entry! {

@@ -57,6 +57,11 @@ pub struct Stats {
     pub partial_unwinds: AtomicU64,
     /// Page-fault samples handled.
     pub page_faults: AtomicU64,
+    /// Allocation-hook calls of this thread, those timed and their time
+    /// (`hooks::timed`; only this thread writes them).
+    pub hook_calls: AtomicU64,
+    pub hook_timed: AtomicU64,
+    pub hook_timed_ns: AtomicU64,
     /// 1 if page-fault sampling was stopped (feedback loop).
     pub fault_sampling_stopped: AtomicU64,
     /// Histogram increments lost because the table was full (the sample

@@ -338,6 +338,11 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         },
         cpu_time_ns: s.cpu_time_ns.load(Relaxed),
         handler_time: s.handler_time.snapshot(),
+        hook_time: formats::measurement::HookTime {
+            calls: s.hook_calls.load(Relaxed),
+            timed: s.hook_timed.load(Relaxed),
+            timed_ns: s.hook_timed_ns.load(Relaxed),
+        },
         dropped: threads::DROP_CAUSES
             .iter()
             .zip(&s.dropped)

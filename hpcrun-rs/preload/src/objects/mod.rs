@@ -64,14 +64,20 @@ pub const LABEL_BYTES: usize = 63;
 /// starts last at or below the address (nested registrations).
 const REGISTERED_DEPTH: usize = 16;
 
+/// One allocation site. Laid out for the allocation hook, which finds
+/// the site of nearly every block among the existing ones, usually with
+/// the table out of the caches (the program's data evicted it): what one
+/// lookup reads (hash, lengths, counters and the first frames) shares the
+/// first cache line, and a site never straddles a line it does not need.
+#[repr(C, align(64))]
 pub struct Site {
     hash: AtomicU64,
     len: AtomicU32,
+    label_len: AtomicU32,
     pub allocations: AtomicU64,
     pub bytes: AtomicU64,
     pub max_bytes: AtomicU64,
     frames: [AtomicU64; MAX_ALLOC_FRAMES],
-    label_len: AtomicU32,
     label: [AtomicU8; LABEL_BYTES],
 }
 
