@@ -9,7 +9,10 @@
 //! hits all three alike. It prints the medians of wall time and of CPU time
 //! (user + system of the whole process tree, from `getrusage`), the
 //! overheads against native (ratio of the medians, and the median of the
-//! per-round ratios), the samples taken and the bytes written.
+//! per-round ratios), the samples taken and the bytes written, and for
+//! hpcrun-rs the time its own code took inside the program (handler and
+//! allocation hooks, from the profiles' counters: `stats.handler_time`,
+//! `stats.hook_time`), with which the overhead can be explained.
 //!
 //! Workloads: the examples (compiled with `gcc -O2 -g`, `mpicc` for
 //! `mpi_stencil`), `benches/programs/spin.c` (a register-only loop: the
@@ -149,6 +152,20 @@ struct Run {
     cpu: f64,
     samples: u64,
     bytes: u64,
+    /// hpcrun-rs only: the profiler's own time inside the program, from
+    /// the profiles' counters (ns): every sample's handler, and the
+    /// allocation hooks (estimated from one call in 16).
+    handler_ns: u64,
+    hook_ns: u64,
+}
+
+/// What one hpcrun-rs output directory holds.
+#[derive(Debug, Clone, Copy, Default)]
+struct Output {
+    samples: u64,
+    bytes: u64,
+    handler_ns: u64,
+    hook_ns: u64,
 }
 
 fn load_average() -> f64 {
@@ -438,23 +455,26 @@ fn hpcc_input(n: u32) -> String {
         .collect()
 }
 
-/// Samples and bytes of one hpcrun-rs output directory.
-fn hpcrun_output(dir: &Path) -> (u64, u64) {
-    let (mut samples, mut bytes) = (0, 0);
+/// Samples, bytes and the profiler's own time of one hpcrun-rs output
+/// directory.
+fn hpcrun_output(dir: &Path) -> Output {
+    let mut out = Output::default();
     for f in dir_files(dir) {
         let Ok(data) = std::fs::read(&f) else {
             continue;
         };
-        bytes += data.len() as u64;
+        out.bytes += data.len() as u64;
         if f.extension()
             .is_some_and(|e| e == formats::measurement::EXTENSION)
         {
             if let Ok(p) = formats::measurement::ThreadProfile::from_bytes(&data) {
-                samples += p.stats.samples;
+                out.samples += p.stats.samples;
+                out.handler_ns += p.stats.handler_time.total_ns;
+                out.hook_ns += p.stats.hook_time.estimated_ns();
             }
         }
     }
-    (samples, bytes)
+    out
 }
 
 /// The period hpcrun-rs uses by default: from the profile of a probe run.
@@ -582,6 +602,7 @@ fn run_once(
             stderr.trim()
         );
     }
+    let mut own = Output::default();
     let (samples, bytes) = match tool {
         Tool::Native => (0, 0),
         // "null_sampler: N samples" from every process.
@@ -598,7 +619,10 @@ fn run_once(
                 .sum(),
             0,
         ),
-        Tool::Hpcrun => hpcrun_output(&out),
+        Tool::Hpcrun => {
+            own = hpcrun_output(&out);
+            (own.samples, own.bytes)
+        }
         Tool::Perf => {
             // "[ perf record: Captured and wrote 0.712 MB perf.data (4187 samples) ]"
             let samples = stderr
@@ -622,6 +646,8 @@ fn run_once(
         cpu,
         samples,
         bytes,
+        handler_ns: own.handler_ns,
+        hook_ns: own.hook_ns,
     })
 }
 
@@ -786,13 +812,18 @@ fn pooled_table(series: &[Series], tools: &[Tool], f: fn(&Run) -> f64) -> Table 
     rows
 }
 
-/// Samples taken and megabytes written (medians).
+/// Samples taken and megabytes written (medians); for hpcrun-rs also the
+/// time its handler and its allocation hooks took inside the program.
 fn output_table(series: &[Series], tools: &[Tool]) -> Table {
     let mut header = vec!["workload".to_string()];
     for t in &tools[1..] {
         header.push(format!("{} samples", t.name()));
         if *t != Tool::Floor {
             header.push(format!("{} MB", t.name()));
+        }
+        if *t == Tool::Hpcrun {
+            header.push("handler ms".to_string());
+            header.push("hooks ms".to_string());
         }
     }
     let mut rows = vec![header];
@@ -803,6 +834,10 @@ fn output_table(series: &[Series], tools: &[Tool]) -> Table {
             row.push(format!("{:.0}", med(runs, |r| r.samples as f64)));
             if *t != Tool::Floor {
                 row.push(format!("{:.2}", med(runs, |r| r.bytes as f64) / 1e6));
+            }
+            if *t == Tool::Hpcrun {
+                row.push(format!("{:.1}", med(runs, |r| r.handler_ns as f64) / 1e6));
+                row.push(format!("{:.1}", med(runs, |r| r.hook_ns as f64) / 1e6));
             }
         }
         rows.push(row);
