@@ -57,9 +57,45 @@ pub fn tool(name: &str) -> PathBuf {
     tools().join(name)
 }
 
+/// `<temp>/hpc-tests`, where every test process keeps its scratch
+/// directories (`<pid>-<name>`). The first call of a process removes the
+/// directories of test processes that have ended (a failed test's files
+/// stay until the next run), and those of the older layout
+/// (`<temp>/hpc-tests-<pid>-<name>`).
+fn scratch_root() -> &'static Path {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let temp = std::env::temp_dir();
+        let root = temp.join("hpc-tests");
+        std::fs::create_dir_all(&root).expect("create the scratch root");
+        let ended = |name: &str| {
+            name.split('-')
+                .next()
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|pid| {
+                    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+                })
+        };
+        for (dir, prefix) in [(&root, ""), (&temp, "hpc-tests-")] {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Some(rest) = name.strip_prefix(prefix) {
+                    if ended(rest) {
+                        let _ = std::fs::remove_dir_all(entry.path());
+                    }
+                }
+            }
+        }
+        root
+    })
+}
+
 /// A fresh scratch directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hpc-tests-{}-{name}", std::process::id()));
+    let dir = scratch_root().join(format!("{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
