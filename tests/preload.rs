@@ -244,7 +244,7 @@ fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
     ] {
         let sub = dir.join(mode);
         std::fs::create_dir_all(&sub).unwrap();
-        let (out, measurements) = hpcrun_with(&sub, &["--alloc-log"], EVENT, &exe, &[mode]);
+        let (out, measurements) = hpcrun(&sub, EVENT, &exe, &[mode]);
         assert_eq!(out.status.code(), Some(status), "{mode}");
         assert!(
             String::from_utf8_lossy(&out.stdout).starts_with("sum "),
@@ -252,11 +252,13 @@ fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
         );
         let profiles = read_profiles(&measurements);
         assert_eq!(profiles.len(), 1, "{mode}");
-        // The anonymous mmap region is a tracked heap object with samples.
+        // The anonymous mmap region is a tracked heap object with samples
+        // (its site, referenced by the sampled heap tree, is in the file).
         let p = &profiles[0];
         assert!(
-            p.allocations.iter().any(|a| a.size == 8 << 24),
-            "{mode}: mmap not tracked"
+            p.alloc_sites.iter().any(|s| s.max_bytes == 8 << 24),
+            "{mode}: mmap not tracked: {:?}",
+            p.alloc_sites
         );
         assert!(p.stats.memory_samples > 10, "{mode}: {:?}", p.stats);
     }
