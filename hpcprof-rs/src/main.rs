@@ -447,7 +447,7 @@ fn notes(info: &DbInfo) -> Vec<String> {
     if let Some(line) = profiler_time(s) {
         out.push(line);
     }
-    if let Some(line) = slow_handler(&s.handler_time) {
+    if let Some(line) = slow_handler(&s.handler_time, s.cpu_time_ns) {
         out.push(line);
     }
     if s.checkpoints > 0 {
@@ -493,18 +493,37 @@ fn profiler_time(s: &formats::measurement::SampleStats) -> Option<String> {
 /// Handler time per sample from which a sample counts as slow: at the
 /// default period (2 ms of a thread's CPU time) a 20 us handler costs 1%.
 const SLOW_HANDLER_NS: u64 = 20_000;
-/// Share of slow samples above which the summary says so: then the 99th
-/// percentile of the handler time is at least `SLOW_HANDLER_NS`.
+/// Share of slow samples above which the summary says so (files without
+/// the threads' CPU time): then the 99th percentile of the handler time is
+/// at least `SLOW_HANDLER_NS`.
 const SLOW_HANDLER_SHARE: f64 = 0.01;
+/// Share of the sampled threads' CPU time in the handler above which the
+/// summary says so.
+const SLOW_HANDLER_CPU_SHARE: f64 = 0.01;
 
-/// A note when more than `SLOW_HANDLER_SHARE` of the samples took the
-/// handler `SLOW_HANDLER_NS` or more (`SampleStats::handler_time`).
-fn slow_handler(h: &formats::measurement::HandlerTime) -> Option<String> {
+/// A note when the handler took more than `SLOW_HANDLER_CPU_SHARE` of the
+/// sampled threads' CPU time (`cpu_time_ns`; whatever the period), or,
+/// for files without that time, when more than `SLOW_HANDLER_SHARE` of
+/// the samples took `SLOW_HANDLER_NS` or more (`SampleStats::handler_time`).
+fn slow_handler(h: &formats::measurement::HandlerTime, cpu_time_ns: u64) -> Option<String> {
     let total = h.samples();
     let slow = h.at_least(SLOW_HANDLER_NS);
-    if total == 0 || (slow as f64) <= SLOW_HANDLER_SHARE * total as f64 {
+    let costly = if cpu_time_ns > 0 {
+        h.total_ns as f64 > SLOW_HANDLER_CPU_SHARE * cpu_time_ns as f64
+    } else {
+        (slow as f64) > SLOW_HANDLER_SHARE * total as f64
+    };
+    if total == 0 || !costly {
         return None;
     }
+    let cost = if cpu_time_ns > 0 {
+        format!(
+            "it took {:.1}% of the sampled threads' CPU time; ",
+            100.0 * h.total_ns as f64 / cpu_time_ns as f64
+        )
+    } else {
+        String::new()
+    };
     let us = |ns: u64| format!("{:.1} us", ns as f64 / 1e3);
     let p99 = match h.quantile_bound(0.99) {
         Some(b) => format!("99% under {}", us(b)),
@@ -514,7 +533,7 @@ fn slow_handler(h: &formats::measurement::HandlerTime) -> Option<String> {
         ),
     };
     Some(format!(
-        "hpcprof-rs: note: the sample handler was slow: {slow} of {total} samples ({:.1}%) took {} or more ({p99}, longest {}, mean {}); at the default period (2 ms) every 20 us per sample costs the program 1% (docs/PERFORMANCE.md)",
+        "hpcprof-rs: note: the sample handler was slow: {cost}{slow} of {total} samples ({:.1}%) took {} or more ({p99}, longest {}, mean {}); at the default period (2 ms) every 20 us per sample costs the program 1%, a longer period (-e EVENT@NS) costs less (docs/PERFORMANCE.md)",
         100.0 * slow as f64 / total as f64,
         us(SLOW_HANDLER_NS),
         us(h.max_ns),
@@ -649,16 +668,27 @@ mod tests {
             max_ns: 30_000,
             total_ns: 1_000_000,
         };
-        // 0.1% at 20 us or more: quiet.
-        assert_eq!(slow_handler(&h), None);
-        assert_eq!(slow_handler(&HandlerTime::default()), None);
+        // Files without the threads' CPU time: by the share of slow
+        // samples. 0.1% at 20 us or more: quiet.
+        assert_eq!(slow_handler(&h, 0), None);
+        assert_eq!(slow_handler(&HandlerTime::default(), 0), None);
         h.counts = vec![900, 50, 0, 0, 0, 35, 0, 15];
         h.max_ns = 250_000;
-        let line = slow_handler(&h).unwrap();
+        let line = slow_handler(&h, 0).unwrap();
         assert!(
-            line.contains("50 of 1000 samples (5.0%) took 20.0 us or more")
+            line.contains("was slow: 50 of 1000 samples (5.0%) took 20.0 us or more")
                 && line.contains("the slowest 1% over 100.0 us")
                 && line.contains("longest 250.0 us, mean 1.0 us"),
+            "{line}"
+        );
+        // With it: by the handler's share of that time, whatever the
+        // period. 1 ms of 2 s (0.05%): quiet, however many were slow.
+        assert_eq!(slow_handler(&h, 2_000_000_000), None);
+        // 30 ms of 2 s: 1.5%.
+        h.total_ns = 30_000_000;
+        let line = slow_handler(&h, 2_000_000_000).unwrap();
+        assert!(
+            line.contains("was slow: it took 1.5% of the sampled threads' CPU time; 50 of 1000"),
             "{line}"
         );
     }
