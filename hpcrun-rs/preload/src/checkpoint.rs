@@ -177,7 +177,7 @@ fn signature(state: &ThreadState) -> u64 {
         .load(Relaxed)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
         .wrapping_add(s.page_faults.load(Relaxed).rotate_left(17))
-        .wrapping_add(state.tracked_blocks.load(Relaxed).rotate_left(34))
+        .wrapping_add(s.hook_calls.load(Relaxed).rotate_left(34))
         .wrapping_add(state.tree.len() as u64)
         .wrapping_add(1)
 }

@@ -99,21 +99,22 @@ fn timed(work: impl FnOnce()) {
         return work();
     };
     let s = &state.stats;
-    // Only this thread writes its counters.
-    let n = s.hook_calls.load(Ordering::Relaxed);
-    s.hook_calls.store(n + 1, Ordering::Relaxed);
-    if n % HOOK_TIME_EVERY != 0 {
+    if bump(&s.hook_calls, 1) % HOOK_TIME_EVERY != 0 {
         return work();
     }
     let t0 = sys::monotonic_ns();
     work();
     let ns = sys::monotonic_ns().saturating_sub(t0);
-    s.hook_timed
-        .store(s.hook_timed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    s.hook_timed_ns.store(
-        s.hook_timed_ns.load(Ordering::Relaxed) + ns,
-        Ordering::Relaxed,
-    );
+    bump(&s.hook_timed, 1);
+    bump(&s.hook_timed_ns, ns);
+}
+
+/// Adds `n` to a counter that only the calling thread writes (no locked
+/// instruction); returns the value before.
+fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
+    let before = counter.load(Ordering::Relaxed);
+    counter.store(before + n, Ordering::Relaxed);
+    before
 }
 
 /// Unwinds the allocation call path from `caller` and records the block.
@@ -184,14 +185,9 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<
             .labelled_site(path, label)
             .map(|site| objs.register(start, size, site, state.index, head)),
     };
-    if let Some(id) = id {
-        // Only this thread writes it.
-        let n = state.tracked_blocks.load(Ordering::Relaxed);
-        state.tracked_blocks.store(n + 1, Ordering::Relaxed);
-        if id != 0 {
-            // Release: a checkpoint on another thread reads the log.
-            state.last_record.store(id, Ordering::Release);
-        }
+    if let Some(id) = id.filter(|&id| id != 0) {
+        // Release: a checkpoint on another thread reads the log.
+        state.last_record.store(id, Ordering::Release);
     }
 }
 

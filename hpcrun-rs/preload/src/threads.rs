@@ -58,7 +58,8 @@ pub struct Stats {
     /// Page-fault samples handled.
     pub page_faults: AtomicU64,
     /// Allocation-hook calls of this thread, those timed and their time
-    /// (`hooks::timed`; only this thread writes them).
+    /// (`hooks::timed`; only this thread writes them). A checkpoint
+    /// rewrites the file when the calls changed.
     pub hook_calls: AtomicU64,
     pub hook_timed: AtomicU64,
     pub hook_timed_ns: AtomicU64,
@@ -133,9 +134,6 @@ pub struct ThreadState {
     /// Last allocation record of this thread (index + 1, 0: none); records
     /// chain backwards through `Record::previous` (`--alloc-log` only).
     pub last_record: AtomicU64,
-    /// Blocks this thread's hooks entered in the object map (a checkpoint
-    /// rewrites the file when it changed).
-    pub tracked_blocks: AtomicU64,
     /// Set while the signal handler runs (re-entry guard).
     pub in_handler: AtomicBool,
     /// Set once the profile is written; the handler then ignores samples.
@@ -242,7 +240,6 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         fault_last_page: AtomicU64::new(0),
         fault_same_page: AtomicU32::new(0),
         last_record: AtomicU64::new(0),
-        tracked_blocks: AtomicU64::new(0),
         in_handler: AtomicBool::new(false),
         finished: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),

@@ -148,7 +148,6 @@ pub struct Objects {
     site_lock: AtomicBool,
     /// The allocation log (empty without `--alloc-log`).
     records: &'static [Record],
-    log: bool,
     record_count: AtomicU64,
     /// Tracked allocations that did not fit in the log.
     pub records_dropped: AtomicU64,
@@ -211,7 +210,6 @@ pub fn init(log: bool) -> bool {
             site_count: AtomicU32::new(0),
             site_lock: AtomicBool::new(false),
             records,
-            log,
             record_count: AtomicU64::new(0),
             records_dropped: AtomicU64::new(0),
             map_full: AtomicU64::new(0),
@@ -508,8 +506,8 @@ impl Objects {
             s.bytes.fetch_add(size, Relaxed);
             s.max_bytes.fetch_max(size, Relaxed);
         }
-        if !self.log {
-            return 0;
+        if self.records.is_empty() {
+            return 0; // No log kept.
         }
         let index = self.record_count.fetch_add(1, Relaxed) as usize;
         match self.records.get(index) {
