@@ -140,6 +140,10 @@ pub struct MetricDoc<'a> {
 #[derive(Debug, Serialize)]
 pub struct Stats {
     pub samples: u64,
+    /// Periods the CPU-time timer's samples stood for beyond one each
+    /// (`SampleStats::timer_overruns`): the metrics count `samples +
+    /// timer_overruns` periods.
+    pub timer_overruns: u64,
     /// Load samples (`memory_samples` of the measurement files).
     pub memory_samples: u64,
     /// Store-only samples.
@@ -381,6 +385,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             .collect(),
         stats: Stats {
             samples: stats.samples,
+            timer_overruns: stats.timer_overruns,
             memory_samples: stats.memory_samples,
             store_samples: stats.store_samples,
             address_recovered: stats.address_recovered,

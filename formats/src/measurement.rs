@@ -358,6 +358,13 @@ pub enum ObjectRef {
 pub struct SampleStats {
     /// Every sample signal handled.
     pub samples: u64,
+    /// Periods that the CPU-time timer's samples stood for beyond one each
+    /// (the sum of their overruns: with the kernel's tick coarser than the
+    /// period, one signal per tick stands for several periods, and its
+    /// tree metrics count that many). Samples' periods: `samples +
+    /// timer_overruns`.
+    #[serde(default)]
+    pub timer_overruns: u64,
     /// The skid-corrected instruction loaded from memory (including
     /// read-modify-write, and accesses whose address was lost).
     pub memory_samples: u64,
@@ -578,6 +585,7 @@ impl SampleStats {
     /// Adds another thread's counts to these.
     pub fn add(&mut self, other: &SampleStats) {
         self.samples += other.samples;
+        self.timer_overruns += other.timer_overruns;
         self.memory_samples += other.memory_samples;
         self.store_samples += other.store_samples;
         self.handler_allocations = self.handler_allocations.max(other.handler_allocations);

@@ -272,13 +272,13 @@ pub fn probe_with(
     vec![
         Availability {
             name: "mem:soft",
-            what: "software memory-access sampling (task-clock timer, decoded instruction, data address from registers); always records misaligned accesses and strides per access site (no extra event: the same decode, cached per instruction)",
+            what: "software memory-access sampling (CPU-time timer or task-clock event, decoded instruction, data address from registers); always records misaligned accesses and strides per access site (no extra event: the same decode, cached per instruction)",
             missing: software.clone(),
             via: None,
         },
         Availability {
             name: "cpu-time",
-            what: "plain task-clock sampling, code-centric only",
+            what: "plain timer sampling, code-centric only",
             missing: software.clone(),
             via: None,
         },

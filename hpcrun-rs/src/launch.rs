@@ -190,6 +190,7 @@ pub fn run(args: &Args) -> Result<u8> {
             env::ALLOC_LOG,
             if args.alloc_log { "1" } else { "0" }.into(),
         ),
+        (env::TIMER, args.timer.clone().into()),
         (env::RUN_ID, run_id.into()),
         (env::SIGNAL, args.signal.to_string().into()),
         (env::CHECKPOINT, args.checkpoint.clone().into()),

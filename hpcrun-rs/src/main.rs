@@ -29,7 +29,7 @@ const HEADER: &str = include_str!("../include/hpcrun.h");
 #[command(
     name = "hpcrun-rs",
     version,
-    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a task-clock timer (default every 2000000 ns = 2 ms\n                    of thread CPU time); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain task-clock sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (Intel PEBS mem-loads with a 30-cycle threshold,\n                    AMD IBS op); every N qualifying loads (PEBS) or ops (IBS). Where the machine\n                    has no such PMU it falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling (Intel PEBS mem-stores, AMD IBS op); same fallback.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
+    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a timer (default every 2000000 ns = 2 ms of thread\n                    user CPU time; --timer); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain timer sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (Intel PEBS mem-loads with a 30-cycle threshold,\n                    AMD IBS op); every N qualifying loads (PEBS) or ops (IBS). Where the machine\n                    has no such PMU it falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling (Intel PEBS mem-stores, AMD IBS op); same fallback.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
 )]
 struct Args {
     /// Sample source, optionally with a period; repeatable (one timer source
@@ -67,6 +67,15 @@ struct Args {
     /// about 90 bytes of profile per allocation.
     #[arg(long)]
     alloc_log: bool,
+
+    /// The timer behind mem:soft and cpu-time: `cpu-timer`, a POSIX timer on
+    /// each thread's CPU-time clock (HPCToolkit's CPUTIME; checked at the
+    /// kernel's tick, 1-4 ms, and free at context switches; counts user and
+    /// system time), or `task-clock`, a perf event per thread (exact
+    /// periods, user time only, a kernel timer reprogrammed at every
+    /// context switch). `auto`: cpu-timer for periods of 1 ms or more.
+    #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["auto", "cpu-timer", "task-clock"])]
+    timer: String,
 
     /// Refuse to fall back to another event when the requested one is unavailable.
     #[arg(long)]

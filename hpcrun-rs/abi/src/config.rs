@@ -18,6 +18,52 @@ pub const DEFAULT_MIN_BYTES: usize = 1024;
 /// Default of `HPCRUN_SIGNAL` (and `--signal`): SIGRTMIN+4.
 pub const DEFAULT_SIGNAL_OFFSET: i32 = 4;
 
+/// The finest period (ns) that `Timer::Auto` gives to the POSIX CPU-time
+/// timer: the kernel checks those timers at its scheduler tick (1 ms at
+/// `CONFIG_HZ=1000`, 4 ms at 250), so a finer period would be a tick with
+/// overruns; it gets the task-clock event instead.
+pub const CPU_TIMER_MIN_PERIOD_NS: u64 = 1_000_000;
+
+/// The timer behind `mem:soft` and `cpu-time` (`--timer`, `HPCRUN_TIMER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// `cpu-timer` at periods of `CPU_TIMER_MIN_PERIOD_NS` or more,
+    /// `task-clock` below.
+    Auto,
+    /// A POSIX timer on the thread's CPU-time clock
+    /// (`timer_create(CLOCK_THREAD_CPUTIME_ID)`, HPCToolkit's `CPUTIME`):
+    /// checked at the scheduler tick, nothing to do at a context switch;
+    /// counts user and system time; a sample that stands for several
+    /// periods (the tick is coarser than the period) carries their number.
+    CpuTimer,
+    /// A software task-clock perf event per thread: exact periods, user
+    /// time only; the kernel stops and restarts its timer at every context
+    /// switch of the thread.
+    TaskClock,
+}
+
+impl Timer {
+    /// Parses `auto`, `cpu-timer`, `task-clock`.
+    pub fn parse(s: &str) -> Option<Timer> {
+        match s {
+            "auto" => Some(Timer::Auto),
+            "cpu-timer" => Some(Timer::CpuTimer),
+            "task-clock" => Some(Timer::TaskClock),
+            _ => None,
+        }
+    }
+
+    /// True if a timer source of this period samples with the CPU-time
+    /// timer (else the task-clock event).
+    pub fn uses_cpu_timer(self, period_ns: u64) -> bool {
+        match self {
+            Timer::Auto => period_ns >= CPU_TIMER_MIN_PERIOD_NS,
+            Timer::CpuTimer => true,
+            Timer::TaskClock => false,
+        }
+    }
+}
+
 /// What the profiled process was asked to measure.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -29,6 +75,8 @@ pub struct RunConfig {
     /// Name of the timer source that runs (`mem:soft`, `cpu-time`,
     /// `mem:latency`, `mem:stores`), or `none`.
     pub event: String,
+    /// The timer behind `mem:soft` and `cpu-time`.
+    pub timer: Timer,
     /// Period of the `page-faults` source, when it runs.
     pub page_faults: Option<u64>,
     /// Offset histogram layout of data objects.
@@ -63,6 +111,9 @@ impl RunConfig {
             out_dir,
             period_ns,
             event,
+            timer: var(env::TIMER)
+                .and_then(|s| Timer::parse(&s))
+                .unwrap_or(Timer::Auto),
             page_faults,
             histogram: histogram::parse(&var(env::HISTOGRAM).unwrap_or_default())
                 .unwrap_or_default(),
@@ -134,6 +185,17 @@ mod tests {
     }
 
     #[test]
+    fn timers() {
+        assert_eq!(Timer::parse("cpu-timer"), Some(Timer::CpuTimer));
+        assert_eq!(Timer::parse("perf"), None);
+        assert!(Timer::Auto.uses_cpu_timer(DEFAULT_SOFT_PERIOD_NS));
+        assert!(!Timer::Auto.uses_cpu_timer(100_000));
+        assert!(Timer::CpuTimer.uses_cpu_timer(100_000));
+        assert!(!Timer::TaskClock.uses_cpu_timer(DEFAULT_SOFT_PERIOD_NS));
+        assert_eq!(RunConfig::from_env(|_| None).timer, Timer::Auto);
+    }
+
+    #[test]
     fn checkpoint_intervals() {
         assert_eq!(parse_checkpoint("1"), Some(1000));
         assert_eq!(parse_checkpoint("0.25"), Some(250));
@@ -166,6 +228,7 @@ mod tests {
             (env::HISTOGRAM, "page"),
             (env::CHECKPOINT, "0.5"),
             (env::ALLOC_LOG, "1"),
+            (env::TIMER, "task-clock"),
         ];
         let cfg = RunConfig::from_env(|k| {
             vars.iter()
@@ -178,6 +241,7 @@ mod tests {
         assert_eq!(cfg.checkpoint_ms, 500);
         assert_eq!(cfg.min_bytes, DEFAULT_MIN_BYTES);
         assert!(cfg.alloc_log);
+        assert_eq!(cfg.timer, Timer::TaskClock);
         assert!(!RunConfig::from_env(|_| None).alloc_log);
         assert_eq!(cfg.signal_offset, DEFAULT_SIGNAL_OFFSET);
         assert!(matches!(

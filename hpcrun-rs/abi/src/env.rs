@@ -8,6 +8,9 @@ pub const EVENTS: &str = "HPCRUN_EVENTS";
 pub const MIN_BYTES: &str = "HPCRUN_MIN_BYTES";
 /// `1`: keep a record of every tracked block (`--alloc-log`).
 pub const ALLOC_LOG: &str = "HPCRUN_ALLOC_LOG";
+/// The timer behind `mem:soft` and `cpu-time`: `auto`, `cpu-timer` or
+/// `task-clock` ([`crate::config::Timer`]).
+pub const TIMER: &str = "HPCRUN_TIMER";
 /// The run's identifier (shared by every process of the run).
 pub const RUN_ID: &str = "HPCRUN_RUN_ID";
 /// The sample signal as an offset from SIGRTMIN.

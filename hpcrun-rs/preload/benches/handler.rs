@@ -259,7 +259,7 @@ fn handler_benches(c: &mut Criterion) {
                     .load(std::sync::atomic::Ordering::Relaxed)
             };
             let before = recovered();
-            handler::sample(state, point);
+            handler::sample(state, point, 1);
             let dropped: Vec<u64> = state
                 .stats
                 .dropped
@@ -274,7 +274,7 @@ fn handler_benches(c: &mut Criterion) {
             );
             sample_group.bench_function(
                 BenchmarkId::new("heap_load", format!("{depth}_deep")),
-                |b| b.iter(|| handler::sample(state, black_box(point))),
+                |b| b.iter(|| handler::sample(state, black_box(point), 1)),
             );
         });
     }
@@ -301,7 +301,7 @@ fn handler_benches(c: &mut Criterion) {
                         }
                         black_box(&junk);
                     },
-                    |()| handler::sample(state, black_box(point)),
+                    |()| handler::sample(state, black_box(point), 1),
                     BatchSize::PerIteration,
                 )
             });

@@ -107,10 +107,20 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
         enter(context, |state, ctx| watch_trap(state, ctx, slot));
         return;
     }
+    // A CPU-time timer's signal stands for 1 + its overrun periods.
+    let overrun = timer_overrun(info);
     let t0 = handler_time::start();
     let mut sampled = false;
     enter(context, |state, ctx| {
-        sample(state, ctx);
+        let extra = u64::from(overrun.unwrap_or(0));
+        if extra > 0 {
+            state.stats.timer_overruns.fetch_add(extra, Relaxed);
+            let largest = &threads::LARGEST_TIMER_WEIGHT;
+            if largest.load(Relaxed) < 1 + extra {
+                largest.fetch_max(1 + extra, Relaxed);
+            }
+        }
+        sample(state, ctx, 1 + extra);
         sampled = true;
     });
     let spent_ns = t0.elapsed_ns();
@@ -122,6 +132,12 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
         keep_clock_running(state, overflow_stopped_clock(info), spent_ns);
         sys::set_errno(saved_errno);
     }
+}
+
+/// The overrun count of a CPU-time timer's signal (`None`: not one).
+fn timer_overrun(info: *mut libc::siginfo_t) -> Option<u32> {
+    // SAFETY: the kernel's handler arguments, valid while the handler runs.
+    unsafe { sys::Delivered::new(info, std::ptr::null_mut()) }.timer_overrun()
 }
 
 /// A handler that took more than this share of the period (1/4) limits
@@ -592,9 +608,12 @@ fn site_stride(state: &ThreadState, snap: &Snapshot, ip: u64, regs: Option<&Regs
 
 /// Everything the handler does for one sample, given the interrupted
 /// registers (and RSP, RBP): skid correction, data address, unwind, object
-/// lookup, tree insertion.
+/// lookup, tree insertion. The sample stands for `weight` periods (more
+/// than 1 when a CPU-time timer's tick was coarser than the period): its
+/// tree metrics count that many times; the offset histogram and the
+/// access sites, distributions, count it once.
 #[doc(hidden)]
-pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
+pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
     let stats = &state.stats;
     stats.samples.fetch_add(1, Relaxed);
     let regs = &ctx.0;
@@ -636,15 +655,15 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
     // Data-tree metrics: the access, its width, whether it spans two
     // cache lines, its NUMA placement; the code tree gets the same plus
     // the CPU sample.
-    let mut data = [(metric, 1), (0, 0), (0, 0), (0, 0)];
+    let mut data = [(metric, weight), (0, 0), (0, 0), (0, 0)];
     let mut n = 1;
     if let Access::Address { addr, size, .. } = access {
         if size > 0 {
-            data[n] = (cct::M_ACCESS_BYTES, u64::from(size));
+            data[n] = (cct::M_ACCESS_BYTES, u64::from(size) * weight);
             n += 1;
         }
         if stride::misaligned(addr, size) {
-            data[n] = (cct::M_MISALIGNED, 1);
+            data[n] = (cct::M_MISALIGNED, weight);
             n += 1;
         }
     }
@@ -655,12 +674,12 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64)) {
             } else {
                 cct::M_NUMA_REMOTE
             };
-            data[n] = (column, 1);
+            data[n] = (column, weight);
             n += 1;
         }
     }
     let data = &data[..n];
-    let mut code = [(cct::M_CPU_SAMPLES, 1), (0, 0), (0, 0), (0, 0), (0, 0)];
+    let mut code = [(cct::M_CPU_SAMPLES, weight), (0, 0), (0, 0), (0, 0), (0, 0)];
     let code_metrics = if target.is_some() {
         code[1..=n].copy_from_slice(data);
         &code[..=n]

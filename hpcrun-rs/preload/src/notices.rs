@@ -4,7 +4,7 @@
 //! distinct text, into `<output>/.hpcrun-notices`, from which the
 //! `hpcrun-rs` launcher prints them when the program has ended.
 //!
-//! * A thread whose task-clock event counted CPU time for many samples but
+//! * A thread whose timer counted CPU time for many samples but
 //!   that received almost none: its sampling signal was blocked or taken
 //!   by the program past the interposed calls (a raw `rt_sigprocmask`, a
 //!   `signalfd` read, ...).
@@ -51,15 +51,22 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     // makes no sample): a thread that spends its CPU time in the kernel,
     // like an MPI progress thread polling, earns few samples rightly. Its
     // user time says how many it should have had (its whole CPU time if
-    // the user time could not be read).
-    let user = state.stats.user_time_ns.load(Relaxed);
-    let cpu = if user > 0 {
-        user
+    // the user time could not be read), counted from its timer's start.
+    let cpu = if state.stats.user_time_read.load(Relaxed) {
+        let user = state.stats.user_time_ns.load(Relaxed);
+        user.saturating_sub(state.stats.user_time_at_start_ns.load(Relaxed))
     } else {
         state.stats.cpu_time_ns.load(Relaxed)
     };
-    let expected = cpu / cfg.period_ns;
-    let got = state.stats.samples.load(Relaxed);
+    // A CPU-time timer's tick may fall where its signal cannot be taken
+    // (while the thread exits): one signal's worth of periods is slack.
+    let expected = (cpu / cfg.period_ns).saturating_sub(
+        threads::LARGEST_TIMER_WEIGHT
+            .load(Relaxed)
+            .saturating_sub(1),
+    );
+    // A CPU-time timer's sample may stand for several periods.
+    let got = state.stats.samples.load(Relaxed) + state.stats.timer_overruns.load(Relaxed);
     if expected >= MIN_EXPECTED && got.saturating_mul(10) < expected {
         let queue_full = state.stats.dropped[threads::DROP_QUEUE_FULL].load(Relaxed);
         if queue_full > 0 {

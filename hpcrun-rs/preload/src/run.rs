@@ -67,17 +67,17 @@ fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::ME
         (
             "samples",
             "samples",
-            "task-clock samples whose skid-corrected instruction loads from memory (mem:soft); each stands for one sampling period of thread CPU time",
+            "timer samples whose skid-corrected instruction loads from memory (mem:soft), in sampling periods of thread user CPU time (a CPU-time timer's signal that stood for several periods counts each)",
         ),
         (
             "store_samples",
             "samples",
-            "task-clock samples whose skid-corrected instruction only stores to memory (stores rarely stall: kept apart from the primary metric)",
+            "timer samples whose skid-corrected instruction only stores to memory, in sampling periods (stores rarely stall: kept apart from the primary metric)",
         ),
         (
             "cpu_samples",
             "samples",
-            "all task-clock samples (code-centric tree only)",
+            "all timer samples, in sampling periods (code-centric tree only)",
         ),
         (
             "page_faults",

@@ -2,10 +2,19 @@
 //! thread's perf events (task clock, page faults, hardware memory events,
 //! watchpoints).
 //!
-//! `mem:soft` (and `cpu-time`) use a software task-clock perf event per
-//! thread, opened by that thread, whose overflow signal (a real-time signal,
-//! `SIGRTMIN+4` unless `HPCRUN_SIGNAL` says otherwise) is delivered to that
-//! same thread (`F_SETOWN_EX` with `F_OWNER_TID`).
+//! `mem:soft` (and `cpu-time`) sample each thread with one of two timers
+//! (`--timer`, [`hpcrun_abi::config::Timer`]), both started by that thread
+//! and signalling that same thread with a real-time signal (`SIGRTMIN+4`
+//! unless `HPCRUN_SIGNAL` says otherwise):
+//!
+//! * a POSIX timer on the thread's user CPU time (`sys::start_cpu_timer`;
+//!   the default at periods of 1 ms or more): checked at the kernel's
+//!   tick, nothing to do at a context switch; a signal may stand for
+//!   several periods (its overrun count, the sample's weight);
+//! * a software task-clock perf event (`F_SETOWN_EX` with `F_OWNER_TID`):
+//!   exact periods, but a kernel timer stopped and restarted at every
+//!   context switch of the thread (about 12 us each in a KVM guest,
+//!   docs/PERFORMANCE.md).
 
 use std::sync::atomic::Ordering::*;
 
@@ -39,6 +48,20 @@ pub fn start_thread(index: u32) {
             // Reported at start-up.
             Err(_) => return,
         }
+        if let Some(ns) = sys::thread_user_ns_of(state.tid) {
+            state.stats.user_time_at_start_ns.store(ns, Relaxed);
+        }
+        if cfg.timer.uses_cpu_timer(cfg.period_ns) {
+            match sys::start_cpu_timer(cfg.period_ns, run::signal()) {
+                Ok(id) => {
+                    state.cpu_timer.store(id, Release);
+                    return start_watches(state, cfg);
+                }
+                Err(errno) => run::warn_once(&format!(
+                    "timer_create(CPU time) failed (errno {errno}): sampling with the task-clock event instead"
+                )),
+            }
+        }
         match sys::open_task_clock(cfg.period_ns, run::signal()) {
             Ok(fd) => state.perf_fd.store(fd, Release),
             Err(errno) => run::warn_once(&format!(
@@ -46,6 +69,11 @@ pub fn start_thread(index: u32) {
             )),
         }
     }
+    start_watches(state, cfg);
+}
+
+/// Opens the calling thread's watchpoints and page-fault event, as asked.
+fn start_watches(state: &threads::ThreadState, cfg: &config::Config) {
     let (sharing, reuse) = (
         crate::watch::sharing_every() > 0,
         crate::watch::reuse_every() > 0,
@@ -82,12 +110,22 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     // count: the event stops at an overflow until its signal is handled,
     // so a thread whose signal is blocked counts one period only.
     let fd = state.perf_fd.load(Acquire);
-    if fd >= 0 && !run::hardware_active() {
+    let timer = state.cpu_timer.load(Acquire);
+    if (fd >= 0 || timer >= 0) && !run::hardware_active() {
         if let Some(ns) = sys::thread_cpu_ns_of(state.tid).or_else(|| sys::read_counter(fd)) {
             state.stats.cpu_time_ns.store(ns, Relaxed);
         }
         if let Some(ns) = sys::thread_user_ns_of(state.tid) {
             state.stats.user_time_ns.store(ns, Relaxed);
+            state.stats.user_time_read.store(true, Relaxed);
+        }
+    }
+    let timer = state.cpu_timer.swap(-1, AcqRel);
+    if timer >= 0 {
+        if close {
+            sys::delete_cpu_timer(timer);
+        } else {
+            sys::set_cpu_timer(timer, 0);
         }
     }
     for slot in [&state.perf_fd, &state.fault_fd] {

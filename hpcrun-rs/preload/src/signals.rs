@@ -10,8 +10,10 @@
 //!   calls), the profiler's handler stays installed;
 //! * the handler tells the two kinds of signal apart by their origin: a
 //!   perf event's overflow signal has `si_code` `POLL_IN`..`POLL_HUP` and
-//!   `si_fd` naming one of the profiler's perf fds ([`sys::mark_perf_fd`]);
-//!   everything else (`raise`, `kill`, `sigqueue`, a timer, the program's
+//!   `si_fd` naming one of the profiler's perf fds ([`sys::mark_perf_fd`]),
+//!   a CPU-time timer's signal has `si_code` `SI_TIMER` and the profiler's
+//!   cookie as its value ([`sys::TIMER_COOKIE`]);
+//!   everything else (`raise`, `kill`, `sigqueue`, the program's timers, its
 //!   own `F_SETSIG` fds) is the program's and goes to [`forward`], which
 //!   runs the program's action (handler with its mask and flags, ignore, or
 //!   the default action: terminate, after the profiles are written);
@@ -105,8 +107,11 @@ pub fn signal_at(slot: usize) -> Option<c_int> {
 }
 
 /// True if the signal described by `info` came from one of the
-/// profiler's perf events.
+/// profiler's perf events or CPU-time timers.
 pub fn from_profiler(signal: &sys::Delivered) -> bool {
+    if signal.timer_overrun().is_some() {
+        return true;
+    }
     let Some((code, fd)) = signal.code_fd() else {
         return false;
     };

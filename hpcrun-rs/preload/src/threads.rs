@@ -36,15 +36,29 @@ pub const DROP_BAD_RECORD: usize = 6;
 pub const DROP_QUEUE_FULL: usize = 7;
 
 /// Sample counters of one thread.
+/// The most periods one CPU-time timer signal stood for, process-wide
+/// (1 + its overrun; 0 before any): the tick's length in periods.
+pub static LARGEST_TIMER_WEIGHT: AtomicU64 = AtomicU64::new(0);
+
 #[derive(Default)]
 pub struct Stats {
     pub samples: AtomicU64,
+    /// Periods the CPU-time timer's samples stood for beyond one each
+    /// (the sum of their overruns).
+    pub timer_overruns: AtomicU64,
     /// CPU time counted by the thread's task-clock event when sampling
     /// stopped (ns; timer sources only).
     pub cpu_time_ns: AtomicU64,
     /// Its user-mode part (ns; 0 if unknown): the event excludes the
     /// kernel, so only this time can earn samples (`notices`).
     pub user_time_ns: AtomicU64,
+    /// True once `user_time_ns` was read (with tick-based accounting a
+    /// short thread's user time may be 0).
+    pub user_time_read: AtomicBool,
+    /// The thread's user-mode CPU time when its timer started (ns): only
+    /// the time after it can earn samples (with a CPU-time timer, a tick
+    /// of a thread's start-up may fall before its timer exists).
+    pub user_time_at_start_ns: AtomicU64,
     /// Load samples (the primary metric).
     pub memory: AtomicU64,
     /// Store-only samples.
@@ -118,6 +132,9 @@ pub struct ThreadState {
     /// (ip, previous instruction start) pairs, direct-mapped by ip.
     pub decode_cache: &'static [AtomicU64],
     pub perf_fd: AtomicI32,
+    /// The thread's CPU-time timer (`cpu-timer`), a kernel timer id; -1:
+    /// none (the task-clock event or a hardware event samples instead).
+    pub cpu_timer: AtomicI32,
     /// True while the task-clock event is limited to its next overflow
     /// (armed by a slow handler; that overflow's signal clears it).
     pub clock_limited: AtomicBool,
@@ -232,6 +249,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         stats: Stats::default(),
         decode_cache,
         perf_fd: AtomicI32::new(-1),
+        cpu_timer: AtomicI32::new(-1),
         clock_limited: AtomicBool::new(false),
         fault_fd: AtomicI32::new(-1),
         fault_ring: std::sync::OnceLock::new(),

@@ -324,6 +324,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let s = &state.stats;
     profile.stats = SampleStats {
         samples: s.samples.load(Relaxed),
+        timer_overruns: s.timer_overruns.load(Relaxed),
         memory_samples: s.memory.load(Relaxed),
         store_samples: s.stores.load(Relaxed),
         handler_allocations: sys::ALLOCATIONS_IN_HANDLER.load(Relaxed),

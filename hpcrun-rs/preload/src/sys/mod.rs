@@ -17,6 +17,7 @@
 //!   buffer mappings ([`RingMemory`]), signal routing, the profiler's fds.
 //! * [`signal`]: real `sigaction`, handlers, signal sets and masks,
 //!   [`Delivered`].
+//! * [`timer`]: POSIX CPU-time timers (the `cpu-timer` sample source).
 //! * [`dl`]: loaded modules, `dlsym(RTLD_NEXT)`, load bias of a handle.
 //! * [`proc`]: ids, clocks, errno, stack bounds, atexit/atfork/thread-exit
 //!   registration, `exit_group`, current CPU.
@@ -31,6 +32,7 @@ pub mod perf;
 pub mod proc;
 pub mod publish;
 pub mod signal;
+pub mod timer;
 
 pub use alloc::*;
 pub use dl::*;
@@ -39,3 +41,4 @@ pub use perf::*;
 pub use proc::*;
 pub use publish::*;
 pub use signal::*;
+pub use timer::*;

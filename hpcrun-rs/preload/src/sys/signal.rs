@@ -148,6 +148,27 @@ impl Delivered {
         }
     }
 
+    /// For a signal of one of the profiler's CPU-time timers (`SI_TIMER`
+    /// carrying [`super::TIMER_COOKIE`]): its overrun count, the periods
+    /// that expired after the one it was sent for (the `_timer` member:
+    /// `int si_overrun` at offset 20, the 8-byte `si_value` at 24).
+    pub fn timer_overrun(&self) -> Option<u32> {
+        if self.info.is_null() {
+            return None;
+        }
+        // SAFETY: a valid, full siginfo_t (128 bytes, per `new`); both
+        // offsets lie inside it.
+        unsafe {
+            if (*self.info).si_code != libc::SI_TIMER {
+                return None;
+            }
+            let base = self.info as *const u8;
+            let value = std::ptr::read_unaligned(base.add(24) as *const u64);
+            let overrun = std::ptr::read_unaligned(base.add(20) as *const c_int);
+            (value == super::TIMER_COOKIE).then_some(overrun.max(0) as u32)
+        }
+    }
+
     /// Queues `signal` with the same info to the calling thread again and
     /// makes the interrupted code resume with `signal` blocked: it stays
     /// pending (for `sigwait`, `signalfd`, or the program's unblocking
