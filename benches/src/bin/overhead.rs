@@ -25,8 +25,8 @@
 //! or workload with a note.
 //!
 //! The floor (`benches/programs/null_sampler.c`) samples every thread of
-//! the program with the same event, signal and arming as hpcrun-rs, and an
-//! empty handler.
+//! the program with the same timer (`--timer`), signal and arming as
+//! hpcrun-rs, and an empty handler.
 //!
 //! `--only` and `--skip` take the first word of a workload's name
 //! (`--only lulesh_proxy` runs both thread counts).
@@ -59,6 +59,10 @@ struct Args {
     /// (`-c NS`) [default: hpcrun-rs's own default, read from a probe run].
     #[arg(long, value_name = "NS")]
     period: Option<u64>,
+    /// hpcrun-rs's `--timer` (`auto`, `cpu-timer`, `task-clock`), also
+    /// given to the floor (`NULL_SAMPLER_TIMER`).
+    #[arg(long, default_value = "auto")]
+    timer: String,
     /// Event passed to hpcrun-rs (`mem:soft` or `cpu-time`).
     #[arg(long, default_value = "mem:soft")]
     event: String,
@@ -521,7 +525,7 @@ fn command(
         }
         Tool::Hpcrun => {
             let mut c = Command::new(hpcrun);
-            c.arg("-o").arg(out);
+            c.arg("-o").arg(out).args(["--timer", &args.timer]);
             if let Some(p) = period {
                 c.arg("-e").arg(format!("{}@{p}", args.event));
             } else if args.event != "mem:soft" || !args.with.is_empty() {
@@ -537,6 +541,7 @@ fn command(
             let mut c = Command::new(&w.command[0]);
             c.args(&w.command[1..])
                 .env("LD_PRELOAD", args.dir.join("bin/libnull_sampler.so"))
+                .env("NULL_SAMPLER_TIMER", &args.timer)
                 .env(
                     "NULL_SAMPLER_PERIOD_NS",
                     period.context("the floor needs a period")?.to_string(),
