@@ -230,9 +230,10 @@ pub fn run(args: &Args) -> Result<u8> {
         eprintln!("{line}");
     }
     eprintln!(
-        "hpcrun-rs: {} ({}): {files} profile(s) in {}",
+        "hpcrun-rs: {} ({}{}): {files} profile(s) in {}",
         program,
         events::describe(&chosen),
+        timer_kind(&args.timer, &chosen),
         out.display()
     );
     Ok(match (status.code(), status.signal()) {
@@ -252,4 +253,18 @@ fn ompi_env_list(vars: &[(&str, OsString)]) -> String {
         .collect();
     names.extend(vars.iter().map(|(name, _)| name.to_string()));
     names.join(";")
+}
+
+/// ", CPU-time timer" or ", task-clock event": what `--timer` gives the
+/// timer source among `chosen` (`mem:soft`, `cpu-time`), if one runs.
+fn timer_kind(timer: &str, chosen: &[events::Chosen]) -> &'static str {
+    let timer = hpcrun_abi::config::Timer::parse(timer).unwrap_or(hpcrun_abi::config::Timer::Auto);
+    match chosen
+        .iter()
+        .find(|c| c.name == "mem:soft" || c.name == "cpu-time")
+    {
+        Some(c) if timer.uses_cpu_timer(c.period) => ", CPU-time timer",
+        Some(_) => ", task-clock event",
+        None => "",
+    }
 }

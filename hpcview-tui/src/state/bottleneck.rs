@@ -6,9 +6,9 @@
 //! `mem:soft` measures no latency and no instruction count, so the
 //! memory-boundness used here is a proxy that the software source can
 //! measure: the **share of sampled CPU time spent on memory-accessing
-//! instructions**, `samples / cpu_samples` (`samples` counts the task-clock
-//! samples whose skid-corrected instruction reads or writes memory,
-//! `cpu_samples` all task-clock samples), taken from the code-centric tree
+//! instructions**, `samples / cpu_samples` (`samples` counts the timer's
+//! sample periods whose skid-corrected instruction reads or writes memory,
+//! `cpu_samples` all its sample periods), taken from the code-centric tree
 //! for the code in question:
 //!
 //! * a code-centric node (top-down, callers, flat): its own inclusive
