@@ -63,8 +63,10 @@ fn panes_on_a_real_abc_database() {
     assert_eq!(name, "C");
     assert!(share >= 0.70, "C holds only {:.1}%", 100.0 * share);
     // Tall enough that the detail pane shows every line even when the
-    // checkout's path (wrapped in the detail pane) is long.
-    let s = screen(&mut app, 120, 60);
+    // checkout's path (wrapped in the detail pane) is long and the run
+    // filled more metric lines than usual (a fresh-clone check once lost
+    // the histogram line off a 60-line screen).
+    let s = screen(&mut app, 120, 90);
     let pct = format!("{:.1}%", 100.0 * share);
     let row = s
         .lines()
@@ -87,8 +89,11 @@ fn panes_on_a_real_abc_database() {
     );
     // The real histogram: C is read evenly (every bucket sampled), by the
     // one thread; no page-fault or NUMA data in this run.
-    assert!(s.contains("offset histogram"), "{s}");
     let detail = hpcview_tui::view::detail::lines(&app).join("\n");
+    assert!(
+        s.contains("offset histogram"),
+        "{s}\ndetail pane's lines:\n{detail}"
+    );
     let bars = detail
         .lines()
         .find_map(|l| l.strip_prefix("offset histogram |"))

@@ -68,12 +68,13 @@ struct Args {
     #[arg(long)]
     alloc_log: bool,
 
-    /// The timer behind mem:soft and cpu-time: `cpu-timer`, a POSIX timer on
-    /// each thread's CPU-time clock (HPCToolkit's CPUTIME; checked at the
-    /// kernel's tick, 1-4 ms, and free at context switches; counts user and
-    /// system time), or `task-clock`, a perf event per thread (exact
-    /// periods, user time only, a kernel timer reprogrammed at every
-    /// context switch). `auto`: cpu-timer for periods of 1 ms or more.
+    /// The timer behind mem:soft and cpu-time, both on each thread's user
+    /// CPU time: `cpu-timer`, a POSIX timer (as HPCToolkit's CPUTIME;
+    /// checked at the kernel's tick, 1-4 ms: a finer period gives one
+    /// sample per tick that counts for the periods it stands for; nothing
+    /// to do at a context switch), or `task-clock`, a perf event per thread
+    /// (exact periods; a kernel timer restarted at every context switch).
+    /// `auto`: cpu-timer for periods of 1 ms or more, else task-clock.
     #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["auto", "cpu-timer", "task-clock"])]
     timer: String,
 

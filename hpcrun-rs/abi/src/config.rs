@@ -30,11 +30,11 @@ pub enum Timer {
     /// `cpu-timer` at periods of `CPU_TIMER_MIN_PERIOD_NS` or more,
     /// `task-clock` below.
     Auto,
-    /// A POSIX timer on the thread's CPU-time clock
-    /// (`timer_create(CLOCK_THREAD_CPUTIME_ID)`, HPCToolkit's `CPUTIME`):
-    /// checked at the scheduler tick, nothing to do at a context switch;
-    /// counts user and system time; a sample that stands for several
-    /// periods (the tick is coarser than the period) carries their number.
+    /// A POSIX timer on the thread's user CPU time (`timer_create` on the
+    /// thread's `CPUCLOCK_VIRT` clock; HPCToolkit's `CPUTIME` is the same
+    /// kind of timer): checked at the scheduler tick, nothing to do at a
+    /// context switch; a sample that stands for several periods (the tick
+    /// is coarser than the period) carries their number.
     CpuTimer,
     /// A software task-clock perf event per thread: exact periods, user
     /// time only; the kernel stops and restarts its timer at every context
