@@ -13,18 +13,7 @@ use pipeline_tests::*;
 const EVENT: &str = "mem:soft@100000";
 
 fn heap_object_allocated_at(objects: &[serde_json::Value], line: u64) -> &serde_json::Value {
-    objects
-        .iter()
-        .find(|o| {
-            o["kind"] == "heap"
-                && o["alloc_path"]
-                    .as_array()
-                    .and_then(|p| p.last())
-                    .is_some_and(|f| {
-                        f["line"].as_u64() == Some(line)
-                            && f["file"].as_str().is_some_and(|s| s.ends_with("abc.c"))
-                    })
-        })
+    heap_object_at(objects, "abc.c", line)
         .unwrap_or_else(|| panic!("no heap object allocated at abc.c:{line} in {objects:#?}"))
 }
 

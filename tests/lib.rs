@@ -266,6 +266,25 @@ pub fn line_of(rel: &str, needle: &str) -> u64 {
         .unwrap_or_else(|| panic!("{needle:?} not in {rel}"))
 }
 
+/// The exported heap object whose allocation path ends at `file` (a path
+/// suffix) line `line`, if any.
+pub fn heap_object_at<'a>(
+    objects: &'a [serde_json::Value],
+    file: &str,
+    line: u64,
+) -> Option<&'a serde_json::Value> {
+    objects.iter().find(|o| {
+        o["kind"] == "heap"
+            && o["alloc_path"]
+                .as_array()
+                .and_then(|p| p.last())
+                .is_some_and(|f| {
+                    f["line"].as_u64() == Some(line)
+                        && f["file"].as_str().is_some_and(|s| s.ends_with(file))
+                })
+    })
+}
+
 /// Samples (primary metric) of an exported object.
 pub fn samples(obj: &serde_json::Value) -> u64 {
     obj["metrics"]["samples"].as_u64().unwrap_or(0)

@@ -64,16 +64,7 @@ fn abc_with(name: &str, opts: &[&str]) -> u64 {
         "{opts:?}: objects hold {weighted} sample periods for {memory} memory samples and {overruns} overruns"
     );
     let by_line = |needle: &str| {
-        let line = line_of("abc/abc.c", needle);
-        objects
-            .iter()
-            .find(|o| {
-                o["kind"] == "heap"
-                    && o["alloc_path"]
-                        .as_array()
-                        .and_then(|p| p.last())
-                        .is_some_and(|f| f["line"].as_u64() == Some(line))
-            })
+        heap_object_at(objects, "abc.c", line_of("abc/abc.c", needle))
             .map(samples)
             .unwrap_or(0)
     };
