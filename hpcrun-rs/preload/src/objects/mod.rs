@@ -589,13 +589,12 @@ impl Objects {
     }
 
     /// After fork: the child is single-threaded, so locks held by other
-    /// threads of the parent are released.
+    /// threads of the parent are released. The granule tables need nothing:
+    /// a slot a parent's thread left odd is skipped (`granules`).
     pub fn reset_locks_after_fork(&self) {
         self.site_lock.store(false, Relaxed);
         self.big.reset_after_fork();
         self.registered.reset_after_fork();
-        self.granules.reset_after_fork();
-        self.medium.reset_after_fork();
     }
 }
 
