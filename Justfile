@@ -26,7 +26,8 @@ bench-scaling:
 
 # Run-time overhead at the default period: native vs hpcrun-rs vs the
 # per-thread null-sampler floor vs perf record (same rate) on the examples,
-# HPC Challenge, an OpenMP LULESH proxy (1 and 2 threads) and LAMMPS;
+# HPC Challenge, an OpenMP LULESH proxy (1 and 2 threads) and LAMMPS, plus
+# LULESH 2.0 and hypre's AMG given clones (--lulesh-src DIR, --amg-src DIR);
 # alternating rounds, medians of per-pair ratios (docs/PERFORMANCE.md).
 # Installs hpcc/perf/OpenMPI/LAMMPS if missing. Extra arguments go to the
 # harness, e.g. `just overhead --only lulesh_proxy --no-perf --rounds 11`.

@@ -21,7 +21,8 @@
 //! `benches/programs/lulesh_proxy.c` (an OpenMP proxy of LULESH: per-step
 //! heap temporaries of several MB) with 1 and 2 threads, and LAMMPS's
 //! Lennard-Jones melt (`lmp`, Debian packages lammps and lammps-examples),
-//! one process. Missing tools (perf, mpicc, hpcc, lmp) drop their column
+//! one process; LULESH 2.0 and hypre's AMG (MPI + OpenMP) when their
+//! sources are given (`--lulesh-src`, `--amg-src`). Missing tools (perf, mpicc, hpcc, lmp) drop their column
 //! or workload with a note.
 //!
 //! The floor (`benches/programs/null_sampler.c`) samples every thread of
@@ -39,6 +40,7 @@
 //! target/release/overhead --only lulesh_proxy,lammps_melt --no-perf --rounds 11
 //! target/release/overhead --with sharing --only lulesh_proxy   # a watchpoint analysis's cost
 //! target/release/overhead --lulesh-src ~/LULESH --only lulesh --rounds 15  # LULESH 2.0 itself
+//! target/release/overhead --amg-src ~/AMG --only amg --rounds 15         # hypre's AMG
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -47,6 +49,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+
+mod workloads;
+use workloads::{compile, which, Workload};
 
 /// Overhead of hpcrun-rs and perf record against native runs.
 #[derive(Debug, Parser)]
@@ -89,6 +94,12 @@ struct Args {
     /// `-s 30 -i 120`.
     #[arg(long, value_name = "DIR")]
     lulesh_src: Option<PathBuf>,
+    /// An AMG source directory (a clone of github.com/LLNL/AMG; not shipped
+    /// here): builds it with its Makefile (`mpicc -O2 -fopenmp`) in a copy
+    /// under `--dir` and adds `amg (problem 1, n=60, ...)` with 1 rank and
+    /// 1 or 2 threads, and 2 ranks (`-P 2 1 1`) of 1 thread, under mpirun.
+    #[arg(long, value_name = "DIR")]
+    amg_src: Option<PathBuf>,
     /// Problem size N of hpcc's input (HPL N; the other tests scale with it).
     #[arg(long, default_value_t = 2000)]
     hpcc_n: u32,
@@ -114,19 +125,6 @@ struct Args {
     /// immune to run-to-run noise).
     #[arg(long)]
     attribute: bool,
-}
-
-/// One program to measure.
-#[derive(Debug, Clone)]
-struct Workload {
-    name: String,
-    /// The command (program first).
-    command: Vec<String>,
-    /// Working directory.
-    cwd: PathBuf,
-    env: Vec<(String, String)>,
-    /// Files removed before every run (hpcc appends to its output file).
-    scrub: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,14 +187,6 @@ fn children_cpu() -> f64 {
     t(usage.ru_utime) + t(usage.ru_stime)
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
-    })
-}
-
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
     let n = values.len();
@@ -213,250 +203,6 @@ fn dir_files(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
         .unwrap_or_default()
-}
-
-/// Compiles a C/C++ source into `out` unless it is already newer.
-fn compile(compiler: &str, flags: &[&str], src: &Path, out: &Path) -> Result<()> {
-    let fresh = match (std::fs::metadata(src), std::fs::metadata(out)) {
-        (Ok(s), Ok(o)) => o.modified()? >= s.modified()?,
-        _ => false,
-    };
-    if fresh {
-        return Ok(());
-    }
-    let status = Command::new(compiler)
-        .args(flags)
-        .arg("-o")
-        .arg(out)
-        .arg(src)
-        .status()
-        .with_context(|| format!("cannot run {compiler}"))?;
-    if !status.success() {
-        bail!("{compiler} failed on {}", src.display());
-    }
-    Ok(())
-}
-
-/// The workloads that can run on this machine, and notes on those that cannot.
-fn workloads(args: &Args, bin: &Path) -> Result<(Vec<Workload>, Vec<String>)> {
-    let mut list = Vec::new();
-    let mut notes = Vec::new();
-    let ex = &args.examples;
-    let scaled = |n: u32| ((n as f64 * args.scale).round() as u32).max(1).to_string();
-    let cwd = bin.to_path_buf();
-    let simple = |name: &str, arg: String| Workload {
-        name: name.into(),
-        command: vec![bin.join(name).display().to_string(), arg],
-        cwd: cwd.clone(),
-        env: vec![],
-        scrub: vec![],
-    };
-    let gcc = ["-O2", "-g"];
-    // Repeat counts for about 3 s of CPU each on the development VM.
-    for (name, src, arg) in [
-        ("abc", "abc/abc.c", 30),
-        ("abc_static", "abc/abc_static.c", 30),
-        ("pointer_chase", "pointer_chase/pointer_chase.c", 100),
-        ("naming", "naming/naming.c", 100),
-    ] {
-        compile("gcc", &gcc, &ex.join(src), &bin.join(name))?;
-        list.push(simple(name, scaled(arg)));
-    }
-    // A pure register loop: the direct cost of the samples, with little
-    // of the memory-related noise of a shared machine.
-    compile(
-        "gcc",
-        &gcc,
-        &ex.join("../benches/programs/spin.c"),
-        &bin.join("spin"),
-    )?;
-    list.push(simple("spin", scaled(1500)));
-    // examples/inline is left out: g++ hoists its pure kernels out of the
-    // repeat loop, so it cannot be made to run long enough.
-    let mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe"];
-    match (which("mpicc"), which("mpirun")) {
-        (Some(_), Some(_)) => {
-            compile(
-                "mpicc",
-                &["-O2", "-g", "-fopenmp"],
-                &ex.join("mpi_stencil/mpi_stencil.c"),
-                &bin.join("mpi_stencil"),
-            )?;
-            let mut command: Vec<String> = mpirun.iter().map(|s| s.to_string()).collect();
-            command.extend([
-                "-np".into(),
-                "2".into(),
-                bin.join("mpi_stencil").display().to_string(),
-                scaled(60),
-            ]);
-            list.push(Workload {
-                name: "mpi_stencil (2 ranks)".into(),
-                command,
-                cwd: cwd.clone(),
-                env: vec![("OMP_NUM_THREADS".into(), "1".into())],
-                scrub: vec![],
-            });
-        }
-        _ => notes.push("mpi_stencil skipped: mpicc or mpirun missing (apt-get install openmpi-bin libopenmpi-dev)".into()),
-    }
-    match (which("hpcc"), which("mpirun")) {
-        (Some(hpcc), Some(_)) => {
-            let dir = args.dir.join("hpcc");
-            std::fs::create_dir_all(&dir)?;
-            std::fs::write(dir.join("hpccinf.txt"), hpcc_input(args.hpcc_n))?;
-            let mut command: Vec<String> = mpirun.iter().map(|s| s.to_string()).collect();
-            command.extend(["-np".into(), "1".into(), hpcc.display().to_string()]);
-            list.push(Workload {
-                name: format!("hpcc (N={}, 1 rank)", args.hpcc_n),
-                command,
-                cwd: dir.clone(),
-                env: vec![],
-                scrub: vec![dir.join("hpccoutf.txt")],
-            });
-        }
-        _ => notes.push(
-            "hpcc skipped: not installed (apt-get install hpcc; `just overhead` does it)".into(),
-        ),
-    }
-    // An OpenMP proxy of LULESH (benches/programs/lulesh_proxy.c): heap
-    // temporaries of several MB allocated and freed every time step. The
-    // OpenMP threads wait passively: on a shared 2-vCPU machine, spinning
-    // barriers make a 2-thread run's wall time depend on the other tenants
-    // by up to 10x.
-    compile(
-        "gcc",
-        &["-O2", "-g", "-fopenmp"],
-        &ex.join("../benches/programs/lulesh_proxy.c"),
-        &bin.join("lulesh_proxy"),
-    )?;
-    for threads in [1, 2] {
-        let mut w = simple("lulesh_proxy", "30".into());
-        w.command.push(scaled(600));
-        w.name = format!(
-            "lulesh_proxy (s=30, {threads} thread{})",
-            if threads == 1 { "" } else { "s" }
-        );
-        w.env = vec![
-            ("OMP_NUM_THREADS".into(), threads.to_string()),
-            ("OMP_WAIT_POLICY".into(), "passive".into()),
-        ];
-        list.push(w);
-    }
-    // LULESH 2.0 itself, when the user points at its sources.
-    if let Some(src) = &args.lulesh_src {
-        let sources: Vec<PathBuf> = [
-            "lulesh.cc",
-            "lulesh-comm.cc",
-            "lulesh-viz.cc",
-            "lulesh-util.cc",
-            "lulesh-init.cc",
-        ]
-        .iter()
-        .map(|f| src.join(f))
-        .collect();
-        if let Some(missing) = sources.iter().find(|f| !f.is_file()) {
-            bail!(
-                "--lulesh-src {}: {} is missing (give a clone of https://github.com/LLNL/LULESH)",
-                src.display(),
-                missing.display()
-            );
-        }
-        let exe = bin.join("lulesh2.0");
-        let status = Command::new("g++")
-            .args(["-O3", "-g", "-fopenmp", "-DUSE_MPI=0", "-I"])
-            .arg(src)
-            .args(&sources)
-            .arg("-o")
-            .arg(&exe)
-            .status()
-            .context("running g++ for LULESH")?;
-        if !status.success() {
-            bail!("building LULESH from {} failed", src.display());
-        }
-        for threads in [1, 2] {
-            list.push(Workload {
-                name: format!(
-                    "lulesh (s=30, {threads} thread{})",
-                    if threads == 1 { "" } else { "s" }
-                ),
-                command: vec![
-                    exe.display().to_string(),
-                    "-s".into(),
-                    "30".into(),
-                    "-i".into(),
-                    scaled(120),
-                ],
-                cwd: cwd.clone(),
-                env: vec![
-                    ("OMP_NUM_THREADS".into(), threads.to_string()),
-                    ("OMP_WAIT_POLICY".into(), "passive".into()),
-                ],
-                scrub: vec![],
-            });
-        }
-    }
-    // LAMMPS (Debian), the Lennard-Jones melt example, one process, with
-    // more steps than the example's 250 (about 4 s).
-    match (which("lmp"), std::fs::read_to_string(LAMMPS_MELT)) {
-        (Some(lmp), Ok(input)) => {
-            let dir = args.dir.join("lammps");
-            std::fs::create_dir_all(&dir)?;
-            let steps = scaled(2000);
-            let input: String = input
-                .lines()
-                .map(|l| {
-                    if l.split_whitespace().next() == Some("run") {
-                        format!("run\t\t{steps}\n")
-                    } else {
-                        format!("{l}\n")
-                    }
-                })
-                .collect();
-            std::fs::write(dir.join("in.melt"), input)?;
-            list.push(Workload {
-                name: format!("lammps_melt ({steps} steps, 1 process)"),
-                command: vec![
-                    lmp.display().to_string(),
-                    "-in".into(),
-                    "in.melt".into(),
-                    "-log".into(),
-                    "none".into(),
-                ],
-                cwd: dir,
-                env: vec![("OMP_NUM_THREADS".into(), "1".into())],
-                scrub: vec![],
-            });
-        }
-        _ => notes.push(
-            "lammps_melt skipped: lmp or its examples missing (apt-get install lammps lammps-examples; `just overhead` does it)".into(),
-        ),
-    }
-    let keep = |w: &Workload| {
-        let short = w.name.split_whitespace().next().unwrap_or("");
-        (args.only.is_empty() || args.only.iter().any(|o| o == short))
-            && !args.skip.iter().any(|s| s == short)
-    };
-    list.retain(keep);
-    Ok((list, notes))
-}
-
-/// The LAMMPS example input (Debian package lammps-examples).
-const LAMMPS_MELT: &str = "/usr/share/lammps/examples/melt/in.melt";
-
-/// hpcc's input: Debian's example with one process (P = Q = 1)
-/// (`benches/inputs/hpccinf.txt`, also used by tests/real_apps.rs) with
-/// HPL size `n` (RandomAccess, STREAM, DGEMM and FFT sizes follow from it).
-fn hpcc_input(n: u32) -> String {
-    include_str!("../../inputs/hpccinf.txt")
-        .lines()
-        .map(|l| {
-            if l.ends_with(" Ns") {
-                format!("{n:<12} Ns\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
 }
 
 /// Samples, bytes and the profiler's own time of one hpcrun-rs output
@@ -1085,7 +831,19 @@ fn main() -> Result<()> {
             eprintln!("note: perf not found (apt-get install linux-perf): no perf column");
         }
     }
-    let (list, notes) = workloads(&args, &bin)?;
+    let (list, notes) = workloads::available(
+        &workloads::Config {
+            examples: args.examples.clone(),
+            dir: args.dir.clone(),
+            scale: args.scale,
+            hpcc_n: args.hpcc_n,
+            lulesh_src: args.lulesh_src.clone(),
+            amg_src: args.amg_src.clone(),
+            only: args.only.clone(),
+            skip: args.skip.clone(),
+        },
+        &bin,
+    )?;
     for n in &notes {
         eprintln!("note: {n}");
     }
