@@ -13,6 +13,7 @@ use std::sync::atomic::{
     Ordering::{Acquire, Relaxed, Release},
 };
 
+use crate::filled::Filled;
 use crate::sys;
 
 /// Roots.
@@ -280,6 +281,8 @@ pub struct Counts {
     /// 0 = empty, otherwise the packed key + 1.
     keys: &'static [AtomicU64],
     values: &'static [AtomicU64],
+    /// The slots with a key, for [`Counts::entries`].
+    filled: Filled,
 }
 
 impl Counts {
@@ -289,6 +292,7 @@ impl Counts {
         Some(Counts {
             keys: sys::map_zeroed::<AtomicU64>(capacity)?,
             values: sys::map_zeroed::<AtomicU64>(capacity)?,
+            filled: Filled::new(capacity)?,
         })
     }
 
@@ -310,6 +314,7 @@ impl Counts {
             if k == 0 {
                 self.values[slot].fetch_add(1, Relaxed);
                 self.keys[slot].store(key, Relaxed);
+                self.filled.push(slot);
                 return true;
             }
             slot = (slot + 1) & mask;
@@ -319,11 +324,11 @@ impl Counts {
 
     /// Every (node, bucket, count), in no particular order.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
-        self.keys.iter().zip(self.values).filter_map(|(k, v)| {
-            let k = k.load(Relaxed);
+        self.filled.slots().filter_map(|slot| {
+            let k = self.keys[slot].load(Relaxed);
             (k != 0).then(|| {
                 let k = k - 1;
-                ((k >> 32) as u32, k as u32, v.load(Relaxed))
+                ((k >> 32) as u32, k as u32, self.values[slot].load(Relaxed))
             })
         })
     }

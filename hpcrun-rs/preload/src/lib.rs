@@ -51,6 +51,7 @@ pub mod checkpoint;
 pub mod code;
 pub mod config;
 pub mod exit;
+pub mod filled;
 pub mod guard;
 pub mod handler;
 pub mod handler_time;

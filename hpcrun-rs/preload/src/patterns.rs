@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering::*};
 
 use formats::patterns::{StrideCounts, STRIDE_SLOTS};
 
+use crate::filled::Filled;
 use crate::stride::{Decoded, Stride};
 use crate::sys;
 
@@ -171,6 +172,8 @@ unsafe impl sys::ZeroInit for Site {}
 /// (object node, instruction) -> stride observations.
 pub struct SiteTable {
     sites: &'static [Site],
+    /// The slots with a site, for [`SiteTable::entries`].
+    filled: Filled,
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -184,6 +187,7 @@ impl SiteTable {
     pub fn new() -> Option<SiteTable> {
         Some(SiteTable {
             sites: sys::map_zeroed::<Site>(SITE_SLOTS)?,
+            filled: Filled::new(SITE_SLOTS)?,
         })
     }
 
@@ -197,6 +201,7 @@ impl SiteTable {
             if at == 0 {
                 s.object.store(object, Relaxed);
                 s.ip.store(ip, Release);
+                self.filled.push(slot);
                 return Some(s);
             }
             if at == ip && s.object.load(Relaxed) == object {
@@ -237,7 +242,8 @@ impl SiteTable {
 
     /// Every (object node, instruction, counts), in no particular order.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u64, StrideCounts)> + '_ {
-        self.sites.iter().filter_map(|s| {
+        self.filled.slots().filter_map(|slot| {
+            let s = &self.sites[slot];
             let ip = s.ip.load(Acquire);
             if ip == 0 {
                 return None;

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "data",
         &[
             "guard",
+            "filled",
             "cct",
             "objects",
             "pages",
