@@ -5,6 +5,7 @@
 //! A snapshot is built outside any signal handler (at load time) and then
 //! only read; the handler reaches it through an atomic pointer.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
@@ -68,7 +69,34 @@ pub struct Snapshot {
 
 /// Every module read so far, by stable id (index); never shrinks, so ids
 /// in trees stay meaningful after a dlclose.
-static CACHE: Mutex<Vec<Arc<ModuleData>>> = Mutex::new(Vec::new());
+static CACHE: Mutex<Cache> = Mutex::new(Cache {
+    modules: Vec::new(),
+    by_bias: BTreeMap::new(),
+});
+
+struct Cache {
+    modules: Vec<Arc<ModuleData>>,
+    /// Ids by load bias: a refresh (at every dlopen and dlclose; an MPI
+    /// library makes a hundred or more) finds each loaded module without
+    /// comparing it with every module ever read.
+    by_bias: BTreeMap<u64, Vec<usize>>,
+}
+
+impl Cache {
+    fn find(&self, module: &LoadedModule) -> Option<usize> {
+        self.by_bias.get(&module.bias)?.iter().copied().find(|&id| {
+            let m = &self.modules[id].info;
+            m.path == module.path && m.segments == module.segments
+        })
+    }
+
+    fn add(&mut self, data: ModuleData) -> usize {
+        let id = self.modules.len();
+        self.by_bias.entry(data.info.bias).or_default().push(id);
+        self.modules.push(Arc::new(data));
+        id
+    }
+}
 
 static SNAPSHOT: sys::Published<Snapshot> = sys::Published::new();
 
@@ -93,12 +121,7 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
         if except == Some(module.bias) && !module.path.is_empty() {
             continue;
         }
-        let found = cache.iter().position(|m| {
-            m.info.path == module.path
-                && m.info.bias == module.bias
-                && m.info.segments == module.segments
-        });
-        let id = match found {
+        let id = match cache.find(&module) {
             Some(id) => id,
             None => {
                 // The executable (first) is never "this library": when the
@@ -106,11 +129,12 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
                 // program's.
                 let is_self =
                     index > 0 && module.segments.iter().any(|&(s, e, _)| own >= s && own < e);
-                cache.push(Arc::new(read_module(&module, is_self)));
-                cache.len() - 1
+                cache.add(read_module(&module, is_self))
             }
         };
-        snapshot.modules.push((id as u32, cache[id].clone()));
+        snapshot
+            .modules
+            .push((id as u32, cache.modules[id].clone()));
     }
     drop(cache);
     snapshot.index();
@@ -121,13 +145,22 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
 
 /// Every module ever read, by stable id (for the file's module table).
 pub fn all_modules() -> Vec<Arc<ModuleData>> {
-    CACHE.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .modules
+        .clone()
 }
 
 /// The static variable `index` of module `id`.
 pub fn static_symbol(id: u32, index: u32) -> Option<Symbol> {
     let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    cache.get(id as usize)?.statics.get(index as usize).cloned()
+    cache
+        .modules
+        .get(id as usize)?
+        .statics
+        .get(index as usize)
+        .cloned()
 }
 
 fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
@@ -348,5 +381,48 @@ mod tests {
         assert_eq!(snap.module_containing(0x5800).map(|m| m.0), Some(2));
         assert_eq!(snap.function_start(0x1150), Some(0x1100));
         assert_eq!(snap.function_start(0x1190), None);
+    }
+
+    /// A module is found again by its bias, path and segments; a module
+    /// loaded later at the same bias (after a dlclose) is a new one.
+    #[test]
+    fn the_cache_finds_modules_by_bias_path_and_segments() {
+        let loaded = |path: &str, bias: u64, end: u64| LoadedModule {
+            path: path.into(),
+            bias,
+            segments: vec![(bias, end, true)],
+            eh_frame_hdr: None,
+        };
+        let data = |l: &LoadedModule| ModuleData {
+            info: ModuleInfo {
+                path: l.path.clone(),
+                bias: l.bias,
+                build_id: None,
+                segments: l.segments.clone(),
+                sections: UnwindSections::default(),
+                is_self: false,
+            },
+            statics: vec![],
+            functions: vec![],
+        };
+        let mut cache = Cache {
+            modules: Vec::new(),
+            by_bias: BTreeMap::new(),
+        };
+        let a = loaded("/lib/a.so", 0x7000_0000, 0x7000_1000);
+        let b = loaded("/lib/b.so", 0x7100_0000, 0x7100_2000);
+        assert_eq!(cache.find(&a), None);
+        let ida = cache.add(data(&a));
+        let idb = cache.add(data(&b));
+        assert_eq!(cache.find(&a), Some(ida));
+        assert_eq!(cache.find(&b), Some(idb));
+        // Same bias, another library or another size: not the same module.
+        let c = loaded("/lib/c.so", 0x7000_0000, 0x7000_1000);
+        let a2 = loaded("/lib/a.so", 0x7000_0000, 0x7000_3000);
+        assert_eq!(cache.find(&c), None);
+        assert_eq!(cache.find(&a2), None);
+        let idc = cache.add(data(&c));
+        assert_eq!(cache.find(&c), Some(idc));
+        assert_eq!(cache.find(&a), Some(ida));
     }
 }

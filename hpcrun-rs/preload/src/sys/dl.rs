@@ -2,6 +2,7 @@
 //! the load bias of a `dlopen` handle.
 
 use std::ffi::{c_int, c_void, CStr};
+use std::sync::OnceLock;
 
 /// `dlsym(RTLD_NEXT, name)`.
 pub fn next_symbol(name: &CStr) -> *mut c_void {
@@ -19,6 +20,9 @@ pub struct LoadedModule {
     /// PT_GNU_EH_FRAME as (start, end).
     pub eh_frame_hdr: Option<(u64, u64)>,
 }
+
+/// The executable's path (`/proc/self/exe`), read once.
+static EXE: OnceLock<String> = OnceLock::new();
 
 /// Every module the loader has mapped, the executable first.
 pub fn loaded_modules() -> Vec<LoadedModule> {
@@ -67,9 +71,15 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
     unsafe { libc::dl_iterate_phdr(Some(callback), &mut out as *mut _ as *mut c_void) };
     if let Some(first) = out.first_mut() {
         if first.path.is_empty() {
-            first.path = std::fs::read_link("/proc/self/exe")
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            // Read once per process image: this runs at every dlopen and
+            // dlclose, and reading the link costs about 20 us.
+            first.path = EXE
+                .get_or_init(|| {
+                    std::fs::read_link("/proc/self/exe")
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .clone();
         }
     }
     out
