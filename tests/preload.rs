@@ -86,6 +86,38 @@ fn dlopen_dlclose_loop_and_static_data_of_a_library() {
     assert!(objects[0]["share"].as_f64().unwrap() > 0.5, "{objects:#?}");
 }
 
+/// A second thread allocates and is sampled while the main thread loads and
+/// unloads a library 300 times: its hooks and handlers read the unwinder
+/// and the module snapshot that each dlopen/dlclose replaces (and frees once
+/// no reader can hold it). The program's output must be its own, and both
+/// threads' profiles must be written.
+#[test]
+fn dlopen_dlclose_loop_while_another_thread_allocates_and_is_sampled() {
+    let dir = scratch("dlopen-threads");
+    let lib = compile_test_program("libtable.c", &dir, &["-shared", "-fPIC"]);
+    let exe = compile_test_program("dlopen_loop.c", &dir, &["-ldl", "-pthread"]);
+    let lib_arg = lib.to_string_lossy().into_owned();
+    let args = [lib_arg.as_str(), "300", "threads"];
+    let native = ok_stdout(&run(Command::new(&exe).args(args)), "native dlopen_loop");
+    assert!(native.starts_with("worker ok\n"), "{native}");
+    let (out, measurements) = hpcrun(&dir, "mem:soft@100000", &exe, &args);
+    assert_eq!(
+        ok_stdout(&out, "profiled dlopen_loop with a thread"),
+        native
+    );
+    let profiles = read_profiles(&measurements);
+    assert_eq!(
+        profiles.len(),
+        2,
+        "main thread and worker each write a profile"
+    );
+    let hooked: u64 = profiles.iter().map(|p| p.stats.hook_time.calls).sum();
+    assert!(
+        hooked >= 200,
+        "the worker's allocations went through the hooks: {hooked}"
+    );
+}
+
 #[test]
 fn fork_without_exec_profiles_both_processes() {
     let dir = scratch("fork");

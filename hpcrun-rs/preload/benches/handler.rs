@@ -107,7 +107,11 @@ static STATIC_TABLE: [u64; 64] = [7; 64];
 fn handler_benches(c: &mut Criterion) {
     // What the library's start-up does before the first sample.
     assert!(objects::init(false));
-    let snap = modules::refresh(None);
+    modules::refresh(None);
+    // The snapshot and unwinder stay valid while a read section is open;
+    // nothing replaces them during the benchmarks, so one section serves all.
+    let _section = sys::reading();
+    let snap = modules::get().expect("module snapshot");
     soft::warm_up();
     let unwinder = unwind::get().expect("unwinder");
     let state = threads::start_current(threads::next_index(), 1 << 16).expect("thread state");

@@ -43,7 +43,11 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
             // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
             // handlers; it lives for the duration of the handler.
             let uc = unsafe { &*(context as *const libc::ucontext_t) };
+            // The module snapshot and the unwinder it reads stay valid
+            // until the section closes.
+            let section = sys::reading();
             work(state, registers(uc));
+            drop(section);
             state.in_handler.store(false, Release);
         }
     }

@@ -139,6 +139,8 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
 /// [`guarded`].
 #[inline(never)]
 pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<Caller>) {
+    // The unwinder and the module snapshot stay valid while it is open.
+    let _section = sys::reading();
     let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (
         threads::current(),
         unwind::get(),

@@ -139,6 +139,9 @@ extern "C" fn after_fork_in_child() {
         if let Some(objs) = objects::get() {
             objs.reset_locks_after_fork();
         }
+        // Read sections the parent's other threads had open never close
+        // here (this thread, in `fork`, has none open).
+        sys::reset_readers_after_fork();
         // The parent's perf events are the parent's: do not touch them.
         threads::reset_after_fork();
         sampling::start_thread(threads::next_index());

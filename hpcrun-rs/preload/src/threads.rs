@@ -272,7 +272,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
     let reg = registry();
     let slot = reg.count.fetch_add(1, AcqRel) as usize;
     let state: &'static ThreadState = match reg.slots.get(slot) {
-        Some(s) => s.publish(state),
+        Some(s) => s.publish_leaked(state),
         None => Box::leak(Box::new(state)),
     };
     CURRENT.with(|c| c.set(Some(state)));

@@ -2,8 +2,9 @@
 //! symbols (to find instruction boundaries) and static variables (the
 //! static-data map).
 //!
-//! A snapshot is built outside any signal handler (at load time) and then
-//! only read; the handler reaches it through an atomic pointer.
+//! A snapshot is built outside any signal handler (at load time, at each
+//! `dlopen` and `dlclose`) and then only read; the handler and the hooks
+//! reach it through an atomic pointer, inside a read section.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -51,9 +52,9 @@ pub struct ModuleData {
     pub functions: Vec<(u64, u64)>,
 }
 
-/// The modules loaded at one moment. Published snapshots are leaked (a
-/// signal handler may still read an older one); they are small because
-/// module data is shared.
+/// The modules loaded at one moment. A replaced snapshot is freed once no
+/// read section can still hold it (`sys::publish`); module data is shared
+/// between snapshots.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     /// (stable module id, data).
@@ -100,7 +101,8 @@ impl Cache {
 
 static SNAPSHOT: sys::Published<Snapshot> = sys::Published::new();
 
-/// The current snapshot (safe in a signal handler).
+/// The current snapshot (safe in a signal handler); valid only inside a
+/// read section (`sys::reading`).
 pub fn get() -> Option<&'static Snapshot> {
     SNAPSHOT.get()
 }
@@ -111,7 +113,7 @@ static REFRESH: Mutex<()> = Mutex::new(());
 /// Reads the loaded modules (new ones from their files) and publishes a new
 /// snapshot and unwinder. `except` leaves out the module loaded at that
 /// bias (used just before dlclose unmaps it).
-pub fn refresh(except: Option<u64>) -> &'static Snapshot {
+pub fn refresh(except: Option<u64>) {
     let _serial = REFRESH.lock().unwrap_or_else(|e| e.into_inner());
     let own = sys::own_address();
     let mut snapshot = Snapshot::default();
@@ -138,10 +140,21 @@ pub fn refresh(except: Option<u64>) -> &'static Snapshot {
     }
     drop(cache);
     snapshot.index();
-    let published = SNAPSHOT.publish(snapshot);
-    super::unwind::refresh(published);
-    published
+    super::unwind::refresh(&snapshot);
+    SNAPSHOT.publish(snapshot);
+    if except.is_some() {
+        // The module is unmapped next: a handler or hook that took the
+        // previous unwinder (which reads the module's tables in place) must
+        // be done with it first. Bounded: a reader stopped for longer (by a
+        // debugger, say) is not waited for.
+        sys::wait_for_readers(READERS_WAIT_NS);
+    }
 }
+
+/// How long `dlclose` waits for readers of the unwinder that still has the
+/// module (a handler takes tens of microseconds; a preempted one, a
+/// scheduler slice or a few).
+const READERS_WAIT_NS: u64 = 100_000_000;
 
 /// Every module ever read, by stable id (for the file's module table).
 pub fn all_modules() -> Vec<Arc<ModuleData>> {

@@ -18,6 +18,7 @@ pub type Cache = CacheX86_64<MustNotAllocateDuringUnwind>;
 
 static UNWINDER: sys::Published<Unwind> = sys::Published::new();
 
+/// The current unwinder; valid only inside a read section (`sys::reading`).
 pub fn get() -> Option<&'static Unwind> {
     UNWINDER.get()
 }

@@ -21,7 +21,8 @@
 //! * [`dl`]: loaded modules, `dlsym(RTLD_NEXT)`, load bias of a handle.
 //! * [`proc`]: ids, clocks, errno, stack bounds, atexit/atfork/thread-exit
 //!   registration, `exit_group`, current CPU.
-//! * [`publish`]: [`Published`], the publication primitive.
+//! * [`publish`]: [`Published`], the publication primitive, and the read
+//!   sections ([`reading`]) after which a replaced value is freed.
 
 #![allow(unsafe_code)]
 
