@@ -41,6 +41,7 @@
 //! target/release/overhead --with sharing --only lulesh_proxy   # a watchpoint analysis's cost
 //! target/release/overhead --lulesh-src ~/LULESH --only lulesh --rounds 15  # LULESH 2.0 itself
 //! target/release/overhead --amg-src ~/AMG --only amg --rounds 15         # hypre's AMG
+//! target/release/overhead --only hpcc --baseline /tmp/old/target/release/hpcrun-rs  # before/after
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -113,6 +114,12 @@ struct Args {
     /// The hpcrun-rs binary [default: next to this executable].
     #[arg(long)]
     hpcrun: Option<PathBuf>,
+    /// Another hpcrun-rs binary (with its preload library beside it, e.g.
+    /// an older commit's `target/release/hpcrun-rs`), run as the tool
+    /// `baseline` in the same rotating rounds; the report adds hpcrun-rs
+    /// against it, paired by round (a change's before and after).
+    #[arg(long, value_name = "HPCRUN")]
+    baseline: Option<PathBuf>,
     /// The examples directory [default: ./examples].
     #[arg(long, default_value = "examples")]
     examples: PathBuf,
@@ -134,6 +141,9 @@ enum Tool {
     Perf,
     /// Same event and signal as hpcrun-rs, empty handler.
     Floor,
+    /// Another hpcrun-rs build (`--baseline`), run the same way as
+    /// hpcrun-rs: a change's before and after in the same rounds.
+    Baseline,
 }
 
 impl Tool {
@@ -143,7 +153,14 @@ impl Tool {
             Tool::Hpcrun => "hpcrun-rs",
             Tool::Perf => "perf",
             Tool::Floor => "floor",
+            Tool::Baseline => "baseline",
         }
+    }
+
+    /// An hpcrun-rs build (this one or the baseline): its own period, and
+    /// its profiles are read for samples, handler and hook time.
+    fn is_hpcrun(self) -> bool {
+        matches!(self, Tool::Hpcrun | Tool::Baseline)
     }
 }
 
@@ -269,8 +286,12 @@ fn command(
             c.args(&w.command[1..]);
             c
         }
-        Tool::Hpcrun => {
-            let mut c = Command::new(hpcrun);
+        Tool::Hpcrun | Tool::Baseline => {
+            let binary = match (tool, &args.baseline) {
+                (Tool::Baseline, Some(b)) => b.as_path(),
+                _ => hpcrun,
+            };
+            let mut c = Command::new(binary);
             c.arg("-o").arg(out).args(["--timer", &args.timer]);
             if let Some(p) = period {
                 c.arg("-e").arg(format!("{}@{p}", args.event));
@@ -370,7 +391,7 @@ fn run_once(
                 .sum(),
             0,
         ),
-        Tool::Hpcrun => {
+        Tool::Hpcrun | Tool::Baseline => {
             own = hpcrun_output(&out);
             (own.samples, own.bytes)
         }
@@ -572,9 +593,9 @@ fn output_table(series: &[Series], tools: &[Tool]) -> Table {
         if *t != Tool::Floor {
             header.push(format!("{} MB", t.name()));
         }
-        if *t == Tool::Hpcrun {
-            header.push("handler ms".to_string());
-            header.push("hooks ms".to_string());
+        if t.is_hpcrun() {
+            header.push(format!("{} handler ms", t.name()));
+            header.push(format!("{} hooks ms", t.name()));
         }
     }
     let mut rows = vec![header];
@@ -586,7 +607,7 @@ fn output_table(series: &[Series], tools: &[Tool]) -> Table {
             if *t != Tool::Floor {
                 row.push(format!("{:.2}", med(runs, |r| r.bytes as f64) / 1e6));
             }
-            if *t == Tool::Hpcrun {
+            if t.is_hpcrun() {
                 row.push(format!("{:.1}", med(runs, |r| r.handler_ns as f64) / 1e6));
                 row.push(format!("{:.1}", med(runs, |r| r.hook_ns as f64) / 1e6));
             }
@@ -605,8 +626,42 @@ fn report(series: &[Series], tools: &[Tool], markdown: bool) {
     print_table(&pooled_table(series, tools, |r| r.wall), markdown);
     println!("## all workloads pooled: CPU time\n");
     print_table(&pooled_table(series, tools, |r| r.cpu), markdown);
+    if tools.contains(&Tool::Baseline) {
+        println!("## hpcrun-rs against the baseline (paired by round)\n");
+        print_table(&against_baseline(series), markdown);
+    }
     println!("## samples and output\n");
     print_table(&output_table(series, tools), markdown);
+}
+
+/// Per workload, hpcrun-rs's wall and CPU time against the baseline's in
+/// the same round (hpcrun-rs / baseline - 1): the median and its bootstrap
+/// 95% interval; negative means this build costs less.
+fn against_baseline(series: &[Series]) -> Table {
+    let header = ["workload", "rounds", "wall, paired %", "CPU, paired %"];
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect()];
+    for s in series {
+        let (Some(now), Some(before)) = (s.of(Tool::Hpcrun), s.of(Tool::Baseline)) else {
+            continue;
+        };
+        let mut row = vec![s.name.clone(), now.len().to_string()];
+        for f in [|r: &Run| r.wall, |r: &Run| r.cpu] {
+            let mut paired: Vec<f64> = now
+                .iter()
+                .zip(before)
+                .map(|(a, b)| f(a) / f(b) - 1.0)
+                .collect();
+            let (lo, hi) = bootstrap_median_ci(&paired);
+            row.push(format!(
+                "{} ({} .. {})",
+                pct(median(&mut paired)),
+                pct(lo),
+                pct(hi)
+            ));
+        }
+        rows.push(row);
+    }
+    rows
 }
 
 /// Processes that launch or measure the program, left out of the shares.
@@ -729,7 +784,7 @@ fn attribute_all(
         for round in 0..args.rounds {
             for k in 0..tools.len() {
                 let i = (k + round) % tools.len();
-                let p = if tools[i] == Tool::Hpcrun {
+                let p = if tools[i].is_hpcrun() {
                     args.period
                 } else {
                     period
@@ -815,6 +870,15 @@ fn main() -> Result<()> {
     };
     let period_ns = period.unwrap_or_default();
     let mut tools = vec![Tool::Native, Tool::Hpcrun];
+    if let Some(b) = &args.baseline {
+        if !b.is_file() {
+            bail!(
+                "--baseline {}: no such hpcrun-rs binary (build the older commit with cargo build --release -p hpcrun-rs -p hpcrun-preload)",
+                b.display()
+            );
+        }
+        tools.push(Tool::Baseline);
+    }
     if !args.no_floor {
         compile(
             "gcc",
@@ -873,7 +937,7 @@ fn main() -> Result<()> {
                 let i = (k + round) % tools.len();
                 let tool = tools[i];
                 loads.push(load_average());
-                let p = if tool == Tool::Hpcrun {
+                let p = if tool.is_hpcrun() {
                     hpcrun_period
                 } else {
                     period
