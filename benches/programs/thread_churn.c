@@ -1,5 +1,5 @@
 /* The cost of a short-lived thread under the profiler (docs/PERFORMANCE.md,
- * "fork and short threads"): N times create a thread that computes a
+ * "Sessions 11-13"): N times create a thread that computes a
  * little and allocates once, and join it. Prints the mean per thread.
  * gcc -O2 -pthread -o thread_churn thread_churn.c && ./thread_churn 1000 */
 #include <pthread.h>
