@@ -515,22 +515,23 @@ fn time_table(series: &[Series], tools: &[Tool], what: &str, f: fn(&Run) -> f64)
                 continue;
             };
             row.push(pct(med(runs, f) / base - 1.0));
-            let mut paired: Vec<f64> = runs
-                .iter()
-                .zip(native)
-                .map(|(r, n)| f(r) / f(n) - 1.0)
-                .collect();
-            let (lo, hi) = bootstrap_median_ci(&paired);
-            row.push(format!(
-                "{} ({} .. {})",
-                pct(median(&mut paired)),
-                pct(lo),
-                pct(hi)
-            ));
+            row.push(paired_median(runs, native, f));
         }
         rows.push(row);
     }
     rows
+}
+
+/// The median of the per-round ratios `runs / against - 1` and its
+/// bootstrap 95% interval, as "+m% (lo .. hi)".
+fn paired_median(runs: &[Run], against: &[Run], f: fn(&Run) -> f64) -> String {
+    let mut paired: Vec<f64> = runs
+        .iter()
+        .zip(against)
+        .map(|(r, a)| f(r) / f(a) - 1.0)
+        .collect();
+    let (lo, hi) = bootstrap_median_ci(&paired);
+    format!("{} ({} .. {})", pct(median(&mut paired)), pct(lo), pct(hi))
 }
 
 /// Every per-round ratio (tool / native - 1) of `tool`, over all workloads.
@@ -645,20 +646,8 @@ fn against_baseline(series: &[Series]) -> Table {
             continue;
         };
         let mut row = vec![s.name.clone(), now.len().to_string()];
-        for f in [|r: &Run| r.wall, |r: &Run| r.cpu] {
-            let mut paired: Vec<f64> = now
-                .iter()
-                .zip(before)
-                .map(|(a, b)| f(a) / f(b) - 1.0)
-                .collect();
-            let (lo, hi) = bootstrap_median_ci(&paired);
-            row.push(format!(
-                "{} ({} .. {})",
-                pct(median(&mut paired)),
-                pct(lo),
-                pct(hi)
-            ));
-        }
+        row.push(paired_median(now, before, |r| r.wall));
+        row.push(paired_median(now, before, |r| r.cpu));
         rows.push(row);
     }
     rows
