@@ -838,8 +838,20 @@ fn main() -> Result<()> {
     }
     std::fs::create_dir_all(&args.dir)?;
     let dir = args.dir.canonicalize()?;
+    // Workloads run in their own directories: the baseline's path must not
+    // be relative to this one.
+    let baseline = match &args.baseline {
+        Some(b) => Some(b.canonicalize().with_context(|| {
+            format!(
+                "--baseline {}: no such hpcrun-rs binary (build the older commit with cargo build --release -p hpcrun-rs -p hpcrun-preload)",
+                b.display()
+            )
+        })?),
+        None => None,
+    };
     let args = Args {
         dir: dir.clone(),
+        baseline,
         examples: args.examples.canonicalize().with_context(|| {
             format!(
                 "examples directory {} not found (run from the repository root or pass --examples)",
@@ -859,13 +871,7 @@ fn main() -> Result<()> {
     };
     let period_ns = period.unwrap_or_default();
     let mut tools = vec![Tool::Native, Tool::Hpcrun];
-    if let Some(b) = &args.baseline {
-        if !b.is_file() {
-            bail!(
-                "--baseline {}: no such hpcrun-rs binary (build the older commit with cargo build --release -p hpcrun-rs -p hpcrun-preload)",
-                b.display()
-            );
-        }
+    if args.baseline.is_some() {
         tools.push(Tool::Baseline);
     }
     if !args.no_floor {
