@@ -129,7 +129,7 @@ fn retire(value: Box<dyn Send>) {
 }
 
 /// Frees the retired values no section can hold any more.
-pub fn reclaim() {
+fn reclaim() {
     collect(&mut RETIRED.lock().unwrap_or_else(|e| e.into_inner()));
 }
 
