@@ -1,0 +1,215 @@
+//! The report: per workload, the agreement of mem:soft with each truth
+//! (a Markdown table), the context columns (where the profiler's samples
+//! went) and the per-object shares, printed and appended to
+//! docs/ACCURACY.md under a heading per CPU vendor.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::compare::{Agreement, Entry};
+use crate::profile::Profile;
+
+/// Everything measured on one workload.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub name: String,
+    pub expect: &'static str,
+    pub entries: Vec<Entry>,
+    pub access: Agreement,
+    pub reads: Agreement,
+    /// Against simulated LLC misses, when simulated.
+    pub misses: Option<Agreement>,
+    pub profile: Profile,
+}
+
+fn pct(x: f64) -> String {
+    if x.is_nan() {
+        "-".into()
+    } else {
+        format!("{:.0}%", 100.0 * x)
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+fn top1(a: &Agreement) -> &'static str {
+    match a.top1() {
+        Some(true) => "yes",
+        Some(false) => "**no**",
+        None => "-",
+    }
+}
+
+fn name(n: &Option<String>) -> String {
+    n.as_deref().map_or("-".into(), |s| format!("`{s}`"))
+}
+
+/// Where the profiler's sampled accesses went, as shares of all sampled
+/// accesses over every object: heap (with a site), other heap (no site:
+/// small blocks), static, stack, unknown.
+fn kinds(p: &Profile) -> [f64; 5] {
+    let mut w = [0.0; 5];
+    for o in &p.objects {
+        let i = match (o.kind.as_str(), &o.site) {
+            ("heap", Some(_)) => 0,
+            ("heap", None) => 1,
+            ("static", _) => 2,
+            ("stack", _) => 3,
+            _ => 4,
+        };
+        w[i] += (o.reads + o.writes) as f64;
+    }
+    let total: f64 = w.iter().sum();
+    w.map(|x| if total > 0.0 { x / total } else { f64::NAN })
+}
+
+/// The Markdown section for one harness run.
+pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{header}\n");
+    let sim = outcomes.iter().any(|o| o.misses.is_some());
+    s.push_str(
+        "| workload | objects | top (DHAT bytes) | top (mem:soft) | top-1 | ρ bytes | TVD bytes | ρ reads | TVD reads |",
+    );
+    if sim {
+        s.push_str(" top (sim. LLC misses) | top-1 | ρ misses | TVD misses |");
+    }
+    s.push_str("\n|---|--:|---|---|---|--:|--:|--:|--:|");
+    if sim {
+        s.push_str("---|---|--:|--:|");
+    }
+    s.push('\n');
+    for o in outcomes {
+        let a = &o.access;
+        let _ = write!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            o.name,
+            a.objects,
+            name(&a.truth_top),
+            name(&a.prof_top),
+            top1(a),
+            opt(a.spearman),
+            opt(a.tvd),
+            opt(o.reads.spearman),
+            opt(o.reads.tvd),
+        );
+        if sim {
+            match &o.misses {
+                Some(m) => {
+                    let _ = write!(
+                        s,
+                        " {} | {} | {} | {} |",
+                        name(&m.truth_top),
+                        top1(m),
+                        opt(m.spearman),
+                        opt(m.tvd)
+                    );
+                }
+                None => s.push_str(" - | - | - | - |"),
+            }
+        }
+        s.push('\n');
+    }
+    s.push_str(
+        "\nWhere mem:soft's samples went (shares of its sampled accesses; memory = samples whose \
+         instruction accesses memory, of all samples; recovered = the profiler's own \
+         address_recovered / load samples):\n\n\
+         | workload | samples | memory | recovered | heap (site) | heap (small) | static | stack | unknown |\n\
+         |---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+    );
+    for o in outcomes {
+        let p = &o.profile;
+        let k = kinds(p);
+        let ratio = |a: u64, b: u64| {
+            if b == 0 {
+                f64::NAN
+            } else {
+                a as f64 / b as f64
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            o.name,
+            p.samples,
+            pct(ratio(p.loads + p.stores, p.samples)),
+            pct(ratio(p.recovered, p.loads)),
+            pct(k[0]),
+            pct(k[1]),
+            pct(k[2]),
+            pct(k[3]),
+            pct(k[4])
+        );
+    }
+    s.push_str(
+        "\nPer object (heap objects by allocation site; each column renormalised over them):\n\n",
+    );
+    for o in outcomes {
+        let _ = writeln!(s, "- **{}** (expected: {}):", o.name, o.expect);
+        let sum = |f: &dyn Fn(&Entry) -> f64| o.entries.iter().map(f).sum::<f64>();
+        let (ta, tr, pa) = (
+            sum(&|e| e.truth_access),
+            sum(&|e| e.truth_reads),
+            sum(&|e| e.prof_access),
+        );
+        let tm = sum(&|e| e.truth_misses.unwrap_or(0.0));
+        let share = |x: f64, t: f64| if t > 0.0 { x / t } else { f64::NAN };
+        let mut shown = 0;
+        for e in &o.entries {
+            let big = share(e.truth_access, ta).max(share(e.prof_access, pa));
+            if shown >= 8 || big.is_nan() || big < 0.01 {
+                continue;
+            }
+            shown += 1;
+            let misses = match e.truth_misses {
+                Some(m) => format!(", sim. LLC misses {}", pct(share(m, tm))),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "  `{}` ({}): DHAT bytes {}, reads {}{misses}; mem:soft {}",
+                e.name,
+                e.key,
+                pct(share(e.truth_access, ta)),
+                pct(share(e.truth_reads, tr)),
+                pct(share(e.prof_access, pa)),
+            );
+        }
+    }
+    s
+}
+
+/// Appends `section` to `file` under `## <vendor>`, adding the heading if
+/// the file does not have it yet (sections are appended at the end of the
+/// file; a vendor's heading is written once).
+pub fn append(file: &Path, vendor: &str, section: &str) -> Result<()> {
+    let mut text = std::fs::read_to_string(file).unwrap_or_default();
+    let heading = format!("## Results: {vendor}");
+    if !text.lines().any(|l| l.trim() == heading) {
+        if !text.is_empty() && !text.ends_with("\n\n") {
+            text.push('\n');
+        }
+        let _ = writeln!(text, "{heading}\n");
+        text.push_str(section);
+    } else {
+        // Insert before the next `## ` heading after this vendor's.
+        let start = text.find(&heading).unwrap_or(0) + heading.len();
+        let end = text[start..]
+            .find("\n## ")
+            .map_or(text.len(), |i| start + i + 1);
+        let mut insert = section.to_string();
+        if !text[..end].ends_with("\n\n") {
+            insert.insert(0, '\n');
+        }
+        if end < text.len() {
+            insert.push('\n');
+        }
+        text.insert_str(end, &insert);
+    }
+    std::fs::write(file, text).with_context(|| format!("{}", file.display()))
+}
