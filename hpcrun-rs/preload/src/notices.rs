@@ -12,6 +12,10 @@
 //!   counted as "signal queue full"), the notice says so and names
 //!   `ulimit -i`.
 //! * The profiler's handler is no longer installed (a raw `rt_sigaction`).
+//! * The program closed the profiler's perf event descriptors
+//!   (`close_range`, `closefrom`): found when sampling stopped
+//!   (`sys::owns_event`); the task-clock event's lost periods are counted
+//!   as dropped.
 
 use std::io::Write;
 use std::sync::atomic::Ordering::Relaxed;
@@ -47,26 +51,31 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     if cfg.period_ns == 0 || crate::run::hardware_active() {
         return out;
     }
+    let closed = state.stats.fds_closed.load(Relaxed);
+    if closed != 0 {
+        let (what, fix) = if closed & 1 != 0 {
+            (
+                "the task-clock event's",
+                "; the CPU-time timer (--timer cpu-timer, the default at periods of 1 ms or more) needs no descriptor",
+            )
+        } else {
+            ("the page-fault event's", "")
+        };
+        out.insert(
+            format!(
+                "the program closed the profiler's perf event descriptors (close_range, closefrom, or close of numbers it did not open; the profiler keeps them at {} and above): {what} sampling of these threads stopped there and the sample periods after it are counted as dropped (descriptor closed by the program){fix}",
+                sys::fd_floor(),
+            ),
+            1,
+        );
+        return out;
+    }
     // The event excludes kernel time (a timer expiring in a system call
     // makes no sample): a thread that spends its CPU time in the kernel,
-    // like an MPI progress thread polling, earns few samples rightly. Its
-    // user time says how many it should have had (its whole CPU time if
-    // the user time could not be read), counted from its timer's start.
-    let cpu = if state.stats.user_time_read.load(Relaxed) {
-        let user = state.stats.user_time_ns.load(Relaxed);
-        user.saturating_sub(state.stats.user_time_at_start_ns.load(Relaxed))
-    } else {
-        state.stats.cpu_time_ns.load(Relaxed)
-    };
-    // A CPU-time timer's tick may fall where its signal cannot be taken
-    // (while the thread exits): one signal's worth of periods is slack.
-    let expected = (cpu / cfg.period_ns).saturating_sub(
-        threads::LARGEST_TIMER_WEIGHT
-            .load(Relaxed)
-            .saturating_sub(1),
-    );
+    // like an MPI progress thread polling, earns few samples rightly.
     // A CPU-time timer's sample may stand for several periods.
-    let got = state.stats.samples.load(Relaxed) + state.stats.timer_overruns.load(Relaxed);
+    let got = state.got_periods();
+    let expected = got + state.missing_periods(cfg.period_ns);
     if expected >= MIN_EXPECTED && got.saturating_mul(10) < expected {
         let queue_full = state.stats.dropped[threads::DROP_QUEUE_FULL].load(Relaxed);
         if queue_full > 0 {

@@ -128,14 +128,26 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
             sys::set_cpu_timer(timer, 0);
         }
     }
-    for slot in [&state.perf_fd, &state.fault_fd] {
+    for (bit, slot) in [&state.perf_fd, &state.fault_fd].into_iter().enumerate() {
         let fd = slot.swap(-1, AcqRel);
-        if fd >= 0 {
-            if close {
-                // The ring stays mapped (a late handler may still read it).
-                sys::close_event(fd);
-            } else {
-                sys::disable_event(fd);
+        if fd < 0 {
+            continue;
+        }
+        // Only if the descriptor is still ours: the program may have closed
+        // it (close_range, closefrom) and reused its number for its own file.
+        let ours = if close {
+            // The ring stays mapped (a late handler may still read it).
+            sys::close_event(fd)
+        } else {
+            sys::disable_owned(fd)
+        };
+        if !ours {
+            state.stats.fds_closed.fetch_or(1 << bit, Relaxed);
+            if bit == 0 {
+                // The task-clock event ended with its descriptor: the
+                // periods after its last sample are lost.
+                let lost = state.missing_periods(config::get().period_ns);
+                state.stats.dropped[threads::DROP_FD_CLOSED].store(lost, Relaxed);
             }
         }
     }

@@ -10,7 +10,9 @@
 //!   calls), the profiler's handler stays installed;
 //! * the handler tells the two kinds of signal apart by their origin: a
 //!   perf event's overflow signal has `si_code` `POLL_IN`..`POLL_HUP` and
-//!   `si_fd` naming one of the profiler's perf fds ([`sys::mark_perf_fd`]),
+//!   `si_fd` naming a number the profiler gave one of its perf events
+//!   ([`sys::was_perf_fd`]; still signalling after the program closed
+//!   the descriptor, see `sys::perf`),
 //!   a CPU-time timer's signal has `si_code` `SI_TIMER` and the profiler's
 //!   cookie as its value ([`sys::TIMER_COOKIE`]);
 //!   everything else (`raise`, `kill`, `sigqueue`, the program's timers, its
@@ -115,9 +117,11 @@ pub fn from_profiler(signal: &sys::Delivered) -> bool {
     let Some((code, fd)) = signal.code_fd() else {
         return false;
     };
-    // A perf fd closed since (a late signal) or not seen by `mark_perf_fd`
-    // is recognised by its file (readlink, on this rare path only).
-    (POLL_IN..=POLL_HUP).contains(&code) && (sys::is_perf_fd(fd) || sys::fd_is_perf_or_closed(fd))
+    // A number the profiler ever gave one of its events: its live event,
+    // one the program closed but that still signals (its ring mapping
+    // holds it), or a late signal of a closed one whose number the
+    // program reused; never forwarded to the program as its own.
+    (POLL_IN..=POLL_HUP).contains(&code) && sys::was_perf_fd(fd)
 }
 
 /// Installs `handler` for `signal` (the profiler's) and remembers the

@@ -14,7 +14,7 @@ use crate::code::unwind;
 use crate::sys::{self, StackBounds};
 
 /// Causes of dropped samples (index into `Stats::dropped`).
-pub const DROP_CAUSES: [&str; 8] = [
+pub const DROP_CAUSES: [&str; 9] = [
     "tree full",
     "handler re-entered",
     "object map busy",
@@ -23,6 +23,7 @@ pub const DROP_CAUSES: [&str; 8] = [
     "lost in the perf ring",
     "unreadable perf record",
     "signal queue full",
+    "descriptor closed by the program",
 ];
 pub const DROP_TREE_FULL: usize = 0;
 pub const DROP_REENTERED: usize = 1;
@@ -34,6 +35,10 @@ pub const DROP_BAD_RECORD: usize = 6;
 /// The kernel could not queue a sample signal (the per-user limit of
 /// pending real-time signals) and sent SIGIO instead.
 pub const DROP_QUEUE_FULL: usize = 7;
+/// The program closed the thread's task-clock event's descriptor
+/// (`close_range`, `closefrom`): the periods of user time after the
+/// samples it had (`ThreadState::missing_periods`).
+pub const DROP_FD_CLOSED: usize = 8;
 
 /// Sample counters of one thread.
 /// The most periods one CPU-time timer signal stood for, process-wide
@@ -73,6 +78,10 @@ pub struct Stats {
     pub page_faults: AtomicU64,
     /// Allocation-hook calls of this thread, those timed and their time
     /// (`hooks::timed`; only this thread writes them). A checkpoint
+    /// The thread's perf event descriptors that the program closed
+    /// (found when sampling stopped: `sys::owns_event`); bit 0: the
+    /// task-clock event, bit 1: the page-fault event.
+    pub fds_closed: AtomicU32,
     /// rewrites the file when the calls changed.
     pub hook_calls: AtomicU64,
     pub hook_timed: AtomicU64,
@@ -102,6 +111,37 @@ pub const MAX_FRAMES: usize = 128;
 
 /// Slots of a thread's histogram table ((object, bucket) pairs).
 pub const HISTOGRAM_SLOTS: usize = 1 << 16;
+
+impl ThreadState {
+    /// Sample periods of this thread's user time since its timer started
+    /// that no sample stands for (0 if it got all it should have), less
+    /// one signal's worth of periods of slack (a CPU-time timer's tick may
+    /// fall where its signal cannot be taken). Read after sampling stopped.
+    pub fn missing_periods(&self, period_ns: u64) -> u64 {
+        let s = &self.stats;
+        if period_ns == 0 {
+            return 0;
+        }
+        // The event excludes kernel time: the user time says how many
+        // samples the thread should have had (its whole CPU time if the
+        // user time could not be read), counted from its timer's start.
+        let cpu = if s.user_time_read.load(Relaxed) {
+            let user = s.user_time_ns.load(Relaxed);
+            user.saturating_sub(s.user_time_at_start_ns.load(Relaxed))
+        } else {
+            s.cpu_time_ns.load(Relaxed)
+        };
+        let expected =
+            (cpu / period_ns).saturating_sub(LARGEST_TIMER_WEIGHT.load(Relaxed).saturating_sub(1));
+        expected.saturating_sub(self.got_periods())
+    }
+
+    /// Periods the thread's samples stood for (a CPU-time timer's sample
+    /// may stand for several).
+    pub fn got_periods(&self) -> u64 {
+        self.stats.samples.load(Relaxed) + self.stats.timer_overruns.load(Relaxed)
+    }
+}
 
 /// Slots of a thread's reuse table ((object, bucket) pairs).
 pub const REUSE_SLOTS: usize = 4096;

@@ -1,6 +1,21 @@
 //! perf events: the task-clock and page-fault sample sources, ring
 //! buffer mappings, hardware watchpoints, routing of their signals, and
 //! the set of the profiler's perf fds.
+//!
+//! **Descriptors the profiler owns.** Every event's descriptor is moved
+//! out of the program's low range at once (`F_DUPFD_CLOEXEC` above
+//! [`fd_floor`]) and remembered by identity: its number, the perf anon
+//! inode (`fstat`) and the kernel's id of the event (`PERF_EVENT_IOC_ID`).
+//! A program may close it anyway (`close_range(3, ~0)`, `closefrom`, a
+//! thread closing numbers it did not open) and reuse the number for its
+//! own file: the profiler then closes, disables or re-arms it only after
+//! [`owns_event`] found it is still the same event ([`close_event`],
+//! [`disable_owned`]), so it never closes or changes the program's file,
+//! and the caller counts the event as lost. A sample signal names its
+//! event's number (`si_fd`); the kernel keeps signalling with that number
+//! for as long as the event lives (an event with a mapped ring outlives
+//! its closed descriptor), so a number the profiler ever gave one of its
+//! events is the profiler's for its signals ([`is_perf_fd`]).
 
 use std::ffi::{c_int, c_void};
 
@@ -80,8 +95,8 @@ pub fn open_page_faults(
     let fd = open_perf_event(&mut attr, -1)?;
     let Some(ring) = map_perf_ring(fd, data_pages) else {
         let e = errno();
-        // SAFETY: closing our own fd.
-        unsafe { libc::close(fd) };
+        close_fd(fd);
+        super::proc::set_errno(e);
         return Err(e);
     };
     signal_and_enable(fd, signal)?;
@@ -102,21 +117,26 @@ fn signal_and_enable(fd: c_int, signal: c_int) -> Result<(), c_int> {
         }
     });
     if result.is_err() {
-        // SAFETY: closing our own fd.
-        unsafe { libc::close(fd) };
+        close_fd(fd);
     }
     result
 }
 
-/// Stops and closes a sampling event.
-pub fn close_event(fd: c_int) {
+/// Stops and closes a sampling event if it is still the profiler's
+/// ([`owns_event`]). False if the program closed it meanwhile: then
+/// nothing is closed (the number may be the program's file now).
+pub fn close_event(fd: c_int) -> bool {
     use perf_event_open_sys::bindings as pe;
-    // SAFETY: our own fd; errors are harmless.
-    unsafe {
-        libc::ioctl(fd, pe::DISABLE as _, 0);
-        libc::close(fd);
+    let ours = owns_event(fd);
+    if ours {
+        // SAFETY: our own fd (checked just above); errors are harmless.
+        unsafe {
+            libc::ioctl(fd, pe::DISABLE as _, 0);
+            libc::close(fd);
+        }
     }
-    mark_perf_fd(fd, false);
+    forget(fd);
+    ours
 }
 
 /// Where a watchpoint waits while it watches nothing (never accessed).
@@ -297,10 +317,121 @@ pub fn open_perf_event(
         perf_event_open_sys::perf_event_open(attr, 0, -1, group_fd, pe::PERF_FLAG_FD_CLOEXEC as _)
     };
     if fd < 0 {
-        Err(errno())
-    } else {
-        Ok(fd)
+        return Err(errno());
     }
+    let fd = move_above_floor(fd);
+    remember(fd);
+    Ok(fd)
+}
+
+/// The lowest number the profiler's descriptors are moved to: a quarter
+/// of the open-file limit (`ulimit -n`; at most 16,384, so that the
+/// numbers stay inside the signal-routing tables), above the numbers
+/// programs open and close themselves, and below the half the watchpoints
+/// keep to (`watch.rs`).
+pub fn fd_floor() -> c_int {
+    let limit = super::proc::open_files_limit().unwrap_or(1 << 20);
+    (limit / 4).clamp(3, 16_384) as c_int
+}
+
+/// `fd` moved to the lowest free number at or above [`fd_floor`]
+/// (`F_DUPFD_CLOEXEC`); `fd` itself when it is there already or no number
+/// is free up there (a tiny `ulimit -n`).
+fn move_above_floor(fd: c_int) -> c_int {
+    let floor = fd_floor();
+    if fd >= floor {
+        return fd;
+    }
+    // SAFETY: fcntl on our own, open fd.
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+    if moved < 0 {
+        return fd;
+    }
+    // SAFETY: closing our own fd, now open under `moved` too.
+    unsafe { libc::close(fd) };
+    moved
+}
+
+/// The kernel's id of perf event `fd` (`PERF_EVENT_IOC_ID`).
+fn event_id(fd: c_int) -> Option<u64> {
+    use perf_event_open_sys::bindings as pe;
+    let mut id: u64 = 0;
+    // SAFETY: the ioctl writes one u64 into `id`; only called on a
+    // descriptor whose inode is the perf anon inode (`same_inode`).
+    let ok = unsafe { libc::ioctl(fd, pe::ID as _, &mut id as *mut u64) } == 0;
+    ok.then_some(id)
+}
+
+/// (st_dev, st_ino) of `fd` (async-signal-safe).
+fn inode(fd: c_int) -> Option<(u64, u64)> {
+    // SAFETY: fstat writes into an owned stat; a bad fd only returns an
+    // error.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
+    }
+}
+
+/// The perf events' anon inode (st_dev, st_ino), as the first event
+/// showed it (0, 0: none opened yet).
+static PERF_INODE: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Largest descriptor number the identity tables cover.
+const MAX_FD: usize = 1 << 16;
+
+/// The event id of each descriptor number the profiler holds (0: none).
+static EVENT_IDS: [AtomicU64; MAX_FD] = [const { AtomicU64::new(0) }; MAX_FD];
+
+/// Remembers `fd` as one of the profiler's events (its number, its inode
+/// and its event id).
+fn remember(fd: c_int) {
+    let (Some(slot), Some(id)) = (
+        usize::try_from(fd).ok().and_then(|f| EVENT_IDS.get(f)),
+        event_id(fd),
+    ) else {
+        return;
+    };
+    if let Some((dev, ino)) = inode(fd) {
+        PERF_INODE[0].store(dev, Relaxed);
+        PERF_INODE[1].store(ino, Relaxed);
+    }
+    slot.store(id, Relaxed);
+    mark_ever(fd);
+}
+
+/// True if descriptor `fd` is still the profiler's event it was given
+/// to (not closed by the program, its number not reused for another
+/// file or event). Two system calls (`fstat`, `ioctl`); async-signal-safe.
+pub fn owns_event(fd: c_int) -> bool {
+    let Some(id) = usize::try_from(fd)
+        .ok()
+        .and_then(|f| EVENT_IDS.get(f))
+        .map(|s| s.load(Relaxed))
+        .filter(|&id| id != 0)
+    else {
+        return false;
+    };
+    let perf = (PERF_INODE[0].load(Relaxed), PERF_INODE[1].load(Relaxed));
+    inode(fd) == Some(perf) && event_id(fd) == Some(id)
+}
+
+/// Forgets `fd` as one of the profiler's events (it is closed, or the
+/// program closed it).
+fn forget(fd: c_int) {
+    if let Some(slot) = usize::try_from(fd).ok().and_then(|f| EVENT_IDS.get(f)) {
+        slot.store(0, Relaxed);
+    }
+    mark_perf_fd(fd, false);
+}
+
+/// Disables event `fd` if it is still the profiler's ([`owns_event`]);
+/// false if the program closed it (nothing is touched then).
+pub fn disable_owned(fd: c_int) -> bool {
+    let ours = owns_event(fd);
+    if ours {
+        disable_event(fd);
+    }
+    ours
 }
 
 /// `ioctl(fd, PERF_EVENT_IOC_ENABLE)`.
@@ -336,44 +467,14 @@ pub fn route_perf_signal(fd: c_int, signal: c_int) -> Result<(), c_int> {
     }
 }
 
-/// Closes an fd (errors ignored).
+/// Closes one of the profiler's perf event fds (errors ignored) if it is
+/// still the profiler's ([`owns_event`]).
 pub fn close_fd(fd: c_int) {
-    // SAFETY: closing an fd the caller owns.
-    unsafe { libc::close(fd) };
-}
-
-/// True if `fd` is closed or is a perf event (`anon_inode:[perf_event]`):
-/// a POLL_* signal naming it comes from a perf event (readlink is
-/// async-signal-safe).
-pub fn fd_is_perf_or_closed(fd: c_int) -> bool {
-    let mut path = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
-    let mut n = fd.max(0) as u32;
-    let mut digits = [0u8; 10];
-    let mut len = 0;
-    loop {
-        digits[len] = b'0' + (n % 10) as u8;
-        len += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+    if owns_event(fd) {
+        // SAFETY: closing our own fd (checked just above).
+        unsafe { libc::close(fd) };
     }
-    for i in 0..len {
-        path[14 + i] = digits[len - 1 - i];
-    }
-    let mut buf = [0u8; 64];
-    // SAFETY: a NUL-terminated path and a buffer with its length.
-    let r = unsafe {
-        libc::readlink(
-            path.as_ptr() as *const libc::c_char,
-            buf.as_mut_ptr() as *mut libc::c_char,
-            buf.len(),
-        )
-    };
-    if r < 0 {
-        return errno() == libc::ENOENT || errno() == libc::EBADF;
-    }
-    buf[..r as usize].starts_with(b"anon_inode:[perf_event]")
+    forget(fd);
 }
 
 /// Reads a counting perf event's value (task-clock: ns of CPU time).
@@ -387,6 +488,29 @@ pub fn read_counter(fd: c_int) -> Option<u64> {
 /// The profiler's perf event fds, one bit each (fds below 65,536): a
 /// `POLL_*` signal naming one of them is a sample.
 static PERF_FDS: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
+
+/// Every number the profiler ever gave one of its events (never cleared):
+/// an event keeps signalling with its number after the program closed
+/// its descriptor (a mapped ring holds the event), and a late signal of
+/// a closed event may arrive after the number was reused.
+static EVER_FDS: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
+
+fn mark_ever(fd: c_int) {
+    if let Some(word) = usize::try_from(fd).ok().and_then(|f| EVER_FDS.get(f / 64)) {
+        word.fetch_or(1u64 << (fd as usize % 64), Relaxed);
+    }
+}
+
+/// True if the profiler ever gave one of its events number `fd`: a
+/// `POLL_*` signal of the profiler's signal naming it is a sample (of a
+/// live event, of one the program closed, or a late one), never the
+/// program's (async-signal-safe).
+pub fn was_perf_fd(fd: c_int) -> bool {
+    usize::try_from(fd)
+        .ok()
+        .and_then(|f| EVER_FDS.get(f / 64))
+        .is_some_and(|w| w.load(Relaxed) & (1u64 << (fd as usize % 64)) != 0)
+}
 
 /// Marks `fd` as a perf event of the profiler (its signals are samples).
 pub fn mark_perf_fd(fd: c_int, open: bool) {

@@ -1,0 +1,120 @@
+//! Hostile programs (issue 33): small C programs that do what real codes
+//! do to their own process (close every descriptor, run on tiny stacks,
+//! use SIGIO, count their threads), run natively and under the real
+//! `hpcrun-rs`. Each must behave exactly as natively: same output, same
+//! exit status; where the profiler loses samples it says so. Only what
+//! is guaranteed is asserted (no timing, no sample counts beyond "some").
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use pipeline_tests::*;
+
+/// The program's native run (stdout, exit status).
+fn native(exe: &Path, args: &[&str]) -> Output {
+    run(Command::new(exe).args(args))
+}
+
+/// Runs `exe args` under `hpcrun-rs OPTS... -o DIR/measurements`.
+fn profiled(dir: &Path, opts: &[&str], exe: &Path, args: &[&str]) -> (Output, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .args(opts)
+        .arg("-o")
+        .arg(&measurements)
+        .arg(exe)
+        .args(args));
+    (out, measurements)
+}
+
+/// Asserts the profiled run printed what the native one did and ended
+/// the same way.
+fn assert_same(profiled: &Output, native: &Output, what: &str) {
+    assert_eq!(
+        String::from_utf8_lossy(&profiled.stdout),
+        String::from_utf8_lossy(&native.stdout),
+        "{what}: stdout differs; stderr: {}",
+        String::from_utf8_lossy(&profiled.stderr)
+    );
+    assert_eq!(
+        profiled.status.code(),
+        native.status.code(),
+        "{what}: exit status differs; stderr: {}",
+        String::from_utf8_lossy(&profiled.stderr)
+    );
+}
+
+/// The main thread's profile in `measurements`.
+fn main_profile(measurements: &Path) -> formats::measurement::ThreadProfile {
+    read_profiles(measurements)
+        .into_iter()
+        .find(|p| p.thread.index == 0)
+        .expect("the main thread's profile")
+}
+
+/// #1: a program that closes every descriptor from 3 up with the raw
+/// `close_range` system call, then opens and reads its own file, with a
+/// thread that ends after the program reused the numbers. The profiler
+/// never closes the program's files (it checks an event's identity
+/// before closing it) and never hands its events' signals to the
+/// program; the main thread's closed event is told and its lost periods
+/// counted.
+#[test]
+fn a_program_that_closes_every_descriptor_keeps_its_own_files() {
+    let dir = scratch("hostile-close");
+    let exe = compile_test_program("hostile_close.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(want.status.code(), Some(0), "native run");
+    let cases: [(&str, &[&str]); 3] = [
+        (
+            "task-clock",
+            &["--timer", "task-clock", "-e", "mem:soft@200000"],
+        ),
+        (
+            "page-faults",
+            &["-e", "mem:soft@500000", "-e", "page-faults"],
+        ),
+        (
+            "cpu-time",
+            &[
+                "--timer",
+                "task-clock",
+                "-e",
+                "cpu-time@300000",
+                "-e",
+                "page-faults",
+            ],
+        ),
+    ];
+    for (name, opts) in cases {
+        let (out, measurements) = profiled(&dir.join(name), opts, &exe, &[]);
+        assert_same(&out, &want, name);
+        let main = main_profile(&measurements);
+        let notice = main
+            .stats
+            .notices
+            .keys()
+            .find(|n| n.contains("closed the profiler's perf event descriptors"));
+        assert!(notice.is_some(), "{name}: {:?}", main.stats.notices);
+        assert!(
+            !main.stats.notices.keys().any(|n| n.contains("--signal")),
+            "{name}: wrong advice: {:?}",
+            main.stats.notices
+        );
+        // The main thread's task-clock event was closed early in a run of
+        // hundreds of periods of user time.
+        let lost = main
+            .stats
+            .dropped
+            .get("descriptor closed by the program")
+            .copied()
+            .unwrap_or(0);
+        assert!(lost > 0, "{name}: {:?}", main.stats.dropped);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("closed the profiler's perf event descriptors"),
+            "{name}: {stderr}"
+        );
+    }
+}
