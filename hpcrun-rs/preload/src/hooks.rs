@@ -1,11 +1,15 @@
-//! The interposed C entry points: the malloc family and `pthread_create`.
+//! The interposed C entry points: the malloc family, `pthread_create`,
+//! the `mmap` family and System V `shmat`/`shmdt`.
 //!
 //! Every hook calls glibc's real allocator first, then (for blocks of at
 //! least `min_bytes`, outside re-entrant calls, once the library is
 //! initialised) unwinds the allocation call path and records the block.
 //! A const-initialised thread-local guard makes nested calls (from the
 //! unwinder, the loader, or the library itself) pass straight through.
-//! errno is preserved across the bookkeeping.
+//! errno is preserved across the bookkeeping. Anonymous mappings are
+//! tracked like heap blocks; file-backed and shared ones (files,
+//! `shm_open` and `memfd_create` objects, System V segments) too, at a
+//! site labelled with the file's name (or the segment's key).
 
 #![allow(unsafe_code)]
 
@@ -16,6 +20,7 @@ use formats::measurement::HOOK_TIME_EVERY;
 
 use crate::code::{modules, unwind};
 use crate::guard::{guarded, without_hooks, READY};
+use crate::objects::mapping::{self, MapName};
 use crate::sys::{self, real};
 use crate::{config, objects, threads};
 
@@ -128,17 +133,28 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
             objects::note_small_block(ptr as u64);
             return;
         }
-        guarded(|| track(ptr as u64, size as u64, None, caller));
+        guarded(|| track(ptr as u64, size as u64, Entry::Block, caller));
     })
 }
 
+/// How [`track`] enters a range.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Entry<'a> {
+    /// A heap block (or anonymous mapping), at its call path's site.
+    Block,
+    /// A file-backed or shared mapping, at the site of its call path
+    /// labelled with the mapping's name ([`objects::mapping`]).
+    Mapping(&'a [u8]),
+    /// A range the program registered with this label
+    /// (`hpcrun_register`; empty: none).
+    Registered(&'a [u8]),
+}
+
 /// Unwinds the call path (from `caller`, else from here, through this
-/// library's frames) and enters `[start, start+size)` in the object map:
-/// as a heap block (`label` `None`), or as a range the program registered
-/// with this label (`hpcrun_register`; empty: none). Runs inside
-/// [`guarded`].
+/// library's frames) and enters `[start, start+size)` in the object map
+/// as `entry` says. Runs inside [`guarded`].
 #[inline(never)]
-pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<Caller>) {
+pub(crate) fn track(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
     // The unwinder and the module snapshot stay valid while it is open.
     let _section = sys::reading();
     let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (
@@ -179,11 +195,14 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<
     }
     let path = &frames[..len];
     let head = state.last_record.load(Ordering::Relaxed);
-    let id = match label {
-        None => objs
+    let id = match entry {
+        Entry::Block => objs
             .site(path)
             .map(|site| objs.insert(start, size, site, state.index, head)),
-        Some(label) => objs
+        Entry::Mapping(name) => objs
+            .labelled_site(path, name)
+            .map(|site| objs.insert(start, size, site, state.index, head)),
+        Entry::Registered(label) => objs
             .labelled_site(path, label)
             .map(|site| objs.register(start, size, site, state.index, head)),
     };
@@ -191,6 +210,22 @@ pub(crate) fn track(start: u64, size: u64, label: Option<&[u8]>, caller: Option<
         // Release: a checkpoint on another thread reads the log.
         state.last_record.store(id, Ordering::Release);
     }
+}
+
+/// Records the file-backed or shared mapping `[ptr, ptr+size)` named
+/// `name` (called only when it is big enough to track), unwinding its
+/// call path from here.
+fn record_mapping(ptr: u64, size: usize, name: impl FnOnce() -> MapName) {
+    if !READY.load(Ordering::Acquire) {
+        return;
+    }
+    timed(|| {
+        if size < config::get().min_bytes {
+            return;
+        }
+        let name = name();
+        guarded(|| track(ptr, size as u64, Entry::Mapping(name.as_bytes()), None));
+    })
 }
 
 /// Forgets the tracked block or mapping starting at `ptr`, if any.
@@ -515,11 +550,18 @@ pub unsafe extern "C" fn mmap(
     let Some(p) = sys::raw_mmap(addr as u64, len, prot, flags, fd, offset) else {
         return libc::MAP_FAILED;
     };
+    if flags & libc::MAP_FIXED != 0 && (flags & libc::MAP_ANONYMOUS != 0 || fd >= 0) {
+        forget(p as *mut c_void);
+    }
     if flags & libc::MAP_ANONYMOUS != 0 {
-        if flags & libc::MAP_FIXED != 0 {
-            forget(p as *mut c_void);
-        }
         record(p as *mut c_void, len, None);
+    } else if fd >= 0 {
+        // A file, a `shm_open` or `memfd_create` object: named by its path.
+        record_mapping(p as u64, len, || {
+            let mut path = [0u8; 4096];
+            let n = sys::fd_path(fd, &mut path);
+            mapping::file_name(&path[..n])
+        });
     }
     p as *mut c_void
 }
@@ -564,16 +606,54 @@ pub unsafe extern "C" fn mremap(
         0
     };
     let tracked = objects::get().is_some_and(|o| o.is_tracked_start(old as u64));
+    // A named mapping keeps its name where it moves.
+    let mut label = [0u8; objects::LABEL_BYTES];
+    let named = match objects::get() {
+        Some(o) if tracked => o.label_of_block_at(old as u64, &mut label),
+        _ => 0,
+    };
     match sys::raw_mremap(old as u64, old_len, new_len, flags, fixed) {
         Some(p) => {
             if tracked {
                 forget(old);
-                record(p as *mut c_void, new_len, None);
+                if named > 0 {
+                    let name = mapping::file_name(&label[..named]);
+                    record_mapping(p as u64, new_len, || name);
+                } else {
+                    record(p as *mut c_void, new_len, None);
+                }
             }
             p as *mut c_void
         }
         None => libc::MAP_FAILED,
     }
+}
+
+/// # Safety
+/// System V's shmat contract. The attached segment is a data object named
+/// by its key ([`mapping::shm_name`]).
+#[no_mangle]
+pub unsafe extern "C" fn shmat(id: c_int, addr: *const c_void, flags: c_int) -> *mut c_void {
+    let Some(p) = sys::raw_shmat(id, addr as u64, flags) else {
+        return usize::MAX as *mut c_void;
+    };
+    if READY.load(Ordering::Acquire) {
+        if flags & libc::SHM_REMAP != 0 {
+            forget(p as *mut c_void);
+        }
+        if let Some((size, key)) = sys::shm_size_and_key(id) {
+            record_mapping(p, size as usize, || mapping::shm_name(key, id));
+        }
+    }
+    p as *mut c_void
+}
+
+/// # Safety
+/// System V's shmdt contract.
+#[no_mangle]
+pub unsafe extern "C" fn shmdt(addr: *const c_void) -> c_int {
+    forget(addr as *mut c_void);
+    sys::raw_shmdt(addr as u64)
 }
 
 type DlopenFn = unsafe extern "C" fn(*const libc::c_char, c_int) -> *mut c_void;

@@ -75,7 +75,14 @@ pub unsafe extern "C" fn hpcrun_register(ptr: *const c_void, bytes: usize, name:
     }
     // SAFETY: per this function's contract.
     let (buf, n) = unsafe { copy_name(name) };
-    guard::guarded(|| hooks::track(ptr as u64, bytes as u64, Some(&buf[..n]), None));
+    guard::guarded(|| {
+        hooks::track(
+            ptr as u64,
+            bytes as u64,
+            hooks::Entry::Registered(&buf[..n]),
+            None,
+        )
+    });
 }
 
 /// Forgets the range registered at `ptr`.

@@ -33,6 +33,9 @@
 //! site is published), so blocks with different labels from one call path
 //! are different sites.
 //!
+//! **Mappings** ([`mapping`]): file-backed and shared mappings and System
+//! V segments are blocks too, at a site labelled with their file's name.
+//!
 //! **Allocation log** (`--alloc-log` only): one record per tracked block
 //! (address, size, site, thread, allocation and free times), chained per
 //! thread. Without it a block only counts at its site (allocations, bytes,
@@ -40,6 +43,7 @@
 
 pub(crate) mod big;
 pub(crate) mod granules;
+pub mod mapping;
 mod small_heap;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
@@ -100,6 +104,18 @@ impl Site {
             _ => n,
         };
         Some(String::from_utf8_lossy(&bytes[..valid]).into_owned())
+    }
+
+    /// Copies the site's label into `out` (cut to its length); returns
+    /// how many bytes. Allocates nothing.
+    pub fn label_into(&self, out: &mut [u8]) -> usize {
+        let n = (self.label_len.load(Relaxed) as usize)
+            .min(LABEL_BYTES)
+            .min(out.len());
+        for (o, b) in out.iter_mut().zip(&self.label[..n]) {
+            *o = b.load(Relaxed);
+        }
+        n
     }
 
     fn label_equals(&self, label: &[u8]) -> bool {
@@ -562,6 +578,19 @@ impl Objects {
         self.granules.find_start(start).is_some()
             || self.medium.find_start(start).is_some()
             || self.big.find_start(start).is_some()
+    }
+
+    /// The label of the site of the tracked block (or mapping) that starts
+    /// at `start`, copied into `out`; returns its length (0: no such
+    /// block, or no label).
+    pub fn label_of_block_at(&self, start: u64, out: &mut [u8]) -> usize {
+        match self.lookup(start) {
+            Lookup::Block { site, start: s, .. } if s == start => self
+                .sites
+                .get(site as usize)
+                .map_or(0, |site| site.label_into(out)),
+            _ => 0,
+        }
     }
 
     /// The site of the block containing `addr`. Safe in a signal handler.

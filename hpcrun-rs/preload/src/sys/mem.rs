@@ -1,4 +1,5 @@
-//! Memory: the `mmap` family as system calls, zeroed mappings for
+//! Memory: the `mmap` family and System V `shmat`/`shmdt` as system
+//! calls, the file behind a descriptor, zeroed mappings for
 //! lock-free tables ([`ZeroInit`]), read-only file mappings, views of
 //! loaded code, and the NUMA node of a page.
 
@@ -38,6 +39,74 @@ pub fn raw_mremap(
     // SAFETY: forwards the program's own request.
     let r = unsafe { libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new_addr) };
     (r != -1).then_some(r as *mut u8)
+}
+
+/// The file behind descriptor `fd` (`readlink` of `/proc/self/fd/FD`),
+/// written into `out`; returns its length (cut to `out.len()`), 0 when the
+/// link cannot be read. Allocates nothing.
+pub fn fd_path(fd: c_int, out: &mut [u8]) -> usize {
+    if fd < 0 {
+        return 0;
+    }
+    let mut link = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0";
+    let mut digits = [0u8; 10];
+    let (mut n, mut v) = (0, fd as u32);
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for i in 0..n {
+        link[14 + i] = digits[n - 1 - i];
+    }
+    let saved = super::errno();
+    // SAFETY: `link` is NUL-terminated (at most 10 digits after the
+    // 14-byte prefix, in a 25-byte array of zeros) and `out` is writable
+    // for its length; readlink writes at most that many bytes.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_readlink,
+            link.as_ptr(),
+            out.as_mut_ptr(),
+            out.len(),
+        )
+    };
+    super::set_errno(saved);
+    if r < 0 {
+        0
+    } else {
+        r as usize
+    }
+}
+
+/// shmat, bypassing the interposed `shmat`: the address of the attached
+/// System V segment `id`, `None` (errno set) on failure.
+pub fn raw_shmat(id: c_int, addr: u64, flags: c_int) -> Option<u64> {
+    // SAFETY: forwards the program's own request; the kernel picks or
+    // checks the address (SHM_REMAP is the program's choice).
+    let r = unsafe { libc::syscall(libc::SYS_shmat, id, addr, flags) };
+    (r != -1).then_some(r as u64)
+}
+
+/// shmdt, bypassing the interposed `shmdt`.
+pub fn raw_shmdt(addr: u64) -> c_int {
+    // SAFETY: forwards the program's own request for a segment it attached.
+    unsafe { libc::syscall(libc::SYS_shmdt, addr) as c_int }
+}
+
+/// The size and key of System V segment `id` (`shmctl(IPC_STAT)`); `None`
+/// when the kernel refuses. errno is left as it was.
+pub fn shm_size_and_key(id: c_int) -> Option<(u64, i32)> {
+    let saved = super::errno();
+    // SAFETY: all-zero bytes are a valid shmid_ds (integers only).
+    let mut ds: libc::shmid_ds = unsafe { std::mem::zeroed() };
+    // SAFETY: IPC_STAT writes one shmid_ds into `ds`, which is writable.
+    let r = unsafe { libc::syscall(libc::SYS_shmctl, id, libc::IPC_STAT, &mut ds) };
+    super::set_errno(saved);
+    (r == 0).then_some((ds.shm_segsz as u64, ds.shm_perm.__key))
 }
 
 /// Types for which all-zero bytes are a valid value (atomics, integers).

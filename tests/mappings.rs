@@ -1,0 +1,49 @@
+//! Mapped memory as data objects: a file mapped with `mmap`, a POSIX
+//! shared-memory object (`shm_open` + `mmap`) and a System V segment
+//! (`shmat`) are objects named by their file (or key) that hold the
+//! samples of the loops reading them, not `<unknown address>`.
+
+use std::process::Command;
+
+use pipeline_tests::*;
+
+#[test]
+fn mapped_files_and_shared_memory_are_named_objects() {
+    let dir = scratch("mappings");
+    let exe = compile_test_program("mappings.c", &dir, &["-Wall", "-Werror"]);
+    let arg = dir.to_string_lossy().into_owned();
+    let native = ok_stdout(&run(Command::new(&exe).arg(&arg)), "native mappings");
+    let p = profile(&dir, "mem:soft@500000", &exe, &[&arg]);
+    assert_eq!(
+        p.program_stdout, native,
+        "output changed under the profiler"
+    );
+    let data = export_json(&p.db, "data");
+    let objects = data["objects"].as_array().unwrap();
+    let named = |what: &str, pred: &dyn Fn(&str) -> bool| -> &serde_json::Value {
+        let found: Vec<&serde_json::Value> = objects
+            .iter()
+            .filter(|o| o["name"].as_str().is_some_and(pred))
+            .collect();
+        assert_eq!(found.len(), 1, "{what}: {found:#?}\nall: {objects:#?}");
+        found[0]
+    };
+    let input_path = format!("{arg}/input.bin");
+    let input = named("file", &|n| n == input_path || n.ends_with("/input.bin"));
+    let posix = named("POSIX shm", &|n| n.starts_with("/dev/shm/hpcrun-mappings-"));
+    let sysv = named("System V shm", &|n| n.starts_with("SysV shm id "));
+    // Each region is summed 120 times over 8 MiB (about 0.1 s of CPU
+    // time each, 200 periods at 0.5 ms): every one has samples.
+    for (what, o) in [
+        ("file", input),
+        ("POSIX shm", posix),
+        ("System V shm", sysv),
+    ] {
+        assert_eq!(o["kind"], "heap", "{what}: {o:#}");
+        assert!(samples(o) >= 20, "{what}: {} samples\n{o:#}", samples(o));
+    }
+    // Named by the whole path when it fits the 63-byte label.
+    if input_path.len() <= 63 {
+        assert_eq!(input["name"].as_str(), Some(input_path.as_str()));
+    }
+}
