@@ -176,6 +176,16 @@ pub fn compile_rust(rel: &str, dir: &Path) -> PathBuf {
     out
 }
 
+/// An exit status as a shell shows it: the exit code, or 128+N when the
+/// process was killed by signal N (hpcrun-rs ends as its program did).
+pub fn shell_status(status: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(-1)
+}
+
 /// Runs a command, returning its output; panics if it cannot start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output()

@@ -277,7 +277,7 @@ fn fatal_signals_flush_profiles_and_keep_the_exit_status() {
         let sub = dir.join(mode);
         std::fs::create_dir_all(&sub).unwrap();
         let (out, measurements) = hpcrun(&sub, EVENT, &exe, &[mode]);
-        assert_eq!(out.status.code(), Some(status), "{mode}");
+        assert_eq!(shell_status(&out.status), status, "{mode}");
         assert!(
             String::from_utf8_lossy(&out.stdout).starts_with("sum "),
             "{mode}"

@@ -1,7 +1,13 @@
-//! Preparing the environment and running the command.
+//! Preparing the environment and running the command: the program is
+//! checked before anything is created (found, a file, executable, its
+//! interpreter there, not static), the output directory is taken with the
+//! run marker ([`crate::marker`]), the program runs with the preload
+//! library and the `HPCRUN_*` variables, signals to the launcher are
+//! forwarded to it ([`crate::signals`]), and the last launcher of the run
+//! prints the closing line.
 
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -10,7 +16,9 @@ use hpcrun_abi::env;
 use object::Object;
 
 use crate::events;
-use crate::Args;
+use crate::marker;
+use crate::signals::{self, Ended};
+use crate::{say, Args};
 
 /// File name of the preload library.
 pub const PRELOAD_NAME: &str = "libhpcrun_preload.so";
@@ -36,16 +44,87 @@ pub fn find_preload() -> Result<PathBuf> {
     )
 }
 
-/// The command's executable, resolved through PATH.
-fn resolve(program: &str) -> Option<PathBuf> {
+/// The command's executable: `program` itself when it names a path, else
+/// the first executable file of that name in PATH. Errors say what is
+/// wrong with it and what to do, before anything is created.
+fn resolve(program: &str) -> Result<PathBuf> {
     if program.contains('/') {
-        return Some(PathBuf::from(program));
+        let path = PathBuf::from(program);
+        check_runnable(&path, program)?;
+        return Ok(path);
     }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
-    })
+    let candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(program))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(p) = candidates.iter().find(|p| executable(p)) {
+        check_interpreter(p, program)?;
+        return Ok(p.clone());
+    }
+    match candidates.first() {
+        Some(p) => bail!(
+            "cannot run {program}: {} is not executable (chmod +x it)",
+            p.display()
+        ),
+        None if program.starts_with('-') => bail!(
+            "unknown option {program} (see hpcrun-rs --help; a program whose name starts with '-' goes after --)"
+        ),
+        None => bail!("command not found: {program} (not in PATH; give its path, e.g. ./{program})"),
+    }
+}
+
+/// `access(path, X_OK)`.
+fn executable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+}
+
+/// `path` (given as `shown`) exists, is a file and can be executed.
+fn check_runnable(path: &Path, shown: &str) -> Result<()> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("cannot run {shown}: no such file")
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot run {shown}")),
+        Ok(m) if m.is_dir() => bail!("cannot run {shown}: it is a directory, not a program"),
+        Ok(_) if !executable(path) => bail!(
+            "cannot run {shown}: it is not executable (chmod +x {shown}, or name its interpreter: hpcrun-rs sh {shown})"
+        ),
+        Ok(_) => check_interpreter(path, shown),
+    }
+}
+
+/// The interpreter of a script: its `#!` line's program, if any.
+fn interpreter(path: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|&b| b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?.trim();
+    text.split_whitespace().next().map(PathBuf::from)
+}
+
+/// A script whose `#!` interpreter does not exist cannot start.
+fn check_interpreter(path: &Path, shown: &str) -> Result<()> {
+    if let Some(interp) = interpreter(path) {
+        if !interp.exists() {
+            bail!(
+                "cannot run {shown}: its interpreter {} (its #! line) does not exist",
+                interp.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Refuses statically linked executables, which ignore LD_PRELOAD.
@@ -75,12 +154,11 @@ fn check_not_static(program: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Name of the file that marks which run a measurement directory belongs to.
-pub const RUN_MARKER: &str = ".hpcrun-run";
-
-/// The id of the parallel job this process belongs to, when it was started
-/// by a launcher (`mpirun -np 64 hpcrun-rs ./app`): every rank's
-/// hpcrun-rs derives the same id, so they share one output directory.
+/// The id of the parallel job this process is one rank of, when it was
+/// started by a launcher with several ranks (`mpirun -np 64 hpcrun-rs
+/// ./app`, `srun -n 64 hpcrun-rs ./app`): every rank's hpcrun-rs derives
+/// the same id, so they share one output directory. None for a launch of
+/// its own (then the id is unique to this invocation).
 pub fn job_id() -> Option<String> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     if let Some(ns) = var("PMIX_NAMESPACE") {
@@ -89,9 +167,20 @@ pub fn job_id() -> Option<String> {
     if let Some(job) = var("OMPI_MCA_ess_base_jobid") {
         return Some(format!("ompi-{job}"));
     }
-    if let Some(job) = var("SLURM_JOB_ID") {
-        let step = var("SLURM_STEP_ID").unwrap_or_default();
-        return Some(format!("slurm-{job}.{step}"));
+    if let (Some(job), Some(step)) = (var("SLURM_JOB_ID"), var("SLURM_STEP_ID")) {
+        // A step of srun (not the batch script, 0xfffffffe, nor the
+        // extern step) with several tasks; a batch script's own commands
+        // are launches of their own, whatever SLURM_JOB_ID says.
+        let real_step = step.parse::<u32>().is_ok_and(|s| s < 0xffff_fff0);
+        let tasks = var("SLURM_STEP_NUM_TASKS")
+            .or_else(|| var("SLURM_NTASKS"))
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(1);
+        if real_step && tasks > 1 {
+            let srun = var("SLURM_SRUN_COMM_PORT").unwrap_or_default();
+            return Some(format!("slurm-{job}.{step}.{srun}"));
+        }
+        return None;
     }
     if var("PMI_RANK").is_some() {
         // MPICH's Hydra: the ranks of one host share their proxy process.
@@ -105,46 +194,39 @@ pub fn job_id() -> Option<String> {
     None
 }
 
-/// Creates the output directory for run `run_id`. A directory that already
-/// holds measurement files is refused unless it is marked as belonging to
-/// this same run (the other ranks of one MPI job).
-fn prepare_output(dir: &Path, run_id: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
-    let dir = dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    let marker = dir.join(RUN_MARKER);
-    let owner = std::fs::read_to_string(&marker).ok();
-    if owner.as_deref().map(str::trim) == Some(run_id) {
-        return Ok(dir);
-    }
-    let existing = std::fs::read_dir(&dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.path()
-                .extension()
-                .is_some_and(|x| x == formats::measurement::EXTENSION)
-        })
-        .count();
-    if existing > 0 || owner.is_some() {
-        bail!(
-            "{} already holds measurements of another run ({existing} file(s)); choose a new directory with -o, or remove them",
-            dir.display()
-        );
-    }
-    // Concurrent ranks of one job may race here: whoever writes last wins,
-    // and they all write the same id.
-    std::fs::write(&marker, format!("{run_id}\n"))
-        .with_context(|| format!("cannot write {}", marker.display()))?;
-    Ok(dir)
+/// This process's rank in its parallel job, if the launcher says.
+fn job_rank() -> Option<u64> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
-pub fn run(args: &Args) -> Result<u8> {
+/// A run id unique to this invocation: pid and start time (ns).
+fn own_run_id() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    )
+}
+
+pub fn run(args: &Args) -> Result<Ended> {
+    let job = job_id();
+    // Notes that every rank would repeat: rank 0 says them.
+    let speaks = job.is_none() || job_rank().unwrap_or(0) == 0;
     let (chosen, notes) = events::choose(&args.events, args.strict)?;
-    for note in notes {
-        eprintln!("hpcrun-rs: {note}");
+    if speaks {
+        for note in notes {
+            say(&format!("hpcrun-rs: {note}"));
+        }
     }
     let hw_attr = match chosen
         .iter()
@@ -155,22 +237,14 @@ pub fn run(args: &Args) -> Result<u8> {
     };
     let preload = find_preload()?;
     let program = &args.command[0];
-    let resolved = resolve(program);
-    match &resolved {
-        Some(p) => check_not_static(p)?,
-        None => bail!("command not found: {program}"),
+    let resolved = resolve(program)?;
+    check_not_static(&resolved)?;
+    let run_id = job.clone().unwrap_or_else(own_run_id);
+    let (marker, acquired) = marker::acquire(&args.output, &run_id)?;
+    if let Some(note) = acquired.note {
+        say(&format!("hpcrun-rs: {note}"));
     }
-    let run_id = job_id().unwrap_or_else(|| {
-        format!(
-            "{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        )
-    });
-    let out = prepare_output(&args.output, &run_id)?;
+    let out = marker.dir.clone();
 
     let mut ld_preload = OsString::new();
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|s| !s.is_empty()) {
@@ -198,8 +272,8 @@ pub fn run(args: &Args) -> Result<u8> {
     if let Some(attr) = &hw_attr {
         vars.push((env::HW_ATTR, attr.into()));
     }
-    let mut command = Command::new(program);
-    command.args(&args.command[1..]);
+    let mut command = Command::new(&resolved);
+    command.arg0(program).args(&args.command[1..]);
     if hw_attr.is_none() {
         command.env_remove(env::HW_ATTR);
     }
@@ -211,36 +285,83 @@ pub fn run(args: &Args) -> Result<u8> {
     // Open MPI warns about every listed variable that is not set, so the
     // list holds exactly the variables set above.
     command.env("OMPI_MCA_mca_base_env_list", ompi_env_list(&vars));
-    let status = command
-        .status()
-        .with_context(|| format!("cannot run {program}"))?;
+    // SAFETY: the closure only calls pthread_sigmask, which is
+    // async-signal-safe.
+    unsafe { command.pre_exec(signals::unblock_in_child) };
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing ran: leave no marker behind.
+            marker.finish();
+            let why = match (e.raw_os_error(), interpreter(&resolved)) {
+                (Some(libc::ENOENT), Some(interp)) => format!(
+                    "its interpreter {} (its #! line) cannot be run",
+                    interp.display()
+                ),
+                (Some(libc::ENOEXEC), _) => {
+                    "it is not a program this system can run (no #! line?)".to_string()
+                }
+                _ => e.to_string(),
+            };
+            bail!("cannot run {program}: {why}");
+        }
+    };
+    signals::forward_to(child.id());
+    let status = loop {
+        match child.wait() {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                marker.finish();
+                return Err(e).with_context(|| format!("cannot wait for {program}"));
+            }
+        }
+    };
+    let ended = Ended::of(status);
 
-    let files = std::fs::read_dir(&out)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| {
-                    e.path()
-                        .extension()
-                        .is_some_and(|x| x == formats::measurement::EXTENSION)
-                })
-                .count()
-        })
-        .unwrap_or(0);
-    for line in crate::notices::lines(&out) {
-        eprintln!("{line}");
+    // One closing line per run: the last launcher of the run says it
+    // (without flock, rank 0), when every rank's files are there.
+    let files = marker::profiles_in(&out);
+    let last = marker.finish().unwrap_or(speaks);
+    if last {
+        for line in crate::notices::lines(&out) {
+            say(&line);
+        }
+        let place = if files == 0 {
+            "no profile written".to_string()
+        } else {
+            format!("{files} profile(s) in {}", out.display())
+        };
+        say(&format!(
+            "hpcrun-rs: {} ({}{}): {}{place}",
+            program,
+            events::describe(&chosen),
+            timer_kind(&args.timer, &chosen),
+            ended_text(ended),
+        ));
     }
-    eprintln!(
-        "hpcrun-rs: {} ({}{}): {files} profile(s) in {}",
-        program,
-        events::describe(&chosen),
-        timer_kind(&args.timer, &chosen),
-        out.display()
-    );
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => code as u8,
-        (None, Some(sig)) => (128 + sig) as u8,
-        _ => 1,
-    })
+    Ok(ended)
+}
+
+/// "", or how the program ended when it did not exit with 0.
+fn ended_text(ended: Ended) -> String {
+    match ended {
+        Ended::Exited(0) => String::new(),
+        Ended::Exited(code) => format!("exit status {code}; "),
+        Ended::Signalled(sig) => format!("killed by signal {sig} ({}); ", signal_name(sig)),
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    // SAFETY: strsignal returns a static or thread-local string.
+    let p = unsafe { libc::strsignal(sig) };
+    if p.is_null() {
+        return format!("signal {sig}");
+    }
+    // SAFETY: a NUL-terminated string from libc.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Open MPI's `mca_base_env_list`: the user's list (if any), then the names

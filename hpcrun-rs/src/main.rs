@@ -3,8 +3,9 @@
 //! It finds the preload library (`libhpcrun_preload.so`, next to this
 //! executable or named by `HPCRUN_PRELOAD`), appends it to `LD_PRELOAD`,
 //! passes the configuration in `HPCRUN_*` environment variables, runs the
-//! command and exits with the command's exit status (128+N when the command
-//! was killed by signal N). Each thread of each process writes one
+//! command (forwarding SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 to it)
+//! and exits as the command did: with its exit status, or killed by the
+//! same signal. Each thread of each process writes one
 //! measurement file into the output directory.
 //!
 //! ```sh
@@ -13,8 +14,10 @@
 
 mod events;
 mod launch;
+mod marker;
 mod notices;
 mod pmu;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,7 +32,7 @@ const HEADER: &str = include_str!("../include/hpcrun.h");
 #[command(
     name = "hpcrun-rs",
     version,
-    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a timer (default every 2000000 ns = 2 ms of thread\n                    user CPU time; --timer); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain timer sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (Intel PEBS mem-loads with a 30-cycle threshold,\n                    AMD IBS op); every N qualifying loads (PEBS) or ops (IBS). Where the machine\n                    has no such PMU it falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling (Intel PEBS mem-stores, AMD IBS op); same fallback.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nEXIT STATUS:\n  The command's exit status (128+N if it was killed by signal N); 2 for usage errors."
+    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a timer (default every 2000000 ns = 2 ms of thread\n                    user CPU time; --timer); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain timer sampling, code-centric only.\n  mem:latency[@N]   hardware load-latency sampling (Intel PEBS mem-loads with a 30-cycle threshold,\n                    AMD IBS op); every N qualifying loads (PEBS) or ops (IBS). Where the machine\n                    has no such PMU it falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling (Intel PEBS mem-stores, AMD IBS op); same fallback.\n  page-faults[@N]   page faults with their data addresses (default: every fault): which thread\n                    first touched each object's pages (first_touch) and from where. Combine with a\n                    timer source: -e mem:soft -e page-faults.\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nSIGNALS:\n  SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to hpcrun-rs are forwarded to the command.\n\nEXIT STATUS:\n  The command's exit status; killed by the same signal if the command was (a shell shows 128+N);\n  2 for usage errors and commands that cannot start."
 )]
 struct Args {
     /// Sample source, optionally with a period; repeatable (one timer source
@@ -108,7 +111,6 @@ struct Args {
     #[arg(
         required_unless_present_any = ["list_events", "print_header"],
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         value_name = "COMMAND"
     )]
     command: Vec<String>,
@@ -131,20 +133,36 @@ fn parse_checkpoint(s: &str) -> Result<String, String> {
     }
 }
 
+/// Writes one line to stderr; a closed or full stderr is not an error
+/// (`hpcrun-rs ./app 2>&1 | head -1` must end as the program does).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Writes `text` to stdout; a closed pipe is fine.
+fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn main() -> ExitCode {
+    // Before any thread exists: forwarded signals are taken by one thread.
+    signals::block();
     let args = Args::parse();
     if args.print_header {
-        print!("{HEADER}");
+        print_out(HEADER);
         return ExitCode::SUCCESS;
     }
     if args.list_events {
-        print!("{}", events::list(std::path::Path::new("/")));
+        print_out(&events::list(std::path::Path::new("/")));
         return ExitCode::SUCCESS;
     }
     match launch::run(&args) {
-        Ok(code) => ExitCode::from(code),
+        Ok(ended) => signals::exit_like(ended),
         Err(e) => {
-            eprintln!("hpcrun-rs: error: {e:#}");
+            say(&format!("hpcrun-rs: error: {e:#}"));
             ExitCode::from(2)
         }
     }

@@ -1,0 +1,378 @@
+//! The run marker: which run an output directory belongs to.
+//!
+//! `DIR/.hpcrun-run` holds the run id, the launcher's pid and its host.
+//! It is created atomically (written under a temporary name, then
+//! hard-linked to its name, which fails if the name exists), so of two
+//! launches into one directory exactly one takes it. Every launcher of the
+//! run (the ranks of one MPI job share the id) holds a shared `flock` on it
+//! while its program runs; so a marker that nobody holds belongs to a run
+//! whose launchers are gone.
+//!
+//! * A different run finds the marker: refused while the marker is held or
+//!   the directory holds measurement files; a marker nobody holds, in a
+//!   directory without measurement files, is stale (a launch that failed or
+//!   was killed) and is reclaimed with a note.
+//! * When its program ends, a launcher tries to take the lock exclusively:
+//!   the one that gets it is the last launcher of the run on the marker
+//!   ([`Marker::finish`]); it prints the run's summary line, and when the
+//!   run wrote no measurement file it removes the marker (and the
+//!   directory, if this launch created it and it is empty), so a launch
+//!   that failed leaves nothing behind.
+//!
+//! On file systems without `flock` (some parallel file systems), liveness
+//! falls back to the marker's pid on this host, and the summary line to
+//! the job's rank 0.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// Name of the marker file.
+pub const RUN_MARKER: &str = ".hpcrun-run";
+
+/// Files the preload library writes besides profiles, removed with the
+/// marker of a run that wrote no profile.
+const LEFTOVERS: &[&str] = &[crate::notices::FILE];
+
+/// This launcher's hold on the output directory.
+#[derive(Debug)]
+pub struct Marker {
+    /// The canonical output directory.
+    pub dir: PathBuf,
+    file: File,
+    /// `flock` works on this file system.
+    lockable: bool,
+    /// This launch created the directory.
+    created_dir: bool,
+}
+
+/// Who holds a marker, from its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Owner {
+    run_id: String,
+    pid: Option<u32>,
+    host: Option<String>,
+}
+
+impl Owner {
+    fn parse(text: &str) -> Owner {
+        let mut lines = text.lines();
+        let run_id = lines.next().unwrap_or("").trim().to_string();
+        let mut owner = Owner {
+            run_id,
+            ..Owner::default()
+        };
+        for line in lines {
+            if let Some(p) = line.strip_prefix("pid ") {
+                owner.pid = p.trim().parse().ok();
+            } else if let Some(h) = line.strip_prefix("host ") {
+                owner.host = Some(h.trim().to_string());
+            }
+        }
+        owner
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "{}\npid {}\nhost {}\n",
+            self.run_id,
+            self.pid.unwrap_or(0),
+            self.host.as_deref().unwrap_or("")
+        )
+    }
+
+    /// The launcher that wrote the marker, when it is known to be alive
+    /// on this host (the fallback without `flock`).
+    fn alive_here(&self) -> bool {
+        match (self.pid, &self.host) {
+            (Some(pid), Some(host)) if *host == hostname() => {
+                Path::new(&format!("/proc/{pid}")).exists()
+            }
+            // Another host, or an old marker: cannot tell; assume alive.
+            _ => true,
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `flock(fd, op)`: Ok(true) when taken, Ok(false) when another holds it
+/// (with `LOCK_NB`), Err when the file system does not support it.
+fn flock(file: &File, op: libc::c_int) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: flock on a descriptor this process owns.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// Measurement files (`*.hpcrun`) in `dir`.
+pub fn profiles_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.path()
+                        .extension()
+                        .is_some_and(|x| x == formats::measurement::EXTENSION)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// What [`acquire`] did besides taking the directory.
+#[derive(Debug, Default)]
+pub struct Acquired {
+    /// A note for stderr: a stale marker was reclaimed.
+    pub note: Option<String>,
+}
+
+/// Takes output directory `dir` for run `run_id` (creating it if needed):
+/// creates the marker, or joins the run that holds it with the same id.
+pub fn acquire(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
+    let created_dir = std::fs::symlink_metadata(dir).is_err();
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    if !dir.is_dir() {
+        bail!(
+            "the output directory {} is not a directory; choose another with -o",
+            dir.display()
+        );
+    }
+    let path = dir.join(RUN_MARKER);
+    let me = Owner {
+        run_id: run_id.to_string(),
+        pid: Some(std::process::id()),
+        host: Some(hostname()),
+    };
+    let mut acquired = Acquired::default();
+    // A few rounds: a marker can vanish (its run failed and removed it, or
+    // was reclaimed) between our attempt to create it and to open it.
+    for _ in 0..8 {
+        if let Some(file) = try_create(&dir, &path, &me)? {
+            let lockable = flock(&file, libc::LOCK_SH).is_ok();
+            let found = profiles_in(&dir);
+            if found > 0 {
+                // Files without a marker: an older run, or a marker removed
+                // by hand. Not ours to mix with.
+                let _ = std::fs::remove_file(&path);
+                bail!(
+                    "{} already holds measurements of another run ({found} file(s)); choose a new directory with -o, or remove them",
+                    dir.display()
+                );
+            }
+            let marker = Marker {
+                dir,
+                file,
+                lockable,
+                created_dir,
+            };
+            return Ok((marker, acquired));
+        }
+        // The marker exists: whose is it?
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot open {}", path.display())),
+        };
+        let lockable = flock(&file, libc::LOCK_SH).is_ok();
+        if !same_file(&file, &path) {
+            continue; // Replaced while we waited for the lock.
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let owner = Owner::parse(&text);
+        if owner.run_id == run_id {
+            // Another rank of this run.
+            let marker = Marker {
+                dir,
+                file,
+                lockable,
+                created_dir: false,
+            };
+            return Ok((marker, acquired));
+        }
+        let found = profiles_in(&dir);
+        let held = if lockable {
+            // Converting our shared lock: whoever else holds one is alive.
+            !flock(&file, libc::LOCK_EX | libc::LOCK_NB).unwrap_or(false)
+        } else {
+            owner.alive_here()
+        };
+        if found > 0 {
+            bail!(
+                "{} already holds measurements of another run ({found} file(s)); choose a new directory with -o, or remove them",
+                dir.display()
+            );
+        }
+        if held {
+            let by = match (owner.pid, &owner.host) {
+                (Some(pid), Some(host)) => format!(" (hpcrun-rs pid {pid} on {host})"),
+                _ => String::new(),
+            };
+            bail!(
+                "another run{by} is measuring into {} now; choose another directory with -o",
+                dir.display()
+            );
+        }
+        // Stale: nobody holds it and nothing was measured.
+        if same_file(&file, &path) {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove the stale {}", path.display()))?;
+            for name in LEFTOVERS {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+            let by = owner
+                .pid
+                .map(|p| format!(" (hpcrun-rs pid {p})"))
+                .unwrap_or_default();
+            acquired.note = Some(format!(
+                "note: {} held the marker of an earlier launch{by} that ended without measuring anything; reclaimed it",
+                dir.display()
+            ));
+        }
+        drop(file);
+    }
+    bail!(
+        "cannot take {} for this run: its run marker keeps changing (other launches into the same directory?); choose another directory with -o",
+        dir.display()
+    )
+}
+
+/// Creates the marker of `me` atomically; None if one exists.
+fn try_create(dir: &Path, path: &Path, me: &Owner) -> Result<Option<File>> {
+    let tmp = dir.join(format!(
+        "{RUN_MARKER}.{}.tmp",
+        me.pid.unwrap_or_else(std::process::id)
+    ));
+    let mut file = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let written = file
+        .write_all(me.text().as_bytes())
+        .with_context(|| format!("cannot write {}", tmp.display()));
+    let linked = written.and_then(|()| match std::fs::hard_link(&tmp, path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
+    });
+    let _ = std::fs::remove_file(&tmp);
+    Ok(if linked? { Some(file) } else { None })
+}
+
+/// `file` is (still) the file at `path`.
+fn same_file(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+impl Marker {
+    /// After the program ended: whether this is the last launcher of the
+    /// run (None: cannot tell, no `flock`). The last one removes the
+    /// marker of a run that wrote no measurement file, and the directory
+    /// if this launch created it and it is empty.
+    pub fn finish(self) -> Option<bool> {
+        if !self.lockable {
+            return None;
+        }
+        let last = flock(&self.file, libc::LOCK_EX | libc::LOCK_NB).unwrap_or(false);
+        if last && profiles_in(&self.dir) == 0 {
+            let path = self.dir.join(RUN_MARKER);
+            if same_file(&self.file, &path) {
+                let _ = std::fs::remove_file(&path);
+                for name in LEFTOVERS {
+                    let _ = std::fs::remove_file(self.dir.join(name));
+                }
+                if self.created_dir {
+                    // Only if empty.
+                    let _ = std::fs::remove_dir(&self.dir);
+                }
+            }
+        }
+        Some(last)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("hpcrun-marker-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn owner_round_trips_and_reads_old_markers() {
+        let o = Owner {
+            run_id: "42-7".into(),
+            pid: Some(42),
+            host: Some("n1".into()),
+        };
+        assert_eq!(Owner::parse(&o.text()), o);
+        assert_eq!(
+            Owner::parse("slurm-1.0\n"),
+            Owner {
+                run_id: "slurm-1.0".into(),
+                ..Owner::default()
+            }
+        );
+    }
+
+    #[test]
+    fn one_run_one_directory() {
+        let dir = temp("one");
+        let (a, _) = acquire(&dir, "run-a").unwrap();
+        // Same run: joins. Another run: refused while a holds it.
+        let (b, _) = acquire(&dir, "run-a").unwrap();
+        let err = format!("{:#}", acquire(&dir, "run-b").unwrap_err());
+        assert!(err.contains("is measuring into"), "{err}");
+        assert_eq!(b.finish(), Some(false));
+        // The last one with no profile removes the marker and the
+        // directory it created.
+        assert_eq!(a.finish(), Some(true));
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_stale_marker_is_reclaimed_unless_measured() {
+        let dir = temp("stale");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(RUN_MARKER), "old-run\npid 1\nhost x\n").unwrap();
+        let (m, acquired) = acquire(&dir, "new").unwrap();
+        assert!(acquired.note.unwrap().contains("reclaimed"));
+        std::fs::write(dir.join("a.hpcrun"), b"x").unwrap();
+        assert_eq!(m.finish(), Some(true));
+        // Measured: kept, and another run is refused.
+        let err = format!("{:#}", acquire(&dir, "newer").unwrap_err());
+        assert!(err.contains("already holds measurements"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,155 @@
+//! Signals to the launcher go to the program, as with `mpirun`, `srun` and
+//! `timeout`: SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to
+//! hpcrun-rs (by `kill`, a batch system's time limit, `timeout`) are
+//! forwarded to the program, and the launcher keeps waiting for it, so it
+//! still writes its closing line and exits as the program did.
+//!
+//! [`block`] blocks those signals in the launcher before any thread
+//! exists; [`unblock_in_child`] unblocks them in the child before `exec`. [`forward_to`] starts a thread that takes them
+//! with `sigwaitinfo` and sends them on through a pidfd (no pid reuse
+//! once the program is reaped). A signal the kernel sent to the whole
+//! foreground process group (Ctrl-C, a hang-up: `si_code` `SI_KERNEL`)
+//! reached the program already and is not sent twice.
+//!
+//! [`exit_like`] ends the launcher the way the program ended: with its
+//! exit code, or by the same signal (default action, no core file).
+
+use std::mem::MaybeUninit;
+
+/// The signals forwarded to the program.
+pub const FORWARDED: [libc::c_int; 5] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+];
+
+fn forwarded_set() -> libc::sigset_t {
+    let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initialises the set; sigaddset with valid numbers.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        for sig in FORWARDED {
+            libc::sigaddset(set.as_mut_ptr(), sig);
+        }
+        set.assume_init()
+    }
+}
+
+/// Blocks the forwarded signals in this thread (call it first in `main`,
+/// so that every later thread inherits the mask).
+pub fn block() {
+    let set = forwarded_set();
+    // SAFETY: a valid set; the old mask is not needed.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Starts the thread that forwards the blocked signals to process `pid`.
+pub fn forward_to(pid: u32) {
+    let pid = pid as libc::pid_t;
+    // SAFETY: pidfd_open takes a pid and flags; the result is checked.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as libc::c_int;
+    let spawned = std::thread::Builder::new()
+        .name("hpcrun-signals".into())
+        .spawn(move || {
+            let set = forwarded_set();
+            loop {
+                let mut info = MaybeUninit::<libc::siginfo_t>::zeroed();
+                // SAFETY: a valid set and an out-parameter of the right type.
+                let sig = unsafe { libc::sigwaitinfo(&set, info.as_mut_ptr()) };
+                if sig < 0 {
+                    continue; // EINTR
+                }
+                // SAFETY: sigwaitinfo filled it.
+                let code = unsafe { info.assume_init() }.si_code;
+                if code == libc::SI_KERNEL {
+                    continue; // The terminal sent it to the program too.
+                }
+                if pidfd >= 0 {
+                    // SAFETY: a pidfd this thread owns, no siginfo.
+                    let r = unsafe {
+                        libc::syscall(
+                            libc::SYS_pidfd_send_signal,
+                            pidfd,
+                            sig,
+                            std::ptr::null::<libc::siginfo_t>(),
+                            0,
+                        )
+                    };
+                    if r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+                    {
+                        continue;
+                    }
+                }
+                // SAFETY: kill with a pid and a signal number.
+                unsafe { libc::kill(pid, sig) };
+            }
+        });
+    if spawned.is_err() {
+        // Without the thread, signals take their default action again.
+        unblock_all();
+    }
+}
+
+/// Unblocks the forwarded signals (in the child, before `exec`: the
+/// program starts with the mask it would have had without hpcrun-rs).
+pub fn unblock_in_child() -> std::io::Result<()> {
+    unblock_all();
+    Ok(())
+}
+
+fn unblock_all() {
+    let set = forwarded_set();
+    // SAFETY: a valid set.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Ends this process by signal `sig` (its default action, without a core
+/// file); returns only if that did not end it.
+pub fn die_by(sig: libc::c_int) {
+    let no_core = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain system calls on this process; `raise` targets this
+    // thread, so the forwarding thread cannot take the signal.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set = MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), sig);
+        libc::raise(sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, set.as_ptr(), std::ptr::null_mut());
+    }
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Exited(u8),
+    Signalled(i32),
+}
+
+impl Ended {
+    pub fn of(status: std::process::ExitStatus) -> Ended {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => Ended::Exited(code as u8),
+            (None, Some(sig)) => Ended::Signalled(sig),
+            _ => Ended::Exited(1),
+        }
+    }
+}
+
+/// Ends the launcher as the program ended.
+pub fn exit_like(ended: Ended) -> ! {
+    match ended {
+        Ended::Exited(code) => std::process::exit(code.into()),
+        Ended::Signalled(sig) => {
+            die_by(sig);
+            std::process::exit(128 + sig)
+        }
+    }
+}
