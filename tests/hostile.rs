@@ -118,3 +118,32 @@ fn a_program_that_closes_every_descriptor_keeps_its_own_files() {
         );
     }
 }
+
+/// #2: threads with 16 and 32 KiB stacks (the 32 KiB ones 24 KiB deep)
+/// and a ucontext coroutine on a 16 KiB stack above a guard page, all
+/// sampled every 100 us: the thread's state is built and the handler
+/// runs on the profiler's own stack per thread, so nothing overflows.
+#[test]
+fn small_thread_stacks_and_a_coroutine_stack_are_sampled_safely() {
+    let dir = scratch("hostile-stacks");
+    let exe = compile_test_program("hostile_stacks.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(want.status.code(), Some(0), "native run");
+    let cases: [(&str, &[&str]); 3] = [
+        ("task-clock", &["-e", "mem:soft@100000"]),
+        (
+            "cpu-timer",
+            &["--timer", "cpu-timer", "-e", "mem:soft@1000000"],
+        ),
+        (
+            "page-faults",
+            &["-e", "cpu-time@100000", "-e", "page-faults"],
+        ),
+    ];
+    for (name, opts) in cases {
+        let (out, measurements) = profiled(&dir.join(name), opts, &exe, &[]);
+        assert_same(&out, &want, name);
+        let profiles = read_profiles(&measurements);
+        assert_eq!(profiles.len(), 5, "{name}: the main thread and 4 others");
+    }
+}

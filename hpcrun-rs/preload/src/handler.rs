@@ -46,7 +46,16 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
             // The module snapshot and the unwinder it reads stay valid
             // until the section closes.
             let section = sys::reading();
-            work(state, registers(uc));
+            // The work runs on the thread's handler stack: the kernel may
+            // have put this frame on a small stack (the program's own
+            // alternate stack), and the interrupted one may be tiny (a
+            // coroutine's).
+            let mut job = Some((work, registers(uc)));
+            state.handler_stack.run(&mut || {
+                if let Some((work, regs)) = job.take() {
+                    work(state, regs);
+                }
+            });
             drop(section);
             state.in_handler.store(false, Release);
         }

@@ -155,6 +155,8 @@ extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
             checkpoint::thread_exited(state);
             writer::finish(state);
             threads::clear_current();
+            // Finished: no handler of this thread uses its stack any more.
+            state.handler_stack.release();
         }
     });
 }

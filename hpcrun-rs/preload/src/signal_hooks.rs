@@ -1,5 +1,6 @@
 //! The interposed signal calls: `sigaction`, `signal`, `sigprocmask`,
-//! `pthread_sigmask`, `sigwait`, `sigwaitinfo`, `sigtimedwait`.
+//! `pthread_sigmask`, `sigwait`, `sigwaitinfo`, `sigtimedwait`,
+//! `sigaltstack`.
 //!
 //! For any signal other than the profiler's (and in a process the library
 //! does not measure) they are glibc's own calls, unchanged. What they do
@@ -242,4 +243,13 @@ pub unsafe extern "C" fn sigwait(set: *const libc::sigset_t, signal: *mut c_int)
     unsafe { *signal = rc };
     sys::set_errno(saved);
     0
+}
+
+/// # Safety
+/// POSIX's sigaltstack contract.
+#[no_mangle]
+pub unsafe extern "C" fn sigaltstack(new: *const libc::stack_t, old: *mut libc::stack_t) -> c_int {
+    // SAFETY: the pointers are null or valid, per the caller's contract;
+    // the program sees its own alternate stack only (`sys::stack`).
+    unsafe { sys::program_sigaltstack(new, old) }
 }

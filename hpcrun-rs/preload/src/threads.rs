@@ -72,16 +72,16 @@ pub struct Stats {
     pub recovered_previous: AtomicU64,
     pub recovered_at_ip: AtomicU64,
     pub dropped: [AtomicU64; DROP_CAUSES.len()],
+    /// The thread's perf event descriptors that the program closed
+    /// (found when sampling stopped: `sys::owns_event`); bit 0: the
+    /// task-clock event, bit 1: the page-fault event.
+    pub fds_closed: AtomicU32,
     /// Samples whose call path could not be unwound to its root.
     pub partial_unwinds: AtomicU64,
     /// Page-fault samples handled.
     pub page_faults: AtomicU64,
     /// Allocation-hook calls of this thread, those timed and their time
     /// (`hooks::timed`; only this thread writes them). A checkpoint
-    /// The thread's perf event descriptors that the program closed
-    /// (found when sampling stopped: `sys::owns_event`); bit 0: the
-    /// task-clock event, bit 1: the page-fault event.
-    pub fds_closed: AtomicU32,
     /// rewrites the file when the calls changed.
     pub hook_calls: AtomicU64,
     pub hook_timed: AtomicU64,
@@ -105,12 +105,6 @@ pub struct Stats {
     /// The handler's time per sample.
     pub handler_time: crate::handler_time::Histogram,
 }
-
-/// Deepest call path recorded per sample (the handler's frame buffer).
-pub const MAX_FRAMES: usize = 128;
-
-/// Slots of a thread's histogram table ((object, bucket) pairs).
-pub const HISTOGRAM_SLOTS: usize = 1 << 16;
 
 impl ThreadState {
     /// Sample periods of this thread's user time since its timer started
@@ -143,6 +137,12 @@ impl ThreadState {
     }
 }
 
+/// Deepest call path recorded per sample (the handler's frame buffer).
+pub const MAX_FRAMES: usize = 128;
+
+/// Slots of a thread's histogram table ((object, bucket) pairs).
+pub const HISTOGRAM_SLOTS: usize = 1 << 16;
+
 /// Slots of a thread's reuse table ((object, bucket) pairs).
 pub const REUSE_SLOTS: usize = 4096;
 
@@ -154,6 +154,9 @@ pub struct ThreadState {
     pub tid: u32,
     pub index: u32,
     pub stack: StackBounds,
+    /// The profiler's own stack for this thread's handlers (and its
+    /// alternate signal stack unless the program installs one).
+    pub handler_stack: sys::HandlerStack,
     pub start_ns: u64,
     pub tree: cct::Tree,
     /// Offset histograms of the data objects: (object node, bucket) -> count.
@@ -264,7 +267,21 @@ pub fn next_index() -> u32 {
 }
 
 /// Creates, registers and makes current a state for the calling thread.
+/// Built on the thread's handler stack (`sys::HandlerStack`): the state
+/// and the unwinder caches it creates take more than a small thread
+/// stack (16 KiB) holds.
 pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
+    let handler_stack = sys::HandlerStack::for_current_thread().unwrap_or_default();
+    let mut state = None;
+    handler_stack.run(&mut || state = build_current(index, tree_capacity, handler_stack));
+    state
+}
+
+fn build_current(
+    index: u32,
+    tree_capacity: usize,
+    handler_stack: sys::HandlerStack,
+) -> Option<&'static ThreadState> {
     let stack = StackBounds::current().unwrap_or_default();
     let tree = cct::Tree::new(tree_capacity)?;
     let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
@@ -278,6 +295,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
         tid: sys::gettid(),
         index,
         stack,
+        handler_stack,
         start_ns: sys::now_unix_ns(),
         tree,
         histogram,

@@ -23,6 +23,9 @@
 //!   registration, `exit_group`, current CPU.
 //! * [`publish`]: [`Published`], the publication primitive, and the read
 //!   sections ([`reading`]) after which a replaced value is freed.
+//! * [`stack`]: each thread's handler stack ([`HandlerStack`]: its
+//!   alternate signal stack, and a stack switch), `sigaltstack` as the
+//!   program sees it.
 
 #![allow(unsafe_code)]
 
@@ -33,6 +36,7 @@ pub mod perf;
 pub mod proc;
 pub mod publish;
 pub mod signal;
+pub mod stack;
 pub mod timer;
 
 pub use alloc::*;
@@ -42,4 +46,5 @@ pub use perf::*;
 pub use proc::*;
 pub use publish::*;
 pub use signal::*;
+pub use stack::*;
 pub use timer::*;

@@ -65,7 +65,10 @@ pub fn reraise(signal: c_int) {
     unsafe { libc::raise(signal) };
 }
 
-/// Installs `handler` (SA_SIGINFO | SA_RESTART) for `signal`.
+/// Installs `handler` (SA_SIGINFO | SA_RESTART | SA_ONSTACK) for
+/// `signal`: the kernel's signal frame goes on the thread's alternate
+/// stack (the profiler's handler stack unless the program has its own,
+/// `sys::stack`), never on a small program or coroutine stack.
 pub fn install_handler(
     signal: c_int,
     handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
@@ -76,7 +79,7 @@ pub fn install_handler(
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = handler as usize;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
         libc::sigemptyset(&mut sa.sa_mask);
         for &b in block {
             libc::sigaddset(&mut sa.sa_mask, b);
