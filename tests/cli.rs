@@ -270,3 +270,225 @@ fn unknown_options_get_did_you_mean() {
     let out = run(hpcrun_cmd(&dir, "m").args(["ls", "-la", "--color=never"]));
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// `hpcrun-rs -o DIR true` then `hpcprof-rs -o DB DIR` in `dir`.
+fn measure_and_merge(dir: &Path, m: &str, db: &str) {
+    let out = run(hpcrun_cmd(dir, m).arg("true"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .current_dir(dir)
+        .args(["-o", db, m]));
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// `hpcprof-rs --force -o DIR` replaces a database, and refuses (keeping
+/// every file) a directory whose profile.db is not one, or that holds
+/// anything a database does not.
+#[test]
+fn force_deletes_only_a_database() {
+    let dir = scratch("cli-force");
+    measure_and_merge(&dir, "m", "db");
+    let force = |out: &str| {
+        run(Command::new(tool("hpcprof-rs"))
+            .current_dir(&dir)
+            .args(["--force", "-o", out, "m"]))
+    };
+    // A thesis with a text file named profile.db.
+    std::fs::create_dir_all(dir.join("thesis/sub")).unwrap();
+    std::fs::write(dir.join("thesis/thesis.tex"), "x").unwrap();
+    std::fs::write(dir.join("thesis/sub/data.csv"), "x").unwrap();
+    std::fs::write(dir.join("thesis/profile.db"), "my notes").unwrap();
+    let out = force("thesis");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not an hpcprof-rs database")
+            && stderr(&out).contains("does not start with the database header"),
+        "{}",
+        stderr(&out)
+    );
+    for f in [
+        "thesis/thesis.tex",
+        "thesis/sub/data.csv",
+        "thesis/profile.db",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} deleted");
+    }
+    // A real database plus a file of the user's.
+    std::fs::create_dir_all(dir.join("db2")).unwrap();
+    std::fs::copy(dir.join("db/profile.db"), dir.join("db2/profile.db")).unwrap();
+    std::fs::write(dir.join("db2/notes.txt"), "mine").unwrap();
+    let out = force("db2");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("also holds notes.txt"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(dir.join("db2/notes.txt").is_file());
+    // A database: replaced.
+    let out = force("db");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.join("db/profile.db").is_file());
+}
+
+/// Each tool recognises a measurements directory, a database and a
+/// measurement file, and says which command takes it; a mistyped
+/// subcommand gets "did you mean"; -e mistakes say what is wrong.
+#[test]
+fn errors_say_which_command_takes_it() {
+    let dir = scratch("cli-hints");
+    measure_and_merge(&dir, "measurements", "db");
+    let hpcprof = |args: &[&str]| {
+        run(Command::new(tool("hpcprof-rs"))
+            .current_dir(&dir)
+            .args(args))
+    };
+    let expect = |out: std::process::Output, says: &[&str]| {
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        for s in says {
+            assert!(err.contains(s), "{s:?} not in {err}");
+        }
+    };
+    expect(
+        hpcprof(&["exprot", "db"]),
+        &[
+            "unrecognized subcommand 'exprot'",
+            "similar subcommand exists: 'export'",
+        ],
+    );
+    expect(
+        hpcprof(&["db"]),
+        &["db is a database", "hpcview-tui db", "hpcprof-rs export db"],
+    );
+    expect(
+        hpcprof(&["export", "measurements/"]),
+        &[
+            "measurements/ is a measurements directory",
+            "merge it first with `hpcprof-rs -o db measurements/`",
+        ],
+    );
+    expect(hpcprof(&["advise", "measurements"]), &["merge it first"]);
+    expect(
+        hpcprof(&["diff", "db", "measurements"]),
+        &["merge it first"],
+    );
+    let file = std::fs::read_dir(dir.join("measurements"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "hpcrun"))
+        .unwrap();
+    expect(
+        hpcprof(&[file.to_str().unwrap()]),
+        &[
+            "is one measurement file",
+            "merges the directory that holds it",
+        ],
+    );
+    let view = run(Command::new(tool("hpcview-tui"))
+        .current_dir(&dir)
+        .args(["measurements", "--report"]));
+    expect(
+        view,
+        &[
+            "measurements is a measurements directory",
+            "hpcprof-rs -o db measurements",
+            "then `hpcview-tui db`",
+        ],
+    );
+    // hpcrun-rs -e mistakes.
+    let out = run(hpcrun_cmd(&dir, "m2").args(["-e", "page-faults", "-e", "page-faults", "true"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("page-faults is given more than once"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(hpcrun_cmd(&dir, "m3").args(["-e", "mem:soft@99999999999999999999", "true"]));
+    expect(out, &["period 99999999999999999999", "is too large"]);
+}
+
+/// The README's quick start is two commands, the demo then the tests; its
+/// usage block runs as pasted, line by line, from a copy of the
+/// repository's examples with the tools on PATH.
+#[test]
+fn readme_usage_block_runs_as_pasted() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("\n```").next())
+        .collect();
+    let quick = readme
+        .split("## Quick start")
+        .nth(1)
+        .and_then(|q| q.split("```sh\n").nth(1))
+        .and_then(|b| b.split("\n```").next())
+        .expect("a quick start block");
+    assert_eq!(
+        quick.lines().collect::<Vec<_>>(),
+        ["sh examples/abc/demo.sh", "cargo test --workspace"]
+    );
+    let usage = blocks[0];
+    let dir = scratch("cli-readme");
+    std::fs::create_dir_all(dir.join("examples/abc")).unwrap();
+    std::fs::copy(
+        root().join("examples/abc/abc.c"),
+        dir.join("examples/abc/abc.c"),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        tools().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for line in usage.lines() {
+        let out = run(Command::new("sh")
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .args(["-c", line]));
+        assert!(
+            out.status.success(),
+            "README line failed: {line}\n{}",
+            stderr(&out)
+        );
+    }
+    assert!(dir.join("db/profile.db").is_file());
+    assert!(dir.join("after.db/profile.db").is_file());
+}
+
+/// The demo's measuring and merging commands (read from demo.sh) leave
+/// only the summary lines on stderr: one from hpcrun-rs, one from
+/// hpcprof-rs; no note about the profiler's time at the default period.
+#[test]
+fn the_demo_prints_only_summary_lines() {
+    let demo = std::fs::read_to_string(root().join("examples/abc/demo.sh")).unwrap();
+    let dir = scratch("cli-demo");
+    let out = dir.join("target/abc-demo");
+    std::fs::create_dir_all(&out).unwrap();
+    compile_c("abc/abc.c", &out, &[]);
+    let commands: Vec<&str> = demo
+        .lines()
+        .filter(|l| l.starts_with("\"$bin/hpcrun-rs\"") || l.starts_with("\"$bin/hpcprof-rs\""))
+        .collect();
+    assert_eq!(commands.len(), 2, "{demo}");
+    let mut lines = Vec::new();
+    for cmd in commands {
+        let o = run(Command::new("sh")
+            .current_dir(&dir)
+            .env("bin", tools())
+            .env("out", "target/abc-demo")
+            .args(["-c", cmd]));
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        lines.extend(stderr(&o).lines().map(str::to_string));
+    }
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].starts_with("hpcrun-rs: target/abc-demo/abc ("),
+        "{lines:#?}"
+    );
+    assert!(
+        lines[1].starts_with("hpcprof-rs: merged 1 profiles"),
+        "{lines:#?}"
+    );
+}

@@ -1,14 +1,20 @@
 #!/bin/sh
-# The whole pipeline on the bundled abc example:
-#   build the tools, compile abc with gcc, measure, merge, report.
+# The README's quick start: build and install the tools (install.sh), then
+# the whole pipeline on the bundled abc example: compile abc with gcc,
+# measure, merge, report.
 # Usage: sh examples/abc/demo.sh   (from anywhere; writes target/abc-demo/)
 set -eu
 cd "$(dirname "$0")/../.."
-cargo build -q -p hpcrun-rs -p hpcrun-preload -p hpcprof-rs -p hpcview-tui
+echo "demo: 1/4 building the release binaries and installing the tools"
+sh install.sh
+bin=${CARGO_HOME:-$HOME/.cargo}/bin
 out=target/abc-demo
 rm -rf "$out"
 mkdir -p "$out"
+echo "demo: 2/4 compiling examples/abc/abc.c (gcc -O2 -g)"
 gcc -O2 -g -o "$out/abc" examples/abc/abc.c
-target/debug/hpcrun-rs -e mem:soft@100000 -o "$out/measurements" "$out/abc" 3
-target/debug/hpcprof-rs -o "$out/db" "$out/measurements"
-target/debug/hpcview-tui "$out/db" --report --top 5
+echo "demo: 3/4 measuring and merging: hpcrun-rs -o $out/measurements $out/abc 8; hpcprof-rs -o $out/db $out/measurements"
+"$bin/hpcrun-rs" -o "$out/measurements" "$out/abc" 8
+"$bin/hpcprof-rs" -o "$out/db" "$out/measurements"
+echo "demo: 4/4 the answer: hpcview-tui $out/db --report --top 5"
+"$bin/hpcview-tui" "$out/db" --report --top 5

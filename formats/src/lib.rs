@@ -17,6 +17,8 @@
 //!   classification.
 //! * [`watchpoints`]: sharing between threads and temporal reuse, from the
 //!   watchpoint analyses (`-e sharing`, `-e reuse`).
+//! * [`inspect`]: what a path is (measurements, database, one file of
+//!   either), so that each tool can say which command takes it.
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -37,6 +39,7 @@ pub mod database;
 pub mod diff;
 pub mod envelope;
 pub mod export;
+pub mod inspect;
 pub mod measurement;
 pub mod patterns;
 pub mod views;

@@ -4,7 +4,8 @@
 //! copy of every source file that frames refer to and that exists here);
 //! the directory is renamed to `DB` at the end, so a reader never sees half a
 //! database. An existing `DB` is only replaced with `--force`, and only if it
-//! looks like a database (it holds `profile.db`, or is empty).
+//! is provably a database ([`replaceable`]: its `profile.db` starts with the
+//! database header, and it holds nothing but that and `src/`), or is empty.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -28,10 +29,11 @@ pub enum DbError {
     )]
     Exists(PathBuf),
     #[error(
-        "{} exists and is not an hpcprof-rs database (no {FILE_NAME} in it); refusing to replace it even with --force",
-        .0.display()
+        "{path} exists and is not an hpcprof-rs database ({why}); refusing to replace it even with --force: remove it yourself or write elsewhere with -o",
+        path = .0.display(),
+        why = .1
     )]
-    NotADatabase(PathBuf),
+    NotADatabase(PathBuf, String),
     #[error(
         "{} appeared while merging; use --force to replace it or -o to write elsewhere",
         .0.display()
@@ -135,21 +137,71 @@ pub fn check_output(out: &Path, force: bool) -> Result<()> {
     if !force {
         return Err(DbError::Exists(out.to_path_buf()));
     }
-    if !is_replaceable(out) {
-        return Err(DbError::NotADatabase(out.to_path_buf()));
+    if let Err(why) = replaceable(out) {
+        return Err(DbError::NotADatabase(out.to_path_buf(), why));
     }
     Ok(())
 }
 
-fn is_replaceable(out: &Path) -> bool {
+/// Whether `--force` may delete `out`: an empty directory, or provably
+/// a database: a directory (not a symbolic link) holding a `profile.db`
+/// file that starts with the database's magic and, besides it, at most the
+/// source copy directory `src/`. Else why not.
+pub fn replaceable(out: &Path) -> std::result::Result<(), String> {
     let Ok(meta) = std::fs::symlink_metadata(out) else {
-        return true;
+        return Ok(());
     };
-    if !meta.is_dir() {
-        return false;
+    if meta.file_type().is_symlink() {
+        return Err("it is a symbolic link".into());
     }
-    out.join(FILE_NAME).is_file()
-        || std::fs::read_dir(out).is_ok_and(|mut entries| entries.next().is_none())
+    if !meta.is_dir() {
+        return Err("it is a file, not a directory".into());
+    }
+    let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(out)
+        .map_err(|e| format!("cannot read it: {e}"))?
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let db = out.join(FILE_NAME);
+    let mut magic = [0u8; 8];
+    let is_file = std::fs::symlink_metadata(&db).is_ok_and(|m| m.is_file());
+    let read = is_file
+        && std::fs::File::open(&db)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .is_ok();
+    if !is_file {
+        return Err(format!("no {FILE_NAME} file in it"));
+    }
+    if !read || magic != formats::database::KIND.magic {
+        return Err(format!(
+            "its {FILE_NAME} does not start with the database header"
+        ));
+    }
+    let mut unknown: Vec<String> = entries
+        .iter()
+        .filter(|e| {
+            let name = e.file_name();
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            !(name == FILE_NAME || (name == SOURCE_DIR && is_dir))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    unknown.sort();
+    let more = if unknown.len() > 3 {
+        format!(" and {} more", unknown.len() - 3)
+    } else {
+        String::new()
+    };
+    unknown.truncate(3);
+    Err(format!(
+        "it also holds {}{more}, which a database does not",
+        unknown.join(", ")
+    ))
 }
 
 /// `DB` with a suffix appended to its last component.
@@ -258,7 +310,7 @@ fn copy_sources(db: &impl Contents, src_dir: &Path) -> Written {
 fn install(tmp: &Path, out: &Path, force: bool) -> Result<()> {
     let mut old = None;
     if std::fs::symlink_metadata(out).is_ok() {
-        if !force || !is_replaceable(out) {
+        if !force || replaceable(out).is_err() {
             return Err(DbError::Appeared(out.to_path_buf()));
         }
         let aside = sibling(out, &format!(".old-{}", std::process::id()));
@@ -344,7 +396,7 @@ mod tests {
         std::fs::create_dir_all(&other).unwrap();
         std::fs::write(other.join("keep.txt"), "x").unwrap();
         let err = write(&db, &other, true).unwrap_err();
-        assert!(matches!(err, DbError::NotADatabase(_)), "{err}");
+        assert!(matches!(err, DbError::NotADatabase(..)), "{err}");
         assert!(other.join("keep.txt").is_file());
         let leftovers: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()

@@ -241,8 +241,49 @@ struct AdviseArgs {
     format: AdviseFormatArg,
 }
 
+/// The subcommands, for "did you mean".
+const SUBCOMMANDS: [&str; 3] = ["export", "diff", "advise"];
+
+/// Edit distance between `a` and `b` (Levenshtein, by characters).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// A first argument that is no path and looks like a mistyped subcommand
+/// (`hpcprof-rs exprot db`): the subcommand it resembles.
+fn mistyped_subcommand(arg: &std::ffi::OsStr) -> Option<&'static str> {
+    let arg = arg.to_str()?;
+    if arg.starts_with('-') || SUBCOMMANDS.contains(&arg) || Path::new(arg).exists() {
+        return None;
+    }
+    SUBCOMMANDS
+        .iter()
+        .copied()
+        .filter(|s| distance(arg, s) <= 2)
+        .min_by_key(|s| distance(arg, s))
+}
+
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(sub) = args.get(1).and_then(|a| mistyped_subcommand(a)) {
+        let arg = args[1].to_string_lossy();
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: unrecognized subcommand '{arg}'\n\n  tip: a similar subcommand exists: '{sub}'\n\nUsage: hpcprof-rs {sub} ... (see hpcprof-rs {sub} --help)\n       hpcprof-rs [OPTIONS] <MEASUREMENTS_DIR>"
+        );
+        return ExitCode::from(2);
+    }
     let result = if args.get(1).is_some_and(|a| a == "export") {
         let rest =
             std::iter::once(OsString::from("hpcprof-rs export")).chain(args[2..].iter().cloned());
@@ -303,6 +344,7 @@ fn run_merge(args: MergeArgs) -> Result<ExitCode> {
             None => return Ok(ExitCode::SUCCESS),
         }
     } else {
+        measurements_or_hint(&args.measurements)?;
         let files = read::find(&args.measurements)?;
         db::check_output(&args.output, args.force)?;
         let progress = progress_bar(&files);
@@ -444,11 +486,22 @@ fn notes(info: &DbInfo) -> Vec<String> {
             s.signal_blocks
         ));
     }
-    if let Some(line) = profiler_time(s) {
-        out.push(line);
+    // The profiler's own time: said when it is a measurable share of the
+    // run (or asked for with HPCPROF_RS_TIMINGS), not on every merge.
+    let share = profiler_share(s);
+    let loud = share.map_or(
+        slow_handler(&s.handler_time, s.cpu_time_ns).is_some(),
+        |x| x >= PROFILER_NOTE_SHARE,
+    );
+    if loud || std::env::var_os("HPCPROF_RS_TIMINGS").is_some() {
+        if let Some(line) = profiler_time(s) {
+            out.push(line);
+        }
     }
-    if let Some(line) = slow_handler(&s.handler_time, s.cpu_time_ns) {
-        out.push(line);
+    if loud {
+        if let Some(line) = slow_handler(&s.handler_time, s.cpu_time_ns) {
+            out.push(line);
+        }
     }
     if s.checkpoints > 0 {
         out.push(format!(
@@ -457,6 +510,19 @@ fn notes(info: &DbInfo) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Share of the sampled threads' CPU time from which the profiler's own
+/// time (sample handler and allocation hooks) is said after the summary:
+/// the overhead budget at the default period.
+const PROFILER_NOTE_SHARE: f64 = 0.03;
+
+/// The profiler's own time (handler and hooks) as a share of the sampled
+/// threads' CPU time; None for files without that time.
+fn profiler_share(s: &formats::measurement::SampleStats) -> Option<f64> {
+    (s.cpu_time_ns > 0).then(|| {
+        (s.handler_time.total_ns + s.hook_time.estimated_ns()) as f64 / s.cpu_time_ns as f64
+    })
 }
 
 /// What the profiler's own code took inside the program, from the
@@ -541,6 +607,45 @@ fn slow_handler(h: &formats::measurement::HandlerTime, cpu_time_ns: u64) -> Opti
     ))
 }
 
+/// `path`, given as a measurements directory, is not a database or one
+/// file: else an error that says what it is and which command takes it.
+fn measurements_or_hint(path: &Path) -> Result<()> {
+    use formats::inspect::{inspect, PathKind};
+    let p = path.display();
+    match inspect(path) {
+        PathKind::Database | PathKind::DatabaseFile => anyhow::bail!(
+            "{p} is a database written by hpcprof-rs, not a measurements directory: look at it with `hpcview-tui {p}` (or `hpcview-tui {p} --report`), or print it with `hpcprof-rs export {p}`"
+        ),
+        PathKind::MeasurementFile => {
+            let parent = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            anyhow::bail!(
+                "{p} is one measurement file; hpcprof-rs merges the directory that holds it: `hpcprof-rs {}`",
+                parent.display()
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `path`, given to `command` as a database, is not a measurements
+/// directory or file: else an error that says to merge it first.
+fn database_or_hint(path: &Path, command: &str) -> Result<()> {
+    use formats::inspect::{inspect, PathKind};
+    let p = path.display();
+    match inspect(path) {
+        PathKind::Measurements { files } => anyhow::bail!(
+            "{p} is a measurements directory of hpcrun-rs ({files} measurement file(s)), not a database: merge it first with `hpcprof-rs -o db {p}`, then `{command} db`"
+        ),
+        PathKind::MeasurementFile => anyhow::bail!(
+            "{p} is a measurement file of hpcrun-rs, not a database: merge its directory first with `hpcprof-rs -o db DIR`, then `{command} db`"
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Reads a database directory (or its `profile.db`); errors name the file.
 fn load(path: &Path) -> Result<Database> {
     let file = if path.is_dir() {
@@ -556,6 +661,7 @@ fn load(path: &Path) -> Result<Database> {
 }
 
 fn run_export(args: ExportArgs) -> Result<ExitCode> {
+    database_or_hint(&args.db, "hpcprof-rs export")?;
     let db = load(&args.db)?;
     let view = match args.view {
         ViewArg::Data => View::Data,
@@ -591,6 +697,8 @@ fn run_diff(args: DiffArgs) -> Result<ExitCode> {
             anyhow::bail!("--fail-if-worse {p}: give a percentage of 0 or more");
         }
     }
+    database_or_hint(&args.before, "hpcprof-rs diff")?;
+    database_or_hint(&args.after, "hpcprof-rs diff")?;
     let before = load(&args.before)?;
     let after = load(&args.after)?;
     let d = formats::diff::diff(&before, &after);
@@ -614,6 +722,7 @@ fn run_diff(args: DiffArgs) -> Result<ExitCode> {
 
 fn run_advise(args: AdviseArgs) -> Result<ExitCode> {
     use hpcprof_rs::advise;
+    database_or_hint(&args.db, "hpcprof-rs advise")?;
     let db = load(&args.db)?;
     let placement = args
         .fast_mem
@@ -639,6 +748,17 @@ mod tests {
         ExportArgs::command().debug_assert();
         DiffArgs::command().debug_assert();
         AdviseArgs::command().debug_assert();
+    }
+
+    #[test]
+    fn mistyped_subcommands_are_suggested() {
+        assert_eq!(distance("exprot", "export"), 2);
+        assert_eq!(mistyped_subcommand("exprot".as_ref()), Some("export"));
+        assert_eq!(mistyped_subcommand("dif".as_ref()), Some("diff"));
+        assert_eq!(mistyped_subcommand("advice".as_ref()), Some("advise"));
+        assert_eq!(mistyped_subcommand("measurements".as_ref()), None);
+        assert_eq!(mistyped_subcommand("--force".as_ref()), None);
+        assert_eq!(mistyped_subcommand("export".as_ref()), None);
     }
 
     #[test]

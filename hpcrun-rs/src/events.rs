@@ -72,7 +72,14 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
             (n, Some(p)) => {
                 let period = p.ok_or_else(|| {
                     let p = spec.split_once('@').map_or("", |(_, p)| p);
-                    anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer")
+                    if p.bytes().all(|b| b.is_ascii_digit()) && !p.trim_start_matches('0').is_empty() {
+                        anyhow::anyhow!(
+                            "period {p} in -e {spec} is too large: at most {} (see hpcrun-rs --list-events for the defaults)",
+                            u64::MAX
+                        )
+                    } else {
+                        anyhow::anyhow!("bad period '{p}' in -e {spec}: expected a positive integer")
+                    }
                 })?;
                 (n, Some(period))
             }
@@ -113,10 +120,17 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
             .iter()
             .find(|c| c.name == event.name || (is_timer(c) && is_timer(&event)))
         {
-            notes.push(format!(
-                "only one timer source per run: keeping {}, ignoring {spec}",
-                prev.name
-            ));
+            if prev.name == event.name {
+                notes.push(format!(
+                    "{} is given more than once: keeping {}@{}, ignoring {spec}",
+                    event.name, prev.name, prev.period
+                ));
+            } else {
+                notes.push(format!(
+                    "only one timer source per run: keeping {}, ignoring {spec}",
+                    prev.name
+                ));
+            }
             continue;
         }
         chosen.push(event);
@@ -531,5 +545,14 @@ mod tests {
         let (c, notes) = choose(&["mem:soft,cpu-time".into()], false).unwrap();
         assert_eq!(env_value(&c), format!("mem:soft@{DEFAULT_SOFT_PERIOD_NS}"));
         assert!(notes[0].contains("only one timer source"), "{notes:?}");
+        let (_, notes) = choose(&["page-faults".into(), "page-faults@8".into()], false).unwrap();
+        assert!(
+            notes[0].contains("page-faults is given more than once"),
+            "{notes:?}"
+        );
+        let e = choose(&["mem:soft@99999999999999999999".into()], false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too large"), "{e}");
     }
 }

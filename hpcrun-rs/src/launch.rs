@@ -23,7 +23,8 @@ use crate::{say, Args};
 /// File name of the preload library.
 pub const PRELOAD_NAME: &str = "libhpcrun_preload.so";
 
-/// The preload library: `HPCRUN_PRELOAD`, else next to this executable.
+/// The preload library: `HPCRUN_PRELOAD`, else next to this executable,
+/// else in `../lib/hpc-memprof/` from it (`install.sh`).
 pub fn find_preload() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os(env::PRELOAD) {
         let p = PathBuf::from(p);
@@ -34,13 +35,19 @@ pub fn find_preload() -> Result<PathBuf> {
     }
     let exe = std::env::current_exe().context("cannot find the hpcrun-rs executable")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidate = dir.join(PRELOAD_NAME);
-    if candidate.is_file() {
-        return Ok(candidate);
+    // Next to the executable (the build tree), or where install.sh puts
+    // it (PREFIX/bin/hpcrun-rs, PREFIX/lib/hpc-memprof/).
+    let candidates = [
+        dir.join(PRELOAD_NAME),
+        dir.join("../lib/hpc-memprof").join(PRELOAD_NAME),
+    ];
+    if let Some(found) = candidates.iter().find(|c| c.is_file()) {
+        return Ok(found.clone());
     }
     bail!(
-        "cannot find {PRELOAD_NAME} next to {} (build it with `cargo build -p hpcrun-preload`, or set HPCRUN_PRELOAD to its path)",
-        exe.display()
+        "cannot find {PRELOAD_NAME} next to {} nor in {} (build it with `cargo build -p hpcrun-preload`, install with `sh install.sh`, or set HPCRUN_PRELOAD to its path)",
+        exe.display(),
+        dir.join("../lib/hpc-memprof").display()
     )
 }
 

@@ -94,7 +94,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// `path`, given as a database, is not a measurements directory or file:
+/// else an error that says to merge it first.
+fn database_or_hint(path: &Path) -> Result<()> {
+    use formats::inspect::{inspect, PathKind};
+    let p = path.display();
+    match inspect(path) {
+        PathKind::Measurements { files } => anyhow::bail!(
+            "{p} is a measurements directory of hpcrun-rs ({files} measurement file(s)), not a database: merge it first with `hpcprof-rs -o db {p}`, then `hpcview-tui db`"
+        ),
+        PathKind::MeasurementFile => anyhow::bail!(
+            "{p} is a measurement file of hpcrun-rs, not a database: merge its directory first with `hpcprof-rs -o db DIR`, then `hpcview-tui db`"
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn run(args: &Args) -> Result<ExitCode> {
+    database_or_hint(&args.db)?;
+    if let Some(b) = &args.baseline {
+        database_or_hint(b)?;
+    }
     if !args.report {
         let model = Model::open(&args.db)?;
         let base = match &args.baseline {

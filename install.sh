@@ -1,0 +1,24 @@
+#!/bin/sh
+# Builds the release binaries and installs hpcrun-rs, hpcprof-rs and
+# hpcview-tui into PREFIX/bin, and the preload library hpcrun-rs needs into
+# PREFIX/lib/hpc-memprof/ (where hpcrun-rs looks for it).
+# Usage: sh install.sh [PREFIX]
+#   PREFIX defaults to ${CARGO_HOME:-$HOME/.cargo}: rustup puts its bin/ on
+#   PATH, so the tools are found at once.
+set -eu
+cd "$(dirname "$0")"
+prefix=${1:-${CARGO_HOME:-$HOME/.cargo}}
+bindir=$prefix/bin
+libdir=$prefix/lib/hpc-memprof
+echo "install.sh: building the release binaries (cargo build --release; a first build takes several minutes)"
+cargo build --release -p hpcrun-rs -p hpcrun-preload -p hpcprof-rs -p hpcview-tui
+mkdir -p "$bindir" "$libdir"
+install -m 755 target/release/libhpcrun_preload.so "$libdir/"
+for tool in hpcrun-rs hpcprof-rs hpcview-tui; do
+    install -m 755 "target/release/$tool" "$bindir/"
+done
+echo "install.sh: installed hpcrun-rs, hpcprof-rs and hpcview-tui in $bindir (the preload library in $libdir)"
+case ":$PATH:" in
+*":$bindir:"*) ;;
+*) echo "install.sh: $bindir is not on your PATH; add it with:  export PATH=\"$bindir:\$PATH\"" ;;
+esac
