@@ -147,3 +147,44 @@ fn small_thread_stacks_and_a_coroutine_stack_are_sampled_safely() {
         assert_eq!(profiles.len(), 5, "{name}: the main thread and 4 others");
     }
 }
+
+/// #4: SIGIO stays the program's. The profiler borrows it (a sample the
+/// kernel cannot queue arrives as SIGIO), but `sigaction(SIGIO, NULL,
+/// &old)` reports the default, `signal` returns it, the program's handler
+/// gets exactly the SIGIOs it sent itself, and `kill(getpid(), SIGIO)`
+/// ends the program by SIGIO as natively.
+#[test]
+fn sigio_keeps_its_default_disposition_and_ends_the_program() {
+    let dir = scratch("hostile-sigio");
+    let exe = compile_test_program("hostile_sigio.c", &dir, &[]);
+    for args in [&[][..], &["handler"][..]] {
+        let want = native(&exe, args);
+        assert_eq!(want.status.code(), None, "native run is killed by SIGIO");
+        assert!(String::from_utf8_lossy(&want.stdout).contains("default 1"));
+        for (i, opts) in [
+            &["--timer", "task-clock", "-e", "mem:soft@500000"][..],
+            &["-e", "mem:soft", "-e", "page-faults"][..],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let name = format!("{}{i}", args.join(""));
+            let (out, measurements) = profiled(&dir.join(&name), opts, &exe, args);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&want.stdout),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // The launcher ends as its program did: by SIGIO (or 128 + 29).
+            use std::os::unix::process::ExitStatusExt;
+            assert!(
+                out.status.signal() == Some(29) || out.status.code() == Some(128 + 29),
+                "{name}: {:?}",
+                out.status
+            );
+            // The profiles were written before the default action ran.
+            assert_eq!(read_profiles(&measurements).len(), 1, "{name}");
+        }
+    }
+}

@@ -63,12 +63,37 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
     sys::set_errno(saved_errno);
 }
 
-/// SIGIO, installed while the program leaves it at its default action
-/// (terminate): when the kernel cannot queue a perf event's real-time
-/// signal (the per-user limit of pending signals, `ulimit -i`, reached by
-/// the user's other processes, or by a tiny limit), it sends SIGIO instead.
-/// That must not kill the program: the sample is counted as dropped.
-pub extern "C" fn on_sigio(_signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
+/// SIGIO, borrowed from the program (`signals::take_over_sigio`): when
+/// the kernel cannot queue a perf event's real-time signal (the per-user
+/// limit of pending signals, `ulimit -i`, reached by the user's other
+/// processes, or by a tiny limit), it sends SIGIO instead (`SI_KERNEL`,
+/// to the event's thread). That must not kill the program: the sample is
+/// counted as dropped. Every other SIGIO (`kill`, `raise`, `sigqueue`)
+/// is the program's: its own action runs,
+/// the default one ends the process as natively (after the profiles are
+/// written); a program with a SIGIO handler of its own gets the lost
+/// sample's SIGIO too (a spurious SIGIO, which its handler tolerates as
+/// any `O_ASYNC` user must).
+pub extern "C" fn on_sigio(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    sigio(signal, info, context);
+}
+
+/// See [`on_sigio`].
+fn sigio(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: the kernel's handler arguments, valid while the handler runs
+    // (and `delivered` does not outlive it).
+    let delivered = unsafe { sys::Delivered::new(info, context) };
+    // The kernel's own SIGIO (`SI_KERNEL`; `kill`, `raise` and `sigqueue`
+    // give other codes) while the program leaves SIGIO at its default: a
+    // lost sample (natively, an `O_ASYNC` descriptor of the program's
+    // without a handler would end it; no program does that).
+    let from_kernel = matches!(delivered.code_fd(), Some((code, _)) if code == libc::SI_KERNEL);
+    if !from_kernel || !crate::signals::sigio_left_default() {
+        crate::signals::forward(signal, &delivered, crate::exit::flush_all);
+    }
+    if !from_kernel {
+        return;
+    }
     let saved_errno = sys::errno();
     if let Some(state) = threads::current() {
         state.stats.dropped[threads::DROP_QUEUE_FULL].fetch_add(1, Relaxed);

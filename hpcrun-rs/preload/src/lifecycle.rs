@@ -65,8 +65,9 @@ fn init() {
             }
         }
         // A full queue of real-time signals turns a sample into SIGIO, whose
-        // default action would end the program.
-        sys::install_handler_if_default(libc::SIGIO, handler::on_sigio);
+        // default action would end the program: borrowed, the program's
+        // own action and queries stay its own.
+        signals::take_over_sigio(handler::on_sigio);
         if let Some(key) = sys::thread_exit_key(on_thread_exit) {
             threads::set_exit_key(key);
         }

@@ -42,11 +42,25 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering:
 
 use crate::sys;
 
-/// The profiler's signals: [sample, page fault]; 0 = not taken over.
-static OURS: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
+/// The profiler's signals: [sample, page fault, SIGIO]; 0 = not taken
+/// over. SIGIO ([`SIGIO_SLOT`]) is borrowed only to count the samples the
+/// kernel could not queue (it sends SIGIO instead): its action, its
+/// queries and its default (terminate) stay the program's; it is not
+/// kept out of the program's masks (the first two are).
+static OURS: [AtomicI32; 3] = [AtomicI32::new(0), AtomicI32::new(0), AtomicI32::new(0)];
+
+/// Slot of SIGIO in `OURS`.
+pub const SIGIO_SLOT: usize = 2;
+
+/// The profiler's sample signals (`OURS[..SAMPLE_SLOTS]`).
+const SAMPLE_SLOTS: usize = 2;
 
 /// The profiler's handler of each signal of `OURS` (its address).
-static HANDLERS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+static HANDLERS: [AtomicUsize; 3] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
 
 /// The address of the handler the profiler installed for its `slot`-th
 /// signal ([`take_over`]).
@@ -73,7 +87,7 @@ const NO_ACTION: ProgramAction = ProgramAction {
     mask: [const { AtomicU64::new(0) }; MASK_WORDS],
 };
 
-static PROGRAM: [ProgramAction; 2] = [NO_ACTION, NO_ACTION];
+static PROGRAM: [ProgramAction; 3] = [NO_ACTION, NO_ACTION, NO_ACTION];
 
 /// Serialises writers of `PROGRAM` (never taken by the handler; it uses
 /// a try-lock for `SA_RESETHAND`).
@@ -131,9 +145,38 @@ pub fn take_over(
     handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
     block: &[c_int],
 ) -> bool {
-    let Some(free) = OURS.iter().position(|s| s.load(Relaxed) == 0) else {
+    let Some(free) = OURS[..SAMPLE_SLOTS]
+        .iter()
+        .position(|s| s.load(Relaxed) == 0)
+    else {
         return false;
     };
+    take_over_at(free, signal, handler, block)
+}
+
+/// Borrows SIGIO for `handler` ([`SIGIO_SLOT`]): installed in the kernel,
+/// while the program's `sigaction`/`signal` see and set the program's own
+/// action (the inherited one at first), which [`forward`] runs for every
+/// SIGIO that is not a lost sample's.
+pub fn take_over_sigio(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void)) -> bool {
+    take_over_at(SIGIO_SLOT, libc::SIGIO, handler, &[])
+}
+
+/// The program's action for SIGIO is its default or ignore (not a
+/// handler of its own).
+pub fn sigio_left_default() -> bool {
+    matches!(
+        load_action(SIGIO_SLOT).sa_sigaction,
+        libc::SIG_DFL | libc::SIG_IGN
+    )
+}
+
+fn take_over_at(
+    free: usize,
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+    block: &[c_int],
+) -> bool {
     if let Some(old) = sys::real_sigaction_query(signal) {
         store_action(free, &old);
     }
@@ -296,7 +339,7 @@ pub fn filter_mask(how: c_int, set: Option<&mut libc::sigset_t>) -> u8 {
         return before;
     };
     let mut bits = before;
-    for (i, s) in OURS.iter().enumerate() {
+    for (i, s) in OURS[..SAMPLE_SLOTS].iter().enumerate() {
         let signal = s.load(Relaxed);
         if signal <= 0 || !sys::sigset_has(set, signal) {
             if how == libc::SIG_SETMASK {
@@ -328,7 +371,7 @@ pub fn restore_blocked(before: u8) {
 /// The old mask as the program expects it: the profiler's signals appear
 /// blocked exactly when the program had blocked them.
 pub fn report_old_mask(before: u8, old: &mut libc::sigset_t) {
-    for (i, s) in OURS.iter().enumerate() {
+    for (i, s) in OURS[..SAMPLE_SLOTS].iter().enumerate() {
         let signal = s.load(Relaxed);
         if signal <= 0 {
             continue;
@@ -354,7 +397,8 @@ pub fn set_blocked_bits(bits: u8) {
 
 /// True if `set` holds a profiler signal.
 pub fn holds_ours(set: &libc::sigset_t) -> bool {
-    OURS.iter()
+    OURS[..SAMPLE_SLOTS]
+        .iter()
         .map(|s| s.load(Relaxed))
         .any(|s| s > 0 && sys::sigset_has(set, s))
 }
@@ -364,7 +408,11 @@ pub fn holds_ours(set: &libc::sigset_t) -> bool {
 /// unblock them again (another held-back one is queued again at once).
 pub fn after_wait() {
     let mut set = sys::empty_sigset();
-    for s in OURS.iter().map(|s| s.load(Relaxed)).filter(|&s| s > 0) {
+    for s in OURS[..SAMPLE_SLOTS]
+        .iter()
+        .map(|s| s.load(Relaxed))
+        .filter(|&s| s > 0)
+    {
         sys::sigset_add(&mut set, s);
     }
     sys::raw_sigmask(libc::SIG_UNBLOCK, Some(&set), None);

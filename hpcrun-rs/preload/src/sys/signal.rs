@@ -37,17 +37,6 @@ pub fn install_fatal_handler(
     }
 }
 
-/// Installs `handler` (SA_SIGINFO | SA_RESTART) for `signal` only if the
-/// signal still has its default action; a program's own handler (or
-/// SIG_IGN) is kept, and a program that installs one later replaces ours.
-pub fn install_handler_if_default(
-    signal: c_int,
-    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
-) -> bool {
-    let default = real_sigaction_query(signal).is_some_and(|old| old.sa_sigaction == libc::SIG_DFL);
-    default && install_handler(signal, handler, &[])
-}
-
 /// The per-user limit of pending signals (`ulimit -i`), if finite.
 pub fn pending_signal_limit() -> Option<u64> {
     // SAFETY: getrlimit writes into a valid, owned struct.
