@@ -432,6 +432,30 @@ pub struct SampleStats {
     /// files read it empty).
     #[serde(default)]
     pub hook_time: HookTime,
+    /// Load samples whose blamed load had overwritten its index register:
+    /// the intact base register named the object, not the element (no
+    /// offset, stride or alignment recorded). Part of `address_recovered`.
+    #[serde(default)]
+    pub recovered_base_only: u64,
+    /// `mem:soft`: samples by the rule that attributed them (`landed`,
+    /// `walked_back`, `split`, `retire_group`, `compute`, `constant`,
+    /// `other`, `unrecovered`; docs/GUIDE.md "How mem:soft attributes a
+    /// sample"). Counted per signal: they add up to the samples analysed.
+    #[serde(default)]
+    pub attribution: BTreeMap<String, u64>,
+    /// The measuring machine's data caches (bytes; 0 when unknown): L1
+    /// data and L2 of one core, and the last level. The largest seen when
+    /// profiles are merged.
+    #[serde(default)]
+    pub cache_bytes: CacheBytes,
+}
+
+/// Data cache sizes of the measuring machine (from sysfs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheBytes {
+    pub l1d: u64,
+    pub l2: u64,
+    pub llc: u64,
 }
 
 /// Every how many allocation-hook calls of a thread one is timed
@@ -608,6 +632,13 @@ impl SampleStats {
         self.watchpoints.add(&other.watchpoints);
         self.handler_time.add(&other.handler_time);
         self.hook_time.add(&other.hook_time);
+        self.recovered_base_only += other.recovered_base_only;
+        for (rule, n) in &other.attribution {
+            *self.attribution.entry(rule.clone()).or_default() += n;
+        }
+        self.cache_bytes.l1d = self.cache_bytes.l1d.max(other.cache_bytes.l1d);
+        self.cache_bytes.l2 = self.cache_bytes.l2.max(other.cache_bytes.l2);
+        self.cache_bytes.llc = self.cache_bytes.llc.max(other.cache_bytes.llc);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use crate::database::{Database, Dist, Frame, NodeKind, ObjectHistogram, ObjectKind};
+use crate::database::{DataObject, Database, Dist, Frame, NodeKind, ObjectHistogram, ObjectKind};
 
 /// One data object with its inclusive metrics.
 #[derive(Debug, Clone, PartialEq)]
@@ -344,6 +344,46 @@ pub fn priority_score(share: f64, mem_time_share: Option<f64>) -> f64 {
     share * mem_time_share.unwrap_or(1.0)
 }
 
+/// Memory samples per function that were not cache-resident, from the
+/// samples per (object, accessing function) `accessors`: a heap or static
+/// object's samples at a function count as cache-resident (compute, not
+/// memory time) when the summed size of the heap and static objects that
+/// function accessed fits in one core's L2 cache; stack data is always
+/// cache-resident; other data (unknown addresses, lost addresses) is
+/// memory. `None` when the database does not say the cache sizes (older
+/// databases, hardware sources): then every sample is memory time.
+fn memory_samples<'a>(
+    db: &'a Database,
+    accessors: &[HashMap<(&'a str, &'a str), u64>],
+) -> Option<HashMap<(&'a str, &'a str), u64>> {
+    let limit = db.info.stats.cache_bytes.l2;
+    let soft = !db.info.stats.attribution.is_empty();
+    if limit == 0 || !soft {
+        return None;
+    }
+    let sized = |o: &DataObject| matches!(o.kind, ObjectKind::Heap | ObjectKind::Static);
+    let mut working_set: HashMap<(&str, &str), u64> = HashMap::new();
+    for (o, acc) in db.objects.iter().zip(accessors) {
+        if sized(o) {
+            for k in acc.keys() {
+                *working_set.entry(*k).or_default() += o.bytes;
+            }
+        }
+    }
+    let mut memory: HashMap<(&str, &str), u64> = HashMap::new();
+    for (o, acc) in db.objects.iter().zip(accessors) {
+        for (k, &n) in acc {
+            let resident = match o.kind {
+                ObjectKind::Stack => true,
+                _ if sized(o) => working_set.get(k).copied().unwrap_or(0) <= limit,
+                _ => false,
+            };
+            *memory.entry(*k).or_default() += if resident { 0 } else { n };
+        }
+    }
+    Some(memory)
+}
+
 /// The bottleneck view: every data object and every function, ranked by
 /// the bottleneck-priority rule of the data-centric work (memory bound and
 /// large share first).
@@ -353,12 +393,22 @@ pub fn priority_score(share: f64, mem_time_share: Option<f64>) -> f64 {
 /// share of the sampled CPU time of the region's code that was spent at
 /// memory-loading instructions:
 ///
-/// * function: its `samples` (load samples at its instructions) over its
-///   `cpu_samples` (all timer samples at its instructions), both exclusive,
-///   inlined code counted in the inlined function (as in [`functions`]);
-/// * object: its `samples` over the summed `cpu_samples` of the functions
-///   whose instructions accessed it (the innermost frames of its access
-///   paths).
+/// * function: its memory samples over its `cpu_samples` (all timer
+///   samples at its instructions), both exclusive, inlined code counted in
+///   the inlined function (as in [`functions`]);
+/// * object: the memory samples of the functions whose instructions
+///   accessed it (the innermost frames of its access paths), all objects'
+///   together, over their summed `cpu_samples`: arrays read in one loop
+///   share the loop's memory time instead of diluting each other.
+///
+/// Memory samples: `mem:soft` already left out divides, square roots,
+/// floating-point chains fed by no load and compiler constants (rule
+/// counters, docs/GUIDE.md); with the measuring machine's cache sizes in
+/// the database, the samples of heap and static data at a function whose
+/// sampled working set (the summed size of the heap and static objects it
+/// accessed) fits in one core's L2 cache, and of stack data, are
+/// cache-resident: compute, not memory time (see `memory_samples`).
+/// Without cache sizes every load sample counts.
 ///
 /// Both are in [0, 1]. A region is memory bound when `mem_time_share >=
 /// thresholds.mem_time_share`, has a high share when its share of the
@@ -392,8 +442,9 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             _ => owner.get(node.parent as usize).copied().flatten(),
         };
     }
-    let mut accessors: Vec<std::collections::HashSet<(&str, &str)>> =
-        vec![Default::default(); db.objects.len()];
+    // Per object, the functions that accessed it and its primary samples
+    // at each.
+    let mut accessors: Vec<HashMap<(&str, &str), u64>> = vec![Default::default(); db.objects.len()];
     for (i, node) in db.data.nodes.iter().enumerate() {
         let (Some(o), NodeKind::Frame(f)) = (owner[i], &node.kind) else {
             continue;
@@ -402,16 +453,33 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             continue;
         }
         let frame = &db.frames[*f as usize];
-        if let Some(set) = accessors.get_mut(o as usize) {
-            set.insert((frame.function.as_str(), frame.module.as_str()));
+        if let Some(map) = accessors.get_mut(o as usize) {
+            let n = node.exclusive.get(primary).copied().unwrap_or(0);
+            *map.entry((frame.function.as_str(), frame.module.as_str()))
+                .or_default() += n;
         }
     }
+    let memory = memory_samples(db, &accessors);
+    let fn_memory = |k: &(&str, &str), all: u64| {
+        memory
+            .as_ref()
+            .map_or(all, |m| m.get(k).copied().unwrap_or(0))
+    };
     for o in objects(db) {
-        let den: u64 = accessors[o.index as usize]
-            .iter()
+        let acc = &accessors[o.index as usize];
+        let den: u64 = acc
+            .keys()
             .map(|k| fn_cpu.get(k).copied().unwrap_or(0))
             .sum();
-        let mts = ratio(o.metrics[primary], den);
+        // The memory time of the code the object is accessed in: with
+        // cache sizes known, the memory samples of those functions that
+        // were not cache-resident (all objects' together: arrays read in
+        // one loop share its memory time); else the object's own samples.
+        let num = match &memory {
+            Some(m) => acc.keys().map(|k| m.get(k).copied().unwrap_or(0)).sum(),
+            None => o.metrics[primary],
+        };
+        let mts = ratio(num, den);
         let (memory_bound, high_share, quadrant) = classify(o.share, mts);
         rows.push(BottleneckRow {
             region: Region::Object(o.kind),
@@ -432,7 +500,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
     }
     for f in functions {
         let den = fn_cpu.get(&(f.function, f.module)).copied().unwrap_or(0);
-        let mts = ratio(f.metrics[primary], den);
+        let mts = ratio(fn_memory(&(f.function, f.module), f.metrics[primary]), den);
         let (memory_bound, high_share, quadrant) = classify(f.share, mts);
         rows.push(BottleneckRow {
             region: Region::Function,

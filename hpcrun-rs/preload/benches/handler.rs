@@ -162,7 +162,7 @@ fn handler_benches(c: &mut Criterion) {
             b.iter(|| soft::next_access(code, seg_start, black_box(ip), black_box(&regs)))
         });
         decode.bench_function("analyse_cached", |b| {
-            b.iter(|| handler::analyse(state, snap, black_box(&regs)))
+            b.iter(|| handler::analyse(state, snap, black_box(&regs), 0))
         });
     });
     // A new IP deep in a 20 KB function.
@@ -172,7 +172,7 @@ fn handler_benches(c: &mut Criterion) {
     };
     big.gpr[RDI] = block_addr + 8;
     assert!(anchors::init());
-    let (a, _, _) = handler::analyse(state, snap, &big);
+    let a = handler::analyse(state, snap, &big, 0).leaf;
     assert_eq!(big.rip - a, 3, "the load before the label");
     decode.bench_function("analyse_new_ip_20KB/from_function_start", |b| {
         b.iter_batched(
@@ -180,14 +180,14 @@ fn handler_benches(c: &mut Criterion) {
                 anchors::clear();
                 threads::forget_previous(state, big.rip);
             },
-            |()| handler::analyse(state, snap, black_box(&big)),
+            |()| handler::analyse(state, snap, black_box(&big), 0),
             BatchSize::PerIteration,
         )
     });
     decode.bench_function("analyse_new_ip_20KB/from_anchor", |b| {
         b.iter_batched(
             || threads::forget_previous(state, big.rip),
-            |()| handler::analyse(state, snap, black_box(&big)),
+            |()| handler::analyse(state, snap, black_box(&big), 0),
             BatchSize::PerIteration,
         )
     });

@@ -11,6 +11,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering::*;
 
+use crate::blame::{self, Operand, Rule, Window};
 use crate::cct::{self, Tree};
 use crate::code::modules::{self, Snapshot};
 use crate::code::unwind;
@@ -19,6 +20,7 @@ use crate::soft::{self, Access, Regs};
 use crate::stride::{self, Decoded};
 use crate::threads::{self, ThreadState};
 use crate::{anchors, handler_time, numa, objects, run, sys};
+use iced_x86::Register;
 
 /// Deepest call path recorded per sample.
 pub use crate::threads::MAX_FRAMES;
@@ -46,6 +48,9 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
             // The module snapshot and the unwinder it reads stay valid
             // until the section closes.
             let section = sys::reading();
+            // (Single-threaded programs: a checkpoint due is noted here,
+            // written by the program's next allocation.)
+            crate::checkpoint::tick();
             // The work runs on the thread's handler stack: the kernel may
             // have put this frame on a small stack (the program's own
             // alternate stack), and the interrupted one may be tiny (a
@@ -380,8 +385,27 @@ fn registers(uc: &libc::ucontext_t) -> (Regs, u64, u64) {
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// Computed from the interrupted registers (the blamed access's base
+    /// and index, or copies of them, are intact).
     Previous,
+    /// The blamed load overwrote its own pointer (a pointer chase): the
+    /// address of the next access through that pointer, at the IP.
     AtIp,
+    /// The blamed load overwrote its index: the intact base register
+    /// names the object, not the element (no offset or stride recorded).
+    BaseOnly,
+}
+
+/// What [`analyse`] decided for one sample.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Analysis {
+    /// The instruction the sample is attributed to (the code tree's
+    /// leaf): the blamed access, else the landed instruction.
+    pub leaf: u64,
+    pub access: Access,
+    pub source: Source,
+    pub rule: Rule,
 }
 
 /// The instruction before `ip` in the function starting at `func`,
@@ -404,46 +428,204 @@ fn previous_from_anchor_or_start(code: &[u8], seg_start: u64, func: u64, ip: u64
     decode(from).or_else(|| (from != func).then(|| decode(func)).flatten())
 }
 
-/// The skid-corrected instruction and its memory access. (Public for the
+/// The instruction that retired before `ip`: the one that ends at `ip`,
+/// or, when that one cannot fall through to `ip` (padding before a loop
+/// label, a jump), the loop's back-edge branch that jumps to `ip`.
+fn previous_executed(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Option<u64> {
+    let func = snap
+        .function_start(ip)
+        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start);
+    let linear = func
+        .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
+        .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))?;
+    let falls_through =
+        soft::decode_at(code, seg_start, linear).is_some_and(|insn| !blame::no_fall_through(&insn));
+    if falls_through {
+        return Some(linear);
+    }
+    Some(
+        blame::back_edge(code, seg_start, ip)
+            .map(|b| b.ip())
+            .unwrap_or(linear),
+    )
+}
+
+/// The straight-line code that ran up to `ip`, ending with `prev` (see
+/// [`previous_executed`]).
+fn window(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64, prev: u64) -> Option<Window> {
+    if prev > ip {
+        // A loop head: the body, from the head to its back edge.
+        let branch = soft::decode_at(code, seg_start, prev)?;
+        return Window::decode(code, seg_start, ip, branch.next_ip());
+    }
+    let func = snap
+        .function_start(ip)
+        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start && f <= prev);
+    if let Some(f) = func {
+        let from = anchors::start_before(prev, f).unwrap_or(f);
+        if let Some(w) = Window::decode(code, seg_start, from, ip) {
+            return Some(w);
+        }
+    }
+    soft::decode_at(code, seg_start, prev)
+        .filter(|insn| insn.next_ip() == ip)
+        .map(Window::single)
+}
+
+/// The value of register `reg` (read as `width`, the register the
+/// instruction named) in `regs`.
+fn register_value(regs: &Regs, reg: Register, width: Register) -> Option<u64> {
+    let v = regs.gpr[soft::gpr_index(reg)?];
+    Some(if width.is_gpr32() { v & 0xffff_ffff } else { v })
+}
+
+/// The data address of the access at window index `at`, after the landed
+/// instruction ran, from the registers that still hold its base and
+/// index; with a lost index and an intact base, the base (the object, not
+/// the element).
+fn blamed_address(
+    w: &Window,
+    at: usize,
+    regs: &Regs,
+    code: &[u8],
+    seg_start: u64,
+) -> (Access, Source) {
+    let insn = &w.insns()[at];
+    let Some(kind) = soft::memory_kind(insn) else {
+        return (Access::NotMemory, Source::Previous);
+    };
+    let size = insn.memory_size().size() as u32;
+    if insn.is_string_instruction()
+        || matches!(insn.memory_segment(), Register::FS | Register::GS)
+        || insn.memory_index().is_xmm()
+        || insn.memory_index().is_ymm()
+        || insn.memory_index().is_zmm()
+    {
+        return (Access::Unrecoverable, Source::Previous);
+    }
+    let (base, index) = blame::address_registers(w, at);
+    let value = |op: Operand, named: Register| match op {
+        Operand::None => Some(0),
+        Operand::In(r, delta) => register_value(regs, r, if named.is_gpr32() { named } else { r })
+            .map(|v| v.wrapping_sub(delta as u64)),
+        Operand::Lost => None,
+    };
+    let b = value(base, insn.memory_base());
+    let i = value(index, insn.memory_index());
+    let disp = insn.memory_displacement64();
+    let scale = insn.memory_index_scale() as u64;
+    match (b, i) {
+        (Some(b), Some(i)) => {
+            let addr = b.wrapping_add(i.wrapping_mul(scale)).wrapping_add(disp);
+            (Access::Address { addr, size, kind }, Source::Previous)
+        }
+        (Some(b), None) if base != Operand::None => (
+            Access::Address {
+                addr: b.wrapping_add(disp),
+                size,
+                kind,
+            },
+            Source::BaseOnly,
+        ),
+        _ => {
+            // A pointer chase (`mov (%rax),%rax`): the next access through
+            // the loaded pointer reads the next element of the same
+            // structure. Only loads that replaced their own base.
+            let chase = insn.memory_index() == Register::None
+                && insn.op_count() > 0
+                && insn.op_kind(0) == iced_x86::OpKind::Register
+                && insn.op0_register().full_register() == insn.memory_base().full_register();
+            if chase && at + 1 == w.insns().len() {
+                let via = insn.memory_base().full_register();
+                if let a @ Access::Address { .. } =
+                    soft::next_access_via(code, seg_start, regs.rip, regs, via)
+                {
+                    let a = match a {
+                        Access::Address { addr, size, .. } => Access::Address {
+                            addr,
+                            size,
+                            kind: soft::AccessKind::Load,
+                        },
+                        other => other,
+                    };
+                    return (a, Source::AtIp);
+                }
+            }
+            (Access::Unrecoverable, Source::Previous)
+        }
+    }
+}
+
+/// The instruction that ends at `ip` (a watchpoint traps right after the
+/// accessing instruction: no skid, no blame).
+fn accessing_instruction(snap: &Snapshot, ip: u64) -> Option<u64> {
+    let (seg_start, seg_end) = snap.exec_segment(ip)?;
+    // SAFETY: as in `analyse`: a loaded segment of the current snapshot.
+    let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)? };
+    snap.function_start(ip)
+        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start)
+        .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
+        .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))
+}
+
+/// True if `addr`, the target of a RIP-relative operand without an index,
+/// is a compiler constant: no named variable holds it.
+fn is_constant(snap: &Snapshot, addr: u64) -> bool {
+    snap.static_at(addr).is_none()
+}
+
+/// The skid-corrected instruction and its memory access: which instruction
+/// the sample's period belongs to ([`blame`]) and the data address it
+/// used. `turn` chooses among several blamed loads. (Public for the
 /// benchmarks, like [`classify`] and [`sample`].)
 #[doc(hidden)]
-pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs) -> (u64, Access, Source) {
+pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> Analysis {
     let ip = regs.rip;
+    let nothing = |leaf: u64, rule: Rule| Analysis {
+        leaf,
+        access: Access::NotMemory,
+        source: Source::Previous,
+        rule,
+    };
     let Some((seg_start, seg_end)) = snap.exec_segment(ip) else {
-        return (ip, Access::NotMemory, Source::Previous);
+        return nothing(ip, Rule::Other);
     };
     // SAFETY: an executable PT_LOAD segment of a module of the current
     // snapshot, as the loader reported it; a module stays mapped while a
     // snapshot holds it (it leaves the snapshots before `dlclose`).
     let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) };
     let Some(code) = code else {
-        return (ip, Access::NotMemory, Source::Previous);
+        return nothing(ip, Rule::Other);
     };
     let previous = threads::cached_previous(state, ip).or_else(|| {
-        let found = snap
-            .function_start(ip)
-            .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start)
-            .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
-            .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))?;
+        let found = previous_executed(snap, code, seg_start, ip)?;
         threads::cache_previous(state, ip, found);
         Some(found)
     });
     let Some(prev) = previous else {
-        return (ip, Access::NotMemory, Source::Previous);
+        return nothing(ip, Rule::Other);
     };
-    let Some(insn) = soft::decode_at(code, seg_start, prev) else {
-        return (prev, Access::NotMemory, Source::Previous);
+    let Some(w) = window(snap, code, seg_start, ip, prev) else {
+        return nothing(prev, Rule::Other);
     };
-    match soft::access(&insn, regs, true) {
-        Access::Unrecoverable => {
-            // The previous load overwrote its address register: the
-            // instruction at the IP has not run yet, its inputs are intact.
-            if let a @ Access::Address { .. } = soft::next_access(code, seg_start, ip, regs) {
-                return (prev, a, Source::AtIp);
-            }
-            (prev, Access::Unrecoverable, Source::Previous)
-        }
-        a => (prev, a, Source::Previous),
+    let b = blame::blame(&w, &|a| is_constant(snap, a));
+    let landed = w.last().map_or(prev, |i| i.ip());
+    let blamed = b.accesses();
+    if blamed.is_empty() {
+        return nothing(landed, b.rule);
+    }
+    let at = blamed[(turn % blamed.len() as u64) as usize] as usize;
+    let (access, source) = blamed_address(&w, at, regs, code, seg_start);
+    let rule = if access == Access::Unrecoverable {
+        Rule::Unrecovered
+    } else {
+        b.rule
+    };
+    Analysis {
+        leaf: w.insns()[at].ip(),
+        access,
+        source,
+        rule,
     }
 }
 
@@ -658,11 +840,25 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
     let Some(snap) = program_snapshot(state, regs.rip) else {
         return;
     };
-    let (leaf, access, source) = if run::code_only() {
-        (regs.rip, Access::NotMemory, Source::Previous)
+    let Analysis {
+        leaf,
+        access,
+        source,
+        rule,
+    } = if run::code_only() {
+        Analysis {
+            leaf: regs.rip,
+            access: Access::NotMemory,
+            source: Source::Previous,
+            rule: Rule::Other,
+        }
     } else {
-        analyse(state, snap, regs)
+        analyse(state, snap, regs, stats.samples.load(Relaxed))
     };
+    stats.attribution[rule as usize].fetch_add(1, Relaxed);
+    // A base-only address names the object, not the element: no offset,
+    // stride or alignment is recorded from it.
+    let exact = source != Source::BaseOnly;
     // SAFETY: the frame buffer is used only by this thread's handlers,
     // which block each other's signals (no re-entry).
     let frames = unsafe { &mut *state.handler_frames.get() };
@@ -700,7 +896,7 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
             data[n] = (cct::M_ACCESS_BYTES, u64::from(size) * weight);
             n += 1;
         }
-        if stride::misaligned(addr, size) {
+        if exact && stride::misaligned(addr, size) {
             data[n] = (cct::M_MISALIGNED, weight);
             n += 1;
         }
@@ -728,17 +924,18 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
     // loop gives the decoder stride). An address taken from the next
     // instruction (`Source::AtIp`) means the sampled load overwrote its
     // own address register: a pointer chase, data-dependent.
-    let site = addr.map(|_| {
+    let exact_addr = addr.filter(|_| exact);
+    let site = exact_addr.map(|_| {
         let stride = match source {
-            Source::Previous => site_stride(state, snap, leaf, Some(regs)),
             Source::AtIp => Decoded::DataDependent,
+            _ => site_stride(state, snap, leaf, Some(regs)),
         };
         (leaf, stride)
     });
-    if !record(state, path, code_metrics, target, addr, data, site) || target.is_none() {
+    if !record(state, path, code_metrics, target, exact_addr, data, site) || target.is_none() {
         return;
     }
-    if let (Access::Address { addr, size, kind }, Some(t)) = (access, target) {
+    if let (Access::Address { addr, size, kind }, Some(t), true) = (access, target, exact) {
         arm_watches(state, &t, addr, size, kind.stores(), leaf);
     }
     if metric == cct::M_STORE_SAMPLES {
@@ -751,6 +948,7 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
         match source {
             Source::Previous => stats.recovered_previous.fetch_add(1, Relaxed),
             Source::AtIp => stats.recovered_at_ip.fetch_add(1, Relaxed),
+            Source::BaseOnly => stats.recovered_base_only.fetch_add(1, Relaxed),
         };
     }
 }
@@ -869,7 +1067,7 @@ fn watch_trap(state: &ThreadState, ctx: (Regs, u64, u64), slot: usize) {
     };
     // A data watchpoint traps after the access: the accessing instruction
     // is the one before the interrupted IP.
-    let (leaf, ..) = analyse(state, snap, regs);
+    let leaf = accessing_instruction(snap, regs.rip).unwrap_or(regs.rip);
     // SAFETY: the frame buffer is used only by this thread's handlers,
     // which block each other's signals (no re-entry).
     let frames = unsafe { &mut *state.handler_frames.get() };

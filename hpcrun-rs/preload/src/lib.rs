@@ -46,6 +46,8 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod anchors;
+pub mod blame;
+pub mod caches;
 pub mod cct;
 pub mod checkpoint;
 pub mod code;

@@ -35,6 +35,7 @@ fn init() {
         sys::resolve_usable_size();
         modules::refresh(None);
         soft::warm_up();
+        crate::caches::get();
         anchors::init();
         numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
         let signal = sys::sigrtmin() + cfg.signal_offset;
@@ -81,7 +82,7 @@ fn init() {
             crate::watch::configure(cfg.sharing_every, cfg.reuse_every);
         }
         run::set_active(true);
-        // Before the hooks are ready: the helper thread is not measured.
+        // No thread yet: the helper starts with the program's second one.
         checkpoint::start();
         guard::READY.store(true, Release);
         sampling::start_thread(threads::next_index());

@@ -278,6 +278,25 @@ pub(crate) fn writes_register(insn: &Instruction, reg: Register) -> bool {
     }
 }
 
+/// Whether memory operand `op` of `insn` is read, written or both.
+fn kind_of(insn: &Instruction, op: u32) -> AccessKind {
+    if op != 0 || matches!(insn.mnemonic(), Mnemonic::Cmp | Mnemonic::Test) {
+        AccessKind::Load
+    } else if is_pure_store(insn.mnemonic()) {
+        AccessKind::Store
+    } else {
+        AccessKind::LoadStore
+    }
+}
+
+/// What `insn` does with memory through an explicit operand, if anything.
+pub fn memory_kind(insn: &Instruction) -> Option<AccessKind> {
+    if !has_memory_operand(insn) {
+        return None;
+    }
+    memory_operand(insn).map(|op| kind_of(insn, op))
+}
+
 /// The data address of `insn` computed from `regs`. `executed` says whether
 /// the registers are those *after* the instruction ran (skid) or before it.
 pub fn access(insn: &Instruction, regs: &Regs, executed: bool) -> Access {
@@ -318,13 +337,7 @@ pub fn access(insn: &Instruction, regs: &Regs, executed: bool) -> Access {
     let addr = b
         .wrapping_add(i.wrapping_mul(insn.memory_index_scale() as u64))
         .wrapping_add(insn.memory_displacement64());
-    let kind = if op != 0 || matches!(insn.mnemonic(), Mnemonic::Cmp | Mnemonic::Test) {
-        AccessKind::Load
-    } else if is_pure_store(insn.mnemonic()) {
-        AccessKind::Store
-    } else {
-        AccessKind::LoadStore
-    };
+    let kind = kind_of(insn, op);
     Access::Address {
         addr,
         size: insn.memory_size().size() as u32,
@@ -344,6 +357,29 @@ const LOOKAHEAD: usize = 6;
 /// 8(%rax),...`) this is the access to the next element: the same object
 /// (allocation site) as the load that stalled.
 pub fn next_access(code: &[u8], code_start: u64, ip: u64, regs: &Regs) -> Access {
+    next_access_checked(code, code_start, ip, regs, None)
+}
+
+/// [`next_access`], claimed only if that access's base register is `via`
+/// (the pointer a chasing load just loaded): an access through another
+/// register reads unrelated data (a spill, another array).
+pub fn next_access_via(
+    code: &[u8],
+    code_start: u64,
+    ip: u64,
+    regs: &Regs,
+    via: Register,
+) -> Access {
+    next_access_checked(code, code_start, ip, regs, Some(via))
+}
+
+fn next_access_checked(
+    code: &[u8],
+    code_start: u64,
+    ip: u64,
+    regs: &Regs,
+    via: Option<Register>,
+) -> Access {
     let mut skipped: [Option<Instruction>; LOOKAHEAD] = [None; LOOKAHEAD];
     let mut at = ip;
     for i in 0..LOOKAHEAD {
@@ -356,6 +392,9 @@ pub fn next_access(code: &[u8], code_start: u64, ip: u64, regs: &Regs) -> Access
                 .filter(|r| *r != Register::None && *r != Register::RIP)
                 .any(|r| skipped[..i].iter().flatten().any(|s| writes_register(s, r)));
             if clobbered {
+                return Access::Unrecoverable;
+            }
+            if via.is_some_and(|v| insn.memory_base().full_register() != v) {
                 return Access::Unrecoverable;
             }
             return access(&insn, regs, false);

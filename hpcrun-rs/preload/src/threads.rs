@@ -71,6 +71,12 @@ pub struct Stats {
     pub recovered: AtomicU64,
     pub recovered_previous: AtomicU64,
     pub recovered_at_ip: AtomicU64,
+    /// Load samples whose index register was lost: the object is named by
+    /// the intact base register (no offset).
+    pub recovered_base_only: AtomicU64,
+    /// Samples by the `mem:soft` rule that attributed them
+    /// (`blame::Rule`, in its order).
+    pub attribution: [AtomicU64; crate::blame::Rule::COUNT],
     pub dropped: [AtomicU64; DROP_CAUSES.len()],
     /// The thread's perf event descriptors that the program closed
     /// (found when sampling stopped: `sys::owns_event`); bit 0: the

@@ -331,6 +331,14 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         address_recovered: s.recovered.load(Relaxed),
         recovered_previous: s.recovered_previous.load(Relaxed),
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
+        recovered_base_only: s.recovered_base_only.load(Relaxed),
+        attribution: crate::blame::Rule::NAMES
+            .iter()
+            .zip(&s.attribution)
+            .filter(|(_, n)| n.load(Relaxed) > 0)
+            .map(|(rule, n)| (rule.to_string(), n.load(Relaxed)))
+            .collect(),
+        cache_bytes: crate::caches::get(),
         partial_unwinds: s.partial_unwinds.load(Relaxed),
         page_faults: s.page_faults.load(Relaxed),
         labels_untracked: match (state.index, objs) {

@@ -1,0 +1,848 @@
+//! Blame: which instruction a `mem:soft` sample's period belongs to.
+//!
+//! A timer sample interrupts a thread at the instruction after the last one
+//! that retired (docs/ARCHITECTURE.md, "Skid"). That instruction is often
+//! not the one that stalled: on AMD Zen several instructions retire
+//! together, so the IP lands one past the *consumer* of a load (`movdqu
+//! (%rax),%xmm2; paddq %xmm2,%xmm0` -> after the `paddq`), or past the
+//! loop's compare and branch. GPU PC-sampling advisors (GPA, LEO) shift
+//! the blame from the waiting instruction to the one that produced its
+//! operands by backward slicing over register def-use; this module does
+//! the same over the straight-line code that ran before the IP.
+//!
+//! The input is a [`Window`]: the last instructions of the basic block
+//! that ended at the sampled IP, in execution order, the last one being
+//! the *landed* instruction (the one that retired last). At a loop head
+//! that is the loop's back-edge branch and the window is the loop body,
+//! not the padding before the label. [`blame`] then applies, in order:
+//!
+//! 1. the landed instruction is a divide or square root: **compute**
+//!    (its own latency dominates, memory operand or not);
+//! 2. it accesses memory and the operand is not a compiler constant
+//!    (`constant`: RIP-relative, no index register, read-only, not a
+//!    named variable): the sample is that access's (**landed**);
+//! 3. otherwise walk back through register data flow: for every register
+//!    the landed instruction reads (a conditional branch reads those of
+//!    the compare before it), find the instruction that wrote it in the
+//!    window; a load ends the walk there (**walked back**, or **split**
+//!    between several loads), cheap integer and floating-point arithmetic
+//!    is walked through, a divide or square root stops it, and a register
+//!    no instruction of the window wrote (a loop-carried accumulator, or a
+//!    value from before the block) is not followed;
+//! 4. no load found: if the chain went through floating-point arithmetic
+//!    or a divide, the period is **compute** (a dependent FP chain);
+//! 5. else the nearest memory access at most [`RETIRE_GROUP`]
+//!    instructions back, unless arithmetic comes first (**retire
+//!    group**): on a wide-retiring core the instructions after a stalled
+//!    load retire in the same cycle it does;
+//! 6. else the period is **other** work (not memory).
+//!
+//! No allocation, no lock: this runs in the signal handler.
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
+
+use crate::soft;
+
+/// Instructions kept before the sampled IP.
+pub const WINDOW: usize = 16;
+
+/// How far back the retire-group rule looks for a memory access.
+pub const RETIRE_GROUP: usize = 6;
+
+/// Most loads a sample is split between.
+pub const MAX_LOADS: usize = 4;
+
+/// Instructions searched forward from a loop head for its back edge.
+const BACK_EDGE_SEARCH: usize = 96;
+
+/// The straight-line instructions that ran up to the sampled IP, oldest
+/// first; the last one is the landed instruction.
+#[derive(Clone, Copy)]
+pub struct Window {
+    insns: [Instruction; WINDOW],
+    len: usize,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window {
+            insns: [Instruction::default(); WINDOW],
+            len: 0,
+        }
+    }
+}
+
+impl Window {
+    /// A window holding only `insn` (when the code before it is unknown).
+    pub fn single(insn: Instruction) -> Window {
+        let mut w = Window::default();
+        w.push(insn);
+        w
+    }
+
+    fn push(&mut self, insn: Instruction) {
+        if self.len == WINDOW {
+            self.insns.copy_within(1.., 0);
+            self.len -= 1;
+        }
+        self.insns[self.len] = insn;
+        self.len += 1;
+    }
+
+    /// Instructions, oldest first.
+    pub fn insns(&self) -> &[Instruction] {
+        &self.insns[..self.len]
+    }
+
+    /// The landed instruction.
+    pub fn last(&self) -> Option<&Instruction> {
+        self.insns().last()
+    }
+
+    /// Decodes `[from, end)` forward, keeping the last [`WINDOW`]
+    /// instructions of the last basic block (a branch, call or return
+    /// inside the range starts a new one; the range's last instruction may
+    /// itself be a branch). `None` unless the decode lands on `end`.
+    pub fn decode(code: &[u8], code_start: u64, from: u64, end: u64) -> Option<Window> {
+        let start = from.checked_sub(code_start)? as usize;
+        let stop = end.checked_sub(code_start)? as usize;
+        let bytes = code.get(start..stop)?;
+        let mut decoder = Decoder::with_ip(64, bytes, from, DecoderOptions::NONE);
+        let mut w = Window::default();
+        let mut insn = Instruction::default();
+        let mut cut = false;
+        while decoder.can_decode() {
+            decoder.decode_out(&mut insn);
+            if insn.is_invalid() {
+                return None;
+            }
+            if cut {
+                w.len = 0;
+            }
+            w.push(insn);
+            cut = insn.flow_control() != FlowControl::Next;
+        }
+        (decoder.ip() == end && w.len > 0).then_some(w)
+    }
+}
+
+/// The loop branch after `head` that jumps back to it, if `head` is a
+/// loop head: searched forward over at most [`BACK_EDGE_SEARCH`]
+/// instructions, stopping at a return or an indirect jump.
+pub fn back_edge(code: &[u8], code_start: u64, head: u64) -> Option<Instruction> {
+    let off = head.checked_sub(code_start)? as usize;
+    let bytes = code.get(off..)?;
+    let mut decoder = Decoder::with_ip(64, bytes, head, DecoderOptions::NONE);
+    let mut insn = Instruction::default();
+    for _ in 0..BACK_EDGE_SEARCH {
+        if !decoder.can_decode() {
+            return None;
+        }
+        decoder.decode_out(&mut insn);
+        if insn.is_invalid() {
+            return None;
+        }
+        match insn.flow_control() {
+            FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch
+                if insn.near_branch_target() == head =>
+            {
+                return Some(insn);
+            }
+            FlowControl::Return | FlowControl::IndirectBranch | FlowControl::Exception => {
+                return None
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// True if control cannot fall through `insn` to the next address (or it
+/// is padding): then the code at the next address is reached by a jump.
+pub fn no_fall_through(insn: &Instruction) -> bool {
+    matches!(insn.mnemonic(), Mnemonic::Nop | Mnemonic::Int3)
+        || matches!(
+            insn.flow_control(),
+            FlowControl::UnconditionalBranch
+                | FlowControl::Return
+                | FlowControl::IndirectBranch
+                | FlowControl::Exception
+        )
+}
+
+/// How a sample was attributed. The discriminant indexes the per-thread
+/// counters (`threads::Stats::attribution`) and [`Rule::NAMES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// The landed instruction accesses memory.
+    Landed = 0,
+    /// A load found by walking back from the landed instruction.
+    WalkedBack = 1,
+    /// Several loads feed the landed instruction: the sample goes to one
+    /// of them in turn.
+    Split = 2,
+    /// The nearest memory access of the retire group before a cheap
+    /// instruction that consumes no load.
+    RetireGroup = 3,
+    /// A divide or square root, or a floating-point chain fed by no load.
+    Compute = 4,
+    /// The landed instruction's only memory operand is a compiler
+    /// constant (read-only data at a RIP-relative address).
+    Constant = 5,
+    /// No memory access and no arithmetic chain: other work.
+    Other = 6,
+    /// A memory access whose address could not be recovered.
+    Unrecovered = 7,
+}
+
+impl Rule {
+    pub const COUNT: usize = 8;
+    /// Names in the profile (`SampleStats::attribution`).
+    pub const NAMES: [&'static str; Rule::COUNT] = [
+        "landed",
+        "walked_back",
+        "split",
+        "retire_group",
+        "compute",
+        "constant",
+        "other",
+        "unrecovered",
+    ];
+}
+
+/// What [`blame`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blame {
+    pub rule: Rule,
+    /// Window indices of the memory accesses the period belongs to (the
+    /// landed one, or the loads walked back to), oldest first.
+    pub loads: [u8; MAX_LOADS],
+    pub n: u8,
+    /// Instructions between the blamed access and the landed one.
+    pub distance: u8,
+}
+
+impl Blame {
+    fn of(rule: Rule) -> Blame {
+        Blame {
+            rule,
+            loads: [0; MAX_LOADS],
+            n: 0,
+            distance: 0,
+        }
+    }
+
+    /// The blamed accesses' window indices.
+    pub fn accesses(&self) -> &[u8] {
+        &self.loads[..self.n as usize]
+    }
+}
+
+/// Divides and square roots: tens of cycles of their own.
+pub fn long_latency(insn: &Instruction) -> bool {
+    use Mnemonic::*;
+    matches!(
+        insn.mnemonic(),
+        Div | Idiv
+            | Divsd
+            | Divss
+            | Divpd
+            | Divps
+            | Vdivsd
+            | Vdivss
+            | Vdivpd
+            | Vdivps
+            | Sqrtsd
+            | Sqrtss
+            | Sqrtpd
+            | Sqrtps
+            | Vsqrtsd
+            | Vsqrtss
+            | Vsqrtpd
+            | Vsqrtps
+            | Fdiv
+            | Fdivp
+            | Fdivr
+            | Fdivrp
+            | Fsqrt
+    )
+}
+
+/// Floating-point arithmetic with a latency of a few cycles (add, mul,
+/// fused multiply-add): walked through, and the mark of an FP chain.
+pub fn fp_arith(insn: &Instruction) -> bool {
+    use Mnemonic::*;
+    let m = insn.mnemonic();
+    matches!(
+        m,
+        Addsd
+            | Addss
+            | Addpd
+            | Addps
+            | Subsd
+            | Subss
+            | Subpd
+            | Subps
+            | Mulsd
+            | Mulss
+            | Mulpd
+            | Mulps
+            | Vaddsd
+            | Vaddss
+            | Vaddpd
+            | Vaddps
+            | Vsubsd
+            | Vsubss
+            | Vsubpd
+            | Vsubps
+            | Vmulsd
+            | Vmulss
+            | Vmulpd
+            | Vmulps
+            | Haddpd
+            | Haddps
+            | Vhaddpd
+            | Vhaddps
+            | Fadd
+            | Faddp
+            | Fmul
+            | Fmulp
+            | Fsub
+            | Fsubp
+    ) || fma(m)
+}
+
+fn fma(m: Mnemonic) -> bool {
+    use Mnemonic::*;
+    matches!(
+        m,
+        Vfmadd132sd
+            | Vfmadd213sd
+            | Vfmadd231sd
+            | Vfmadd132pd
+            | Vfmadd213pd
+            | Vfmadd231pd
+            | Vfmadd132ss
+            | Vfmadd213ss
+            | Vfmadd231ss
+            | Vfmadd132ps
+            | Vfmadd213ps
+            | Vfmadd231ps
+            | Vfmsub132sd
+            | Vfmsub213sd
+            | Vfmsub231sd
+            | Vfmsub132pd
+            | Vfmsub213pd
+            | Vfmsub231pd
+            | Vfnmadd132sd
+            | Vfnmadd213sd
+            | Vfnmadd231sd
+            | Vfnmadd132pd
+            | Vfnmadd213pd
+            | Vfnmadd231pd
+    )
+}
+
+/// Instructions whose first (register) operand is only written, never
+/// read: moves, loads into a register, conversions, `lea`.
+fn writes_only_first(insn: &Instruction) -> bool {
+    use Mnemonic::*;
+    let m = insn.mnemonic();
+    if insn.op_count() >= 3 && !fma(m) && insn.encoding() != iced_x86::EncodingKind::Legacy {
+        // VEX/EVEX three-operand forms: `vaddsd %xmm2,%xmm1,%xmm0`.
+        return true;
+    }
+    matches!(
+        m,
+        Mov | Movzx
+            | Movsx
+            | Movsxd
+            | Lea
+            | Movd
+            | Movq
+            | Movss
+            | Movsd
+            | Movaps
+            | Movups
+            | Movapd
+            | Movupd
+            | Movdqa
+            | Movdqu
+            | Vmovss
+            | Vmovsd
+            | Vmovaps
+            | Vmovups
+            | Vmovapd
+            | Vmovupd
+            | Vmovdqa
+            | Vmovdqu
+            | Vmovdqa32
+            | Vmovdqa64
+            | Vmovdqu8
+            | Vmovdqu16
+            | Vmovdqu32
+            | Vmovdqu64
+            | Vmovq
+            | Vmovd
+            | Vbroadcastsd
+            | Vbroadcastss
+            | Vpbroadcastd
+            | Vpbroadcastq
+            | Cvtsi2sd
+            | Cvtsi2ss
+            | Cvttsd2si
+            | Cvtsd2ss
+            | Cvtss2sd
+            | Vcvtsi2sd
+            | Vcvttsd2si
+            | Setb
+            | Sete
+            | Setne
+            | Seta
+            | Setl
+            | Setg
+            | Pop
+    )
+}
+
+/// The registers `insn` reads as values (not as an address), full-width,
+/// up to four. The memory operand's address registers are not included.
+fn value_sources(insn: &Instruction) -> ([Register; 4], usize) {
+    let mut out = [Register::None; 4];
+    let mut n = 0;
+    let zeroing = insn.op_count() == 2
+        && insn.op_kind(0) == OpKind::Register
+        && insn.op_kind(1) == OpKind::Register
+        && insn.op0_register() == insn.op1_register()
+        && matches!(
+            insn.mnemonic(),
+            Mnemonic::Xor | Mnemonic::Pxor | Mnemonic::Xorps | Mnemonic::Xorpd | Mnemonic::Sub
+        );
+    if zeroing {
+        return (out, 0);
+    }
+    for i in 0..insn.op_count() {
+        if insn.op_kind(i) != OpKind::Register {
+            continue;
+        }
+        if i == 0 && writes_only_first(insn) {
+            continue;
+        }
+        let r = insn.op_register(i).full_register();
+        if r == Register::None || r == Register::RSP || r == Register::RIP {
+            continue;
+        }
+        if n < out.len() && !out[..n].contains(&r) {
+            out[n] = r;
+            n += 1;
+        }
+    }
+    (out, n)
+}
+
+/// Queues the value sources of `insn` (at window index `at`).
+fn add_sources(
+    insn: &Instruction,
+    at: usize,
+    work: &mut [(Register, usize); 16],
+    nwork: &mut usize,
+) {
+    let (regs, n) = value_sources(insn);
+    for &r in &regs[..n] {
+        if *nwork < work.len() {
+            work[*nwork] = (r, at);
+            *nwork += 1;
+        }
+    }
+}
+
+/// True if `insn` writes register `reg` (full-width): the first register
+/// operand of anything but compares, plus implicit writers.
+fn writes(insn: &Instruction, reg: Register) -> bool {
+    if soft::writes_register(insn, reg) {
+        return true;
+    }
+    // Vector registers: `writes_register` compares full registers too,
+    // which covers XMM/YMM/ZMM aliases.
+    false
+}
+
+/// True if `insn` accesses memory through an explicit operand (not `lea`,
+/// `nop`, string or gather instructions).
+pub fn accesses_memory(insn: &Instruction) -> bool {
+    soft::has_memory_operand(insn)
+}
+
+/// True if `insn` reads memory (a load, a read-modify-write, a compare or
+/// an arithmetic instruction with a memory source).
+pub fn loads(insn: &Instruction) -> bool {
+    soft::memory_kind(insn).is_some_and(|k| k.loads())
+}
+
+/// True if the memory operand of `insn` is RIP-relative without an index:
+/// a compiler constant when the target is read-only data
+/// (`is_constant` decides from the absolute address).
+pub fn rip_relative_target(insn: &Instruction) -> Option<u64> {
+    (accesses_memory(insn)
+        && insn.memory_base() == Register::RIP
+        && insn.memory_index() == Register::None)
+        .then(|| insn.memory_displacement64())
+}
+
+/// The blame for the sample that landed after `window`'s last
+/// instruction. `is_constant(addr)` says whether a RIP-relative load
+/// target is read-only data (not a variable).
+pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
+    let insns = window.insns();
+    let Some(landed) = insns.last() else {
+        return Blame::of(Rule::Other);
+    };
+    let last = insns.len() - 1;
+    if long_latency(landed) {
+        return Blame::of(Rule::Compute);
+    }
+    let constant_operand = |insn: &Instruction| {
+        loads(insn)
+            && !soft::memory_kind(insn).is_some_and(|k| k.stores())
+            && rip_relative_target(insn).is_some_and(is_constant)
+    };
+    let mut saw_constant = false;
+    if accesses_memory(landed) {
+        if !constant_operand(landed) {
+            let mut b = Blame::of(Rule::Landed);
+            b.loads[0] = last as u8;
+            b.n = 1;
+            return b;
+        }
+        saw_constant = true;
+    }
+
+    // Walk back through the data flow.
+    let mut found = Blame::of(Rule::WalkedBack);
+    let mut arithmetic = fp_arith(landed);
+    // Registers to resolve: (register, the window index that reads it).
+    let mut work: [(Register, usize); 16] = [(Register::None, 0); 16];
+    let mut nwork = 0;
+    add_sources(landed, last, &mut work, &mut nwork);
+    // A conditional branch consumes the flags of the compare before it.
+    if landed.flow_control() == FlowControl::ConditionalBranch && last > 0 {
+        let cmp = &insns[last - 1];
+        if matches!(cmp.mnemonic(), Mnemonic::Cmp | Mnemonic::Test) {
+            if accesses_memory(cmp) && !constant_operand(cmp) {
+                found.loads[0] = (last - 1) as u8;
+                found.n = 1;
+                found.distance = 1;
+                return found;
+            }
+            add_sources(cmp, last - 1, &mut work, &mut nwork);
+        }
+    }
+    let mut visited = [false; WINDOW];
+    let mut i = 0;
+    while i < nwork {
+        let (reg, at) = work[i];
+        i += 1;
+        let Some(p) = (0..at).rev().find(|&p| writes(&insns[p], reg)) else {
+            continue; // loop-carried or from before the window
+        };
+        if visited[p] {
+            continue;
+        }
+        visited[p] = true;
+        let producer = &insns[p];
+        if long_latency(producer) {
+            arithmetic = true;
+            continue;
+        }
+        if loads(producer) && !constant_operand(producer) {
+            if (found.n as usize) < MAX_LOADS {
+                found.loads[found.n as usize] = p as u8;
+                found.n += 1;
+            }
+            continue;
+        }
+        if fp_arith(producer) {
+            arithmetic = true;
+        }
+        if matches!(producer.flow_control(), FlowControl::Next) {
+            add_sources(producer, p, &mut work, &mut nwork);
+        }
+    }
+    if found.n > 0 {
+        // Oldest first, so the choice among them is stable.
+        let loads = &mut found.loads[..found.n as usize];
+        loads.sort_unstable();
+        found.distance = (last - loads[loads.len() - 1] as usize) as u8;
+        if found.n > 1 {
+            found.rule = Rule::Split;
+        }
+        return found;
+    }
+    if saw_constant {
+        return Blame::of(Rule::Constant);
+    }
+    if arithmetic {
+        return Blame::of(Rule::Compute);
+    }
+    // The retire group: the nearest memory access a few instructions
+    // back, unless arithmetic comes first.
+    for d in 1..=RETIRE_GROUP.min(last) {
+        let insn = &insns[last - d];
+        if long_latency(insn) {
+            return Blame::of(Rule::Compute);
+        }
+        if accesses_memory(insn) && !constant_operand(insn) {
+            let mut b = Blame::of(Rule::RetireGroup);
+            b.loads[0] = (last - d) as u8;
+            b.n = 1;
+            b.distance = d as u8;
+            return b;
+        }
+        if fp_arith(insn) {
+            return Blame::of(Rule::Compute);
+        }
+    }
+    Blame::of(Rule::Other)
+}
+
+/// Where the blamed access's address registers stand after the landed
+/// instruction: each of base and index is intact (no instruction from the
+/// access on wrote it), copied (a `mov` before the access copied it from a
+/// register still intact), or lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operand {
+    /// No register (absolute or RIP-relative).
+    None,
+    /// Its value is in this register now, minus this constant (a loop's
+    /// induction variable advanced by `add $16,%rax` after the access).
+    In(Register, i64),
+    Lost,
+}
+
+/// The constant `insn` adds to `reg` if it only advances it (`add`/`sub`
+/// an immediate, `inc`, `dec`, `lea disp(reg),reg`); `None` for any other
+/// write.
+fn advance(insn: &Instruction, reg: Register) -> Option<i64> {
+    let full = reg.full_register();
+    if insn.op_count() == 0
+        || insn.op_kind(0) != OpKind::Register
+        || insn.op0_register().full_register() != full
+        || !insn.op0_register().is_gpr64()
+    {
+        return None;
+    }
+    let imm = || {
+        (insn.op_count() == 2)
+            .then(|| match insn.op_kind(1) {
+                OpKind::Immediate8to64 | OpKind::Immediate32to64 | OpKind::Immediate8 => {
+                    Some(insn.immediate(1) as i64)
+                }
+                _ => None,
+            })
+            .flatten()
+    };
+    match insn.mnemonic() {
+        Mnemonic::Add => imm(),
+        Mnemonic::Sub => imm().map(|v| -v),
+        Mnemonic::Inc => Some(1),
+        Mnemonic::Dec => Some(-1),
+        Mnemonic::Lea
+            if insn.memory_base().full_register() == full
+                && insn.memory_index() == Register::None =>
+        {
+            Some(insn.memory_displacement64() as i64)
+        }
+        _ => None,
+    }
+}
+
+/// The registers holding the base and index values the access at window
+/// index `at` used, as seen after the landed instruction.
+pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
+    let insns = window.insns();
+    let access = &insns[at];
+    let locate = |reg: Register| -> Operand {
+        if reg == Register::None || reg == Register::RIP || reg == Register::EIP {
+            return Operand::None;
+        }
+        let clobbered_after = |r: Register, from: usize| insns[from..].iter().any(|i| writes(i, r));
+        if !writes(access, reg) {
+            // Intact, or only advanced by constants since the access.
+            let mut delta = 0i64;
+            let mut intact = true;
+            for i in &insns[at + 1..] {
+                if writes(i, reg) {
+                    match advance(i, reg) {
+                        Some(d) => delta = delta.wrapping_add(d),
+                        None => {
+                            intact = false;
+                            break;
+                        }
+                    }
+                }
+            }
+            if intact {
+                return Operand::In(reg, delta);
+            }
+        }
+        // A copy: the instruction that set `reg` before the access was
+        // `mov src, reg` (or its 32-bit form) and `src` is intact since.
+        let full = reg.full_register();
+        if let Some(p) = (0..at).rev().find(|&p| writes(&insns[p], full)) {
+            let mov = &insns[p];
+            let is_copy = matches!(mov.mnemonic(), Mnemonic::Mov | Mnemonic::Movsxd)
+                && mov.op_count() == 2
+                && mov.op_kind(1) == OpKind::Register
+                && mov.op1_register().is_gpr();
+            if is_copy {
+                let src = mov.op1_register();
+                if !clobbered_after(src.full_register(), p + 1) {
+                    return Operand::In(src, 0);
+                }
+            }
+        }
+        Operand::Lost
+    };
+    (locate(access.memory_base()), locate(access.memory_index()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(code: &[u8]) -> Window {
+        Window::decode(code, 0x1000, 0x1000, 0x1000 + code.len() as u64).unwrap()
+    }
+
+    fn never(_: u64) -> bool {
+        false
+    }
+
+    #[test]
+    fn consumer_of_a_load_blames_the_load() {
+        // f3 0f 6f 10   movdqu xmm2,[rax]
+        // 48 83 c0 10   add rax,16
+        // 66 0f d4 c2   paddq xmm0,xmm2      <- landed
+        let w = window(&[
+            0xf3, 0x0f, 0x6f, 0x10, 0x48, 0x83, 0xc0, 0x10, 0x66, 0x0f, 0xd4, 0xc2,
+        ]);
+        let b = blame(&w, &never);
+        assert_eq!(b.rule, Rule::WalkedBack);
+        assert_eq!(b.accesses(), [0]);
+        assert_eq!(b.distance, 2);
+        // rax was advanced by 16 after the load.
+        assert_eq!(
+            address_registers(&w, 0),
+            (Operand::In(Register::RAX, 16), Operand::None)
+        );
+    }
+
+    #[test]
+    fn divide_is_compute_even_with_a_memory_operand() {
+        // f2 41 0f 5e 00   divsd xmm0,[r8]
+        let w = window(&[0xf2, 0x41, 0x0f, 0x5e, 0x00]);
+        assert_eq!(blame(&w, &never).rule, Rule::Compute);
+    }
+
+    #[test]
+    fn fp_chain_without_loads_is_compute() {
+        // f2 0f 59 c1   mulsd xmm0,xmm1
+        // f2 0f 58 c2   addsd xmm0,xmm2
+        let w = window(&[0xf2, 0x0f, 0x59, 0xc1, 0xf2, 0x0f, 0x58, 0xc2]);
+        assert_eq!(blame(&w, &never).rule, Rule::Compute);
+    }
+
+    #[test]
+    fn rip_relative_constant_is_not_data() {
+        // f2 0f 59 05 00 01 00 00   mulsd xmm0,[rip+0x100]
+        let w = window(&[0xf2, 0x0f, 0x59, 0x05, 0x00, 0x01, 0x00, 0x00]);
+        assert_eq!(blame(&w, &|_| true).rule, Rule::Constant);
+        assert_eq!(blame(&w, &never).rule, Rule::Landed);
+        // ... but a load feeding it still gets the blame:
+        // f2 0f 10 0f   movsd xmm1,[rdi]
+        // f2 0f 59 0d 00 01 00 00  mulsd xmm1,[rip+0x100]
+        let w = window(&[
+            0xf2, 0x0f, 0x10, 0x0f, 0xf2, 0x0f, 0x59, 0x0d, 0x00, 0x01, 0x00, 0x00,
+        ]);
+        let b = blame(&w, &|_| true);
+        assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[0u8][..]));
+    }
+
+    #[test]
+    fn self_clobbering_index_keeps_its_base() {
+        // 49 63 04 86   movsxd rax,dword [r14+rax*4]
+        // f2 0f 58 04 c3  addsd xmm0,[rbx+rax*8]   <- landed (grid)
+        let code = [0x49, 0x63, 0x04, 0x86, 0xf2, 0x0f, 0x58, 0x04, 0xc3];
+        let w = window(&code);
+        let b = blame(&w, &never);
+        assert_eq!(b.rule, Rule::Landed);
+        // The index load, seen alone: its index is lost, its base intact.
+        let w = window(&code[..4]);
+        assert_eq!(
+            address_registers(&w, 0),
+            (Operand::In(Register::R14, 0), Operand::Lost)
+        );
+        // With a copy of the index: 48 89 d0 mov rax,rdx first.
+        let mut copy = vec![0x48, 0x89, 0xd0];
+        copy.extend_from_slice(&code[..4]);
+        let w = window(&copy);
+        assert_eq!(
+            address_registers(&w, 1),
+            (Operand::In(Register::R14, 0), Operand::In(Register::RDX, 0))
+        );
+    }
+
+    #[test]
+    fn two_loads_feeding_one_add_split() {
+        // f2 0f 10 07   movsd xmm0,[rdi]
+        // f2 0f 10 0e   movsd xmm1,[rsi]
+        // f2 0f 58 c1   addsd xmm0,xmm1   <- landed
+        let w = window(&[
+            0xf2, 0x0f, 0x10, 0x07, 0xf2, 0x0f, 0x10, 0x0e, 0xf2, 0x0f, 0x58, 0xc1,
+        ]);
+        let b = blame(&w, &never);
+        assert_eq!((b.rule, b.accesses()), (Rule::Split, &[0u8, 1][..]));
+    }
+
+    #[test]
+    fn branch_after_compare_walks_to_the_pointer_load() {
+        // 48 8b 00   mov rax,[rax]
+        // 48 85 c0   test rax,rax
+        // 75 f8      jne -8            <- landed
+        let w = window(&[0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x75, 0xf8]);
+        let b = blame(&w, &never);
+        assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[0u8][..]));
+        assert_eq!(address_registers(&w, 0), (Operand::Lost, Operand::None));
+    }
+
+    #[test]
+    fn loop_bottom_after_a_store_is_the_retire_group() {
+        // 0f 11 07      movups [rdi],xmm0
+        // 48 83 c7 10   add rdi,16
+        // 48 39 f7      cmp rdi,rsi
+        // 75 f4         jne            <- landed
+        let w = window(&[
+            0x0f, 0x11, 0x07, 0x48, 0x83, 0xc7, 0x10, 0x48, 0x39, 0xf7, 0x75, 0xf4,
+        ]);
+        let b = blame(&w, &never);
+        assert_eq!((b.rule, b.accesses()), (Rule::RetireGroup, &[0u8][..]));
+    }
+
+    #[test]
+    fn a_loop_head_finds_its_back_edge() {
+        // 0x1000: 48 8b 00  mov rax,[rax]
+        // 0x1003: 48 85 c0  test rax,rax
+        // 0x1006: 75 f8     jne 0x1000
+        let code = [0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x75, 0xf8];
+        let b = back_edge(&code, 0x1000, 0x1000).unwrap();
+        assert_eq!(b.ip(), 0x1006);
+        assert!(back_edge(&code, 0x1000, 0x1003).is_none());
+    }
+
+    #[test]
+    fn window_starts_after_the_last_branch() {
+        // 74 00 je +0 ; 48 8b 07 mov rax,[rdi]
+        let w = window(&[0x74, 0x00, 0x48, 0x8b, 0x07]);
+        assert_eq!(w.insns().len(), 1);
+    }
+}
