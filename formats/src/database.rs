@@ -298,6 +298,14 @@ pub struct DataObject {
     /// bucket of `crate::patterns::REUSE_BUCKETS`; empty without any.
     #[serde(default)]
     pub reuse: Vec<u64>,
+    /// Heap: the runtime that allocated the object (`Open MPI`, `MPICH`,
+    /// `UCX`, `OpenMP runtime`, ... see [`crate::runtimes`]): the
+    /// innermost frame of its allocation path outside the system
+    /// libraries is in that runtime. Such objects are the runtime's
+    /// memory, not the program's: their name starts with the runtime's,
+    /// and they get no findings. `None` for the program's own objects.
+    #[serde(default)]
+    pub runtime: Option<String>,
 }
 
 /// Sharing events of one kind on one cache line of an object, between

@@ -202,6 +202,9 @@ pub struct ObjectOut<'a> {
     /// The name the program gave the object (`hpcrun_label`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<&'a str>,
+    /// Heap: the runtime that allocated it (`Open MPI`, `OpenMP runtime`,
+    /// ...; `DataObject::runtime`), null for the program's own memory.
+    pub runtime: Option<&'a str>,
     pub alloc_path: Vec<FrameOut<'a>>,
     /// Heap objects: where the application asked for the memory.
     pub alloc_site: Option<SiteOut<'a>>,
@@ -434,6 +437,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                             kind: o.kind.as_str(),
                             name: o.name,
                             label: o.label,
+                            runtime: obj.runtime.as_deref(),
                             alloc_path: o.alloc_path.iter().map(|f| frame_out(f)).collect(),
                             alloc_site: o.alloc_site.map(site_out),
                             bytes: o.bytes,

@@ -19,6 +19,8 @@
 //!   watchpoint analyses (`-e sharing`, `-e reuse`).
 //! * [`inspect`]: what a path is (measurements, database, one file of
 //!   either), so that each tool can say which command takes it.
+//! * [`runtimes`]: MPI and OpenMP runtimes: their modules, their memory's
+//!   names, the CPU time spent inside them.
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
@@ -42,6 +44,7 @@ pub mod export;
 pub mod inspect;
 pub mod measurement;
 pub mod patterns;
+pub mod runtimes;
 pub mod views;
 pub mod watchpoints;
 

@@ -229,6 +229,15 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
     if share < MIN_OBJECT_SHARE {
         return out;
     }
+    // A runtime's memory (an MPI transport, an OpenMP barrier) is not the
+    // program's to pad, reorder or copy: no finding.
+    if db
+        .objects
+        .get(index as usize)
+        .is_some_and(|o| o.runtime.is_some())
+    {
+        return out;
+    }
     let access = patterns::object_access(db, index, metrics);
     if let Some((_, m)) = access.misaligned.filter(|m| m.1 >= MIN_MISALIGNED_SHARE) {
         out.push(Finding {

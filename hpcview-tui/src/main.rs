@@ -74,6 +74,11 @@ struct Args {
     /// percentage points ("new" for rows the baseline lacks).
     #[arg(long, value_name = "BEFORE_DB")]
     baseline: Option<PathBuf>,
+
+    /// Leave memory that MPI libraries and OpenMP runtimes allocated out
+    /// of the report's data-centric table (a summary line stays).
+    #[arg(long)]
+    hide_runtime: bool,
 }
 
 /// Reads the baseline database; errors name it.
@@ -135,9 +140,12 @@ fn run(args: &Args) -> Result<ExitCode> {
         ViewArg::Both => report::Tables::Both,
         ViewArg::Bottleneck => report::Tables::Bottleneck,
     };
+    let options = report::Options {
+        hide_runtime: args.hide_runtime,
+    };
     let text = match base.as_mut() {
-        Some(b) => report::render_compared(&db, tables, args.top, b),
-        None => report::render(&db, tables, args.top),
+        Some(b) => report::render_compared_with_options(&db, tables, args.top, b, options),
+        None => report::render_with_options(&db, tables, args.top, options),
     };
     let mut stdout = std::io::stdout().lock();
     match stdout

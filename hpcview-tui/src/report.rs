@@ -5,7 +5,10 @@
 //! data-centric and flat panes with `b`. Compared with a baseline
 //! ([`render_compared`], `--baseline`), every table gets a `Δshare` column
 //! (the change of the row's share in percentage points, or `new`; see
-//! [`crate::state::baseline`]).
+//! [`crate::state::baseline`]). Memory that MPI and OpenMP runtimes
+//! allocated gets a summary line under the data table (its rows hidden with
+//! [`Options::hide_runtime`]), and the CPU time inside those runtimes a
+//! "Waiting in MPI/OpenMP" line under the code table.
 //!
 //! ```
 //! use hpcview_tui::report::{render, Tables};
@@ -32,9 +35,23 @@ pub enum Tables {
 /// Longest name or function shown before it is shortened with `…`.
 const MAX_NAME: usize = 40;
 
+/// How the report shows what it shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Leave runtime memory (objects an MPI library or an OpenMP runtime
+    /// allocated, [`formats::runtimes`]) out of the data-centric table;
+    /// its summary line stays.
+    pub hide_runtime: bool,
+}
+
 /// The whole report, `top` rows per table.
 pub fn render(db: &Database, tables: Tables, top: usize) -> String {
-    render_with(db, tables, top, None)
+    render_with(db, tables, top, None, Options::default())
+}
+
+/// [`render`] with `options`.
+pub fn render_with_options(db: &Database, tables: Tables, top: usize, options: Options) -> String {
+    render_with(db, tables, top, None, options)
 }
 
 /// The report of `db` compared with `baseline` (made for `db`): a line
@@ -45,10 +62,27 @@ pub fn render_compared(
     top: usize,
     baseline: &mut Baseline,
 ) -> String {
-    render_with(db, tables, top, Some(baseline))
+    render_with(db, tables, top, Some(baseline), Options::default())
 }
 
-fn render_with(db: &Database, tables: Tables, top: usize, base: Option<&mut Baseline>) -> String {
+/// [`render_compared`] with `options`.
+pub fn render_compared_with_options(
+    db: &Database,
+    tables: Tables,
+    top: usize,
+    baseline: &mut Baseline,
+    options: Options,
+) -> String {
+    render_with(db, tables, top, Some(baseline), options)
+}
+
+fn render_with(
+    db: &Database,
+    tables: Tables,
+    top: usize,
+    base: Option<&mut Baseline>,
+    options: Options,
+) -> String {
     let mut out = header(db);
     out.push('\n');
     if let Some(b) = base.as_deref() {
@@ -62,11 +96,13 @@ fn render_with(db: &Database, tables: Tables, top: usize, base: Option<&mut Base
     }
     if matches!(tables, Tables::Data | Tables::Both) {
         out.push('\n');
-        out.push_str(&data_table(db, top, base.as_deref()));
+        out.push_str(&data_table_with(db, top, base.as_deref(), options));
+        out.push_str(&runtime_memory_line(db, options));
     }
     if matches!(tables, Tables::Code | Tables::Both) {
         out.push('\n');
         out.push_str(&code_table(db, top, base.as_deref()));
+        out.push_str(&waiting_line(db));
     }
     if matches!(tables, Tables::Data | Tables::Both) && crate::findings::measured(db) {
         out.push('\n');
@@ -229,15 +265,95 @@ fn primary(db: &Database, metrics: &[u64]) -> u64 {
         .unwrap_or(0)
 }
 
+/// "runtime memory: Open MPI 14.2% (3 objects), OpenMP runtime 7.4% (1
+/// object)": the share of the primary metric in memory the runtimes
+/// allocated, per runtime; empty when there is none.
+pub fn runtime_memory_line(db: &Database, options: Options) -> String {
+    let mut by: Vec<(&str, f64, usize)> = Vec::new();
+    for row in views::objects(db) {
+        let Some(r) = db.objects[row.index as usize].runtime.as_deref() else {
+            continue;
+        };
+        match by.iter_mut().find(|(n, _, _)| *n == r) {
+            Some(e) => {
+                e.1 += row.share;
+                e.2 += 1;
+            }
+            None => by.push((r, row.share, 1)),
+        }
+    }
+    if by.is_empty() {
+        return String::new();
+    }
+    by.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(n, share, count)| {
+            let s = if *count == 1 { "" } else { "s" };
+            format!("{n} {} ({count} object{s})", percent(*share))
+        })
+        .collect();
+    let shown = if options.hide_runtime {
+        "their rows are hidden (--hide-runtime)"
+    } else {
+        "rows named after the runtime, no findings; --hide-runtime hides them"
+    };
+    format!(
+        "Runtime memory (allocated by MPI or OpenMP runtimes, not the program): {}; {shown}\n",
+        parts.join(", ")
+    )
+}
+
+/// "waiting in MPI/OpenMP: 37.0% of cpu_samples (...)": the CPU samples
+/// inside MPI libraries and OpenMP runtimes ([`formats::runtimes::waiting`]);
+/// empty when there are none.
+pub fn waiting_line(db: &Database) -> String {
+    let w = formats::runtimes::waiting(db);
+    if w.mpi + w.openmp == 0 {
+        return String::new();
+    }
+    let per: Vec<String> = w
+        .by_runtime
+        .iter()
+        .map(|(n, v)| format!("{n} {}", percent(*v as f64 / w.total as f64)))
+        .collect();
+    format!(
+        "Waiting in MPI/OpenMP: {} of {} ({} of {}: {}): time inside the runtimes' code (polling for messages, spinning at barriers), i.e. communication or load imbalance\n",
+        percent((w.mpi + w.openmp) as f64 / w.total as f64),
+        w.metric,
+        w.mpi + w.openmp,
+        w.total,
+        per.join(", ")
+    )
+}
+
 /// The data-centric table: objects by the primary metric (with a `Δshare`
 /// column against `base`).
 pub fn data_table(db: &Database, top: usize, base: Option<&Baseline>) -> String {
-    let rows: Vec<ObjectRow<'_>> = views::objects(db);
+    data_table_with(db, top, base, Options::default())
+}
+
+/// [`data_table`] with `options` (runtime memory hidden or not).
+pub fn data_table_with(
+    db: &Database,
+    top: usize,
+    base: Option<&Baseline>,
+    options: Options,
+) -> String {
+    let mut rows: Vec<ObjectRow<'_>> = views::objects(db);
+    if options.hide_runtime {
+        rows.retain(|r| db.objects[r.index as usize].runtime.is_none());
+    }
     let total = rows.len();
     let rows = &rows[..top.min(total)];
     let metric = db.primary_metric_name();
+    let hidden = if options.hide_runtime {
+        " (runtime memory hidden)"
+    } else {
+        ""
+    };
     let mut out = format!(
-        "Data-centric view: top {} of {total} objects by {metric}\n",
+        "Data-centric view: top {} of {total} objects by {metric}{hidden}\n",
         rows.len()
     );
     if rows.is_empty() {

@@ -3,7 +3,11 @@
 //! program gave it (`hpcrun_label`, `hpcrun_register`), else the variable
 //! its site's source line assigns ([`heap_name`]), else
 //! `heap@function:line` or, without line information,
-//! `heap@function+0xOFFSET` of the site.
+//! `heap@function+0xOFFSET` of the site. Memory a runtime allocated (the
+//! innermost frame outside the allocator and system libraries is in an MPI
+//! library or an OpenMP runtime, [`formats::runtimes`]) is named as that
+//! runtime's (`Open MPI: shared-memory transport /dev/shm/...`,
+//! `OpenMP runtime: libgomp at ...`) and marked `runtime`.
 //!
 //! The modules, each using only those above it:
 //!
@@ -32,6 +36,7 @@ mod through_params;
 use std::collections::{BTreeSet, HashMap};
 
 use formats::database::{DataObject, Frame, ObjectKind, LABEL_MODULE};
+use formats::runtimes::Runtime;
 
 pub use fortran::fortran_allocated;
 pub use frames::{is_runtime, short_function, without_parameters};
@@ -93,10 +98,96 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
         names.push(name);
     }
     for (((&i, site), (_, label)), name) in heap.iter().zip(sites).zip(parts).zip(names) {
+        let path = &objects[i].alloc_path;
+        // The runtime's frame that names the part: the chosen site when it
+        // is the runtime's (a wrapper inside it was passed over), else the
+        // innermost one.
+        let runtime = runtime_of(path, frames).map(|(r, f)| {
+            let at_site = site
+                .and_then(|s| path.get(s as usize))
+                .filter(|&&s| formats::runtimes::of_module(&frames[s as usize].module) == Some(r));
+            (r, at_site.copied().unwrap_or(f))
+        });
         let o = &mut objects[i];
         o.alloc_site = site;
+        o.name = match runtime {
+            Some((r, f)) => runtime_name(r, &frames[f as usize], label.as_deref()),
+            None => name,
+        };
+        o.runtime = runtime.map(|(r, _)| r.name.to_string());
         o.label = label;
-        o.name = name;
+    }
+    name_runtime_statics(objects);
+}
+
+/// Static variables of runtimes, by the symbol prefixes their libraries
+/// reserve (a static object keeps no module): (prefix, runtime name).
+const RUNTIME_STATICS: &[(&str, &str)] = &[
+    ("ompi_", "Open MPI"),
+    ("opal_", "Open MPI"),
+    ("orte_", "Open MPI"),
+    ("mca_", "Open MPI"),
+    ("pmix_", "Open MPI"),
+    ("MPIR_", "MPICH"),
+    ("MPIDI_", "MPICH"),
+    ("MPID_", "MPICH"),
+    ("ucs_", "UCX"),
+    ("ucp_", "UCX"),
+    ("uct_", "UCX"),
+    ("gomp_", "OpenMP runtime"),
+    ("__kmp", "OpenMP runtime"),
+];
+
+/// Marks and renames the static variables of runtimes
+/// (`Open MPI: opal_uses_threads`), see [`RUNTIME_STATICS`].
+pub fn name_runtime_statics(objects: &mut [DataObject]) {
+    for o in objects.iter_mut().filter(|o| o.kind == ObjectKind::Static) {
+        if let Some((_, r)) = RUNTIME_STATICS.iter().find(|(p, _)| o.name.starts_with(p)) {
+            o.name = format!("{r}: {}", o.name);
+            o.runtime = Some(r.to_string());
+        }
+    }
+}
+
+/// The runtime that allocated through `path` (root first, a final label
+/// frame allowed) and its innermost frame in that runtime: the innermost
+/// frame outside the allocator and system libraries decides. `None` when
+/// that frame is the program's (or a library that is no runtime).
+fn runtime_of(path: &[u32], frames: &[Frame]) -> Option<(Runtime, u32)> {
+    let &f = path.iter().rev().find(|&&f| {
+        let frame = &frames[f as usize];
+        frame.module != LABEL_MODULE
+            && !is_runtime(frame)
+            && !formats::runtimes::is_system_module(&frame.module)
+    })?;
+    formats::runtimes::of_module(&frames[f as usize].module).map(|r| (r, f))
+}
+
+/// `Open MPI: shared-memory transport /dev/shm/vader_segment.vm.1.0` (a
+/// mapped file), `OpenMP runtime: libgomp at gomp_new_team`,
+/// `OpenMP runtime: libgomp.so.1+0xd138` (no symbol): the runtime, the
+/// part of it (`component`) and the file or the function.
+fn runtime_name(r: Runtime, frame: &Frame, label: Option<&str>) -> String {
+    let part = formats::runtimes::component(&frame.module, label);
+    match label {
+        Some(l) => format!("{}: {part} {l}", r.name),
+        None => {
+            let base = frame.module.rsplit('/').next().unwrap_or("");
+            let function = match frame.offset {
+                Some(_) => frame.function_at(),
+                None => short_function(&frame.function),
+            };
+            if !base.is_empty() && function.starts_with(base) {
+                // No symbol: `libgomp.so.1+0xd138` names the part already.
+                if base.starts_with(part.as_str()) {
+                    format!("{}: {function}", r.name)
+                } else {
+                    format!("{}: {part} ({function})", r.name)
+                }
+            } else {
+                format!("{}: {part} at {function}", r.name)
+            }
+        }
     }
 }
 
