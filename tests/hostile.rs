@@ -188,3 +188,28 @@ fn sigio_keeps_its_default_disposition_and_ends_the_program() {
         }
     }
 }
+
+/// #5: no extra thread in a single-threaded program: it counts 1 thread
+/// and `unshare(CLONE_NEWUSER)` (which needs a single thread) behaves as
+/// natively. Its checkpoints are written by its own allocations instead
+/// (with `HPCRUN_CHECKPOINT_STATS`, the rounds are reported at exit), and
+/// the program's second thread still gets a profile.
+#[test]
+fn a_single_threaded_program_gets_no_helper_thread() {
+    let dir = scratch("hostile-threads");
+    let exe = compile_test_program("hostile_threads.c", &dir, &["-pthread"]);
+    let want = native(&exe, &["alloc"]);
+    assert_eq!(want.status.code(), Some(0), "native run");
+    let stdout = String::from_utf8_lossy(&want.stdout);
+    assert!(stdout.starts_with("threads 1\n"), "{stdout}");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .env("HPCRUN_CHECKPOINT_STATS", "1")
+        .args(["--checkpoint", "0.1", "-e", "mem:soft@200000", "-o"])
+        .arg(dir.join("measurements"))
+        .arg(&exe)
+        .arg("alloc"));
+    assert_same(&out, &want, "checkpoints every 0.1 s");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("checkpoints: "), "{stderr}");
+    assert_eq!(read_profiles(&dir.join("measurements")).len(), 2);
+}

@@ -1,7 +1,16 @@
-//! Checkpoints: while the program runs, a helper thread writes every
-//! thread's profile again every `--checkpoint` seconds of wall time, so
-//! that a run killed with SIGKILL (a batch time limit, the OOM killer)
-//! leaves what was measured up to the last checkpoint.
+//! Checkpoints: while the program runs, every thread's profile is written
+//! again every `--checkpoint` seconds of wall time, so that a run killed
+//! with SIGKILL (a batch time limit, the OOM killer) leaves what was
+//! measured up to the last checkpoint.
+//!
+//! No thread is added to a single-threaded program (`unshare` of a user
+//! namespace needs a single thread, and programs count their threads):
+//! there the sample handler notes when a checkpoint is due ([`tick`],
+//! atomics only) and the program's next allocation writes it on its own
+//! thread ([`poll`], from the allocation hooks; a program that no longer
+//! allocates writes none until its exit). A helper thread takes over
+//! once the program creates its second thread ([`program_goes_multithreaded`],
+//! from `pthread_create`).
 //!
 //! Soundness: the helper never stops or signals the program's threads. It
 //! reads their data the way the final writer at process exit reads the
@@ -24,13 +33,73 @@
 //! Threads whose counters did not move since their last checkpoint are
 //! skipped. Forked children (which lose the helper) write at exit only.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
 use crate::threads::{self, ThreadState};
 use crate::{config, sys, writer};
 
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The checkpoint interval (ms; 0: no checkpoints) and the process they
+/// are for (a forked child writes at exit only).
+static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
+static PID: AtomicU32 = AtomicU32::new(0);
+
+/// Set once the helper thread was started (or tried).
+static HELPER: AtomicBool = AtomicBool::new(false);
+
+/// Without the helper: when the next checkpoint is due (monotonic ns),
+/// and whether the sample handler found it due.
+static NEXT_DUE_NS: AtomicU64 = AtomicU64::new(0);
+static DUE: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread creates the helper: its `pthread_create`
+    /// passes straight through (the helper is not measured).
+    static SPAWNING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while the calling thread creates the helper thread.
+pub fn spawning() -> bool {
+    SPAWNING.with(|s| s.get())
+}
+
+/// From the sample handler (async-signal-safe: atomics and a vDSO clock
+/// read): notes that a checkpoint is due, while there is no helper.
+pub fn tick() {
+    let due = NEXT_DUE_NS.load(Relaxed);
+    if due != 0 && !HELPER.load(Relaxed) && sys::monotonic_ns() >= due {
+        DUE.store(true, Relaxed);
+    }
+}
+
+/// From the allocation hooks: writes the checkpoint the sample handler
+/// found due (single-threaded programs), on the calling thread. One
+/// relaxed load when none is due.
+pub fn poll() {
+    if !DUE.load(Relaxed) || !DUE.swap(false, AcqRel) {
+        return;
+    }
+    let interval = INTERVAL_MS.load(Relaxed);
+    let pid = sys::getpid();
+    if interval == 0 || pid != PID.load(Relaxed) || HELPER.load(Relaxed) || STOP.load(SeqCst) {
+        return;
+    }
+    NEXT_DUE_NS.store(sys::monotonic_ns() + interval * 1_000_000, Relaxed);
+    let Some(dir) = config::get().out_dir.as_deref() else {
+        return;
+    };
+    let cpu = sys::thread_cpu_ns();
+    crate::guard::without_hooks(|| {
+        for state in threads::all().filter(|s| s.pid == pid) {
+            checkpoint(state, dir);
+        }
+    });
+    ROUNDS.fetch_add(1, Relaxed);
+    CPU_NS.fetch_add(sys::thread_cpu_ns().saturating_sub(cpu), Relaxed);
+}
 
 /// What the helper did: rounds, files written, bytes, its CPU time (ns).
 static ROUNDS: AtomicU64 = AtomicU64::new(0);
@@ -91,15 +160,37 @@ fn only_helper_left() -> bool {
     true
 }
 
-/// Starts the helper thread (at load time, before the hooks are ready, so
-/// that it is not measured itself).
+/// Sets checkpoints up (at load time): the first is due one interval
+/// from now; no thread is started yet.
 pub fn start() {
     let cfg = config::get();
     if cfg.checkpoint_ms == 0 || cfg.out_dir.is_none() {
         return;
     }
-    let interval = Duration::from_millis(cfg.checkpoint_ms);
+    INTERVAL_MS.store(cfg.checkpoint_ms, Relaxed);
+    PID.store(sys::getpid(), Relaxed);
+    NEXT_DUE_NS.store(sys::monotonic_ns() + cfg.checkpoint_ms * 1_000_000, Relaxed);
+}
+
+/// Starts the helper thread once, when the program is about to create
+/// its second thread (from `pthread_create`, in the creating thread).
+pub fn program_goes_multithreaded() {
+    let interval = INTERVAL_MS.load(Relaxed);
     let pid = sys::getpid();
+    if interval == 0
+        || pid != PID.load(Relaxed)
+        || HELPER.load(Relaxed)
+        || HELPER.swap(true, AcqRel)
+    {
+        return;
+    }
+    DUE.store(false, Relaxed);
+    SPAWNING.with(|s| s.set(true));
+    crate::guard::without_hooks(|| spawn_helper(Duration::from_millis(interval), pid));
+    SPAWNING.with(|s| s.set(false));
+}
+
+fn spawn_helper(interval: Duration, pid: u32) {
     // The helper inherits this mask: every signal blocked but glibc's
     // internal SIGCANCEL and SIGSETXID (32, 33).
     let mut all = sys::empty_sigset();

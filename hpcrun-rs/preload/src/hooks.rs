@@ -134,7 +134,10 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
             return;
         }
         guarded(|| track(ptr as u64, size as u64, Entry::Block, caller));
-    })
+    });
+    // A checkpoint the sample handler found due (single-threaded
+    // programs: no helper thread); one relaxed load otherwise.
+    crate::checkpoint::poll();
 }
 
 /// How [`track`] enters a range.
@@ -517,10 +520,16 @@ pub unsafe extern "C" fn pthread_create(
     }
     // SAFETY: RTLD_NEXT's pthread_create has this signature.
     let real: PthreadCreate = unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) };
-    if !READY.load(Ordering::Acquire) || config::get().out_dir.is_none() {
+    if !READY.load(Ordering::Acquire)
+        || config::get().out_dir.is_none()
+        || crate::checkpoint::spawning()
+    {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { real(thread, attr, start, arg) };
     }
+    // The program's second thread: checkpoints move to a helper thread
+    // (none in a single-threaded program).
+    crate::checkpoint::program_goes_multithreaded();
     let tramp = Box::into_raw(Box::new(Trampoline {
         start,
         arg,
