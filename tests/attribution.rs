@@ -26,7 +26,7 @@ fn first_touch_threads_match_the_program() {
     let dir = scratch("first-touch-threads");
     let exe = compile_test_program("first_touch_threads.c", &dir, &["-pthread"]);
     let native = ok_stdout(&run(&mut Command::new(&exe)), "native first_touch_threads");
-    let p = profile(&dir, "mem:soft,page-faults", &exe, &[]);
+    let p = profile(&dir, "mem:soft,page-faults@1", &exe, &[]);
     assert_eq!(
         p.program_stdout, native,
         "output changed under the profiler"
@@ -122,7 +122,7 @@ fn a_program_that_reads_its_own_perf_ring_is_not_livelocked() {
     let start = std::time::Instant::now();
     let out = run(Command::new(tool("hpcrun-rs"))
         .current_dir(&dir)
-        .args(["-e", "page-faults", "-o"])
+        .args(["-e", "page-faults@1", "-o"])
         .arg(&measurements)
         .args(["perf", "record", "-q", "-o"])
         .arg(dir.join("perf.data"))

@@ -492,3 +492,25 @@ fn the_demo_prints_only_summary_lines() {
         "{lines:#?}"
     );
 }
+
+/// `page-faults` samples every 256th fault unless told otherwise, and
+/// `--list-events` and the closing line say so.
+#[test]
+fn page_faults_have_a_default_period_that_is_shown() {
+    let dir = scratch("cli-page-faults");
+    let list = run(Command::new(tool("hpcrun-rs")).arg("--list-events"));
+    let text = ok_stdout(&list, "hpcrun-rs --list-events");
+    assert!(
+        text.contains(
+            "default: page-faults@256 (every 256th fault; page-faults@1 samples every fault)"
+        ),
+        "{text}"
+    );
+    let out = run(hpcrun_cmd(&dir, "m").args(["-e", "mem:soft", "-e", "page-faults", "true"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("page-faults every 256 faults"),
+        "{}",
+        stderr(&out)
+    );
+}

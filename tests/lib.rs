@@ -360,13 +360,14 @@ pub fn merge_and_export(dir: &Path, measurements: &Path) -> serde_json::Value {
 
 /// examples/first_touch (compiled to `exe`) in `mode` (`serial` or
 /// `parallel`), 2 OpenMP threads, 4 sweeps, under `hpcrun-rs -e EVENT -e
-/// page-faults` into `sub/measurements`: (program's stdout, measurements).
+/// page-faults@1` (every fault: exact page counts) into
+/// `sub/measurements`: (program's stdout, measurements).
 pub fn measure_first_touch(sub: &Path, exe: &Path, event: &str, mode: &str) -> (String, PathBuf) {
     std::fs::create_dir_all(sub).unwrap();
     let measurements = sub.join("measurements");
     let out = run(Command::new(tool("hpcrun-rs"))
         .env("OMP_NUM_THREADS", "2")
-        .args(["-e", event, "-e", "page-faults", "-o"])
+        .args(["-e", event, "-e", "page-faults@1", "-o"])
         .arg(&measurements)
         .arg(exe)
         .args([mode, "4"]));

@@ -107,12 +107,24 @@ pub fn choose(specs: &[String], strict: bool) -> Result<(Vec<Chosen>, Vec<String
                     }
                 }
             }
-            Ok(e) => Chosen {
-                name: e.name(),
-                period: period
-                    .or(e.default_period())
-                    .unwrap_or(DEFAULT_SOFT_PERIOD_NS),
-            },
+            Ok(e) => {
+                let floor = hpcrun_abi::event::MIN_TIMER_PERIOD_NS;
+                if let Some(p) =
+                    period.filter(|&p| matches!(e, Event::MemSoft | Event::CpuTime) && p < floor)
+                {
+                    bail!(
+                        "period {p} ns in -e {spec} is below the floor of {floor} ns ({} us): each sample costs a signal and the handler (10-20 us), so shorter periods leave the program little time to run; use -e {}@{floor} or longer (see hpcrun-rs --list-events)",
+                        floor / 1000,
+                        e.name()
+                    );
+                }
+                Chosen {
+                    name: e.name(),
+                    period: period
+                        .or(e.default_period())
+                        .unwrap_or(DEFAULT_SOFT_PERIOD_NS),
+                }
+            }
             Err(unknown) => bail!("{unknown}; see hpcrun-rs --list-events"),
         };
         let is_timer = |c: &Chosen| c.name != "page-faults" && !is_analysis(c.name);
@@ -286,13 +298,13 @@ pub fn probe_with(
     vec![
         Availability {
             name: "mem:soft",
-            what: "software memory-access sampling (CPU-time timer or task-clock event, decoded instruction, data address from registers); always records misaligned accesses and strides per access site (no extra event: the same decode, cached per instruction)",
+            what: "software memory-access sampling (CPU-time timer or task-clock event, decoded instruction, data address from registers); always records misaligned accesses and strides per access site (no extra event: the same decode, cached per instruction); period at least 20000 ns (20 us)",
             missing: software.clone(),
             via: None,
         },
         Availability {
             name: "cpu-time",
-            what: "plain timer sampling, code-centric only",
+            what: "plain timer sampling, code-centric only; period at least 20000 ns (20 us)",
             missing: software.clone(),
             via: None,
         },
@@ -334,6 +346,25 @@ pub fn list(root: &std::path::Path) -> String {
     render(&probe(root))
 }
 
+/// "default: page-faults@256 (every 256 faults)", for events with one.
+fn default_line(name: &str) -> Option<String> {
+    let event: Event = name.parse().ok()?;
+    let period = event.default_period()?;
+    let what = match event {
+        Event::MemSoft | Event::CpuTime => format!(
+            "every {period} ns = {} ms of each thread's user CPU time",
+            period as f64 / 1e6
+        ),
+        Event::PageFaults if period == 1 => "every fault".to_string(),
+        Event::PageFaults => {
+            format!("every {period}th fault; {name}@1 samples every fault")
+        }
+        _ if period == 1 => "at every sample".to_string(),
+        _ => format!("at every {period}th sample"),
+    };
+    Some(format!("default: {name}@{period} ({what})"))
+}
+
 fn render(list: &[Availability]) -> String {
     let mut out = String::new();
     for a in list {
@@ -348,6 +379,9 @@ fn render(list: &[Availability]) -> String {
                 "{:<12} not available  {}\n{:<27}why: {why}\n{:<27}fix: {fix}\n",
                 a.name, a.what, "", ""
             )),
+        }
+        if let Some(line) = default_line(a.name) {
+            out.push_str(&format!("{:<27}{line}\n", ""));
         }
     }
     out
@@ -483,6 +517,26 @@ mod tests {
     }
 
     #[test]
+    fn list_shows_the_default_periods() {
+        let dir = fixture(
+            &["breakpoint", "msr", "software", "tracepoint", "uprobe"],
+            "2",
+            "flags\t: fpu hypervisor\n",
+        );
+        let text = render(&probe_with(&dir.0, |_| panic!("nothing to open")));
+        assert!(
+            text.contains(
+                "default: page-faults@256 (every 256th fault; page-faults@1 samples every fault)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("default: mem:soft@2000000 (every 2000000 ns = 2 ms"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn list_on_a_vm_says_why_and_the_fix() {
         let dir = fixture(
             &["breakpoint", "msr", "software", "tracepoint", "uprobe"],
@@ -515,10 +569,25 @@ mod tests {
 
     #[test]
     fn period_is_parsed() {
-        let (c, _) = choose(&["mem:soft@1000".into()], false).unwrap();
-        assert_eq!(c[0].period, 1000);
+        let (c, _) = choose(&["mem:soft@100000".into()], false).unwrap();
+        assert_eq!(c[0].period, 100000);
         assert!(choose(&["mem:soft@x".into()], false).is_err());
         assert!(choose(&["mem:soft@0".into()], false).is_err());
+        // The floor: refused below, accepted at it, named in the list.
+        let floor = hpcrun_abi::event::MIN_TIMER_PERIOD_NS;
+        for spec in ["mem:soft@1", "mem:soft@19999", "cpu-time@5000"] {
+            let e = choose(&[spec.into()], false).unwrap_err().to_string();
+            assert!(e.contains(&format!("floor of {floor} ns")), "{e}");
+        }
+        assert_eq!(
+            choose(&[format!("mem:soft@{floor}")], false).unwrap().0[0].period,
+            floor
+        );
+        let listed = probe_with(std::path::Path::new("/nonexistent"), |_| Err(0));
+        for name in ["mem:soft", "cpu-time"] {
+            let what = listed.iter().find(|a| a.name == name).unwrap().what;
+            assert!(what.contains(&format!("at least {floor} ns")), "{what}");
+        }
     }
 
     #[test]
@@ -537,8 +606,8 @@ mod tests {
 
     #[test]
     fn page_faults_go_with_a_timer_source() {
-        let (c, notes) = choose(&["mem:soft@2000".into(), "page-faults".into()], false).unwrap();
-        assert_eq!(env_value(&c), "mem:soft@2000,page-faults@1");
+        let (c, notes) = choose(&["mem:soft@200000".into(), "page-faults".into()], false).unwrap();
+        assert_eq!(env_value(&c), "mem:soft@200000,page-faults@256");
         assert!(notes.is_empty());
         let (c, _) = choose(&["page-faults@8".into()], false).unwrap();
         assert_eq!(env_value(&c), "page-faults@8");

@@ -164,7 +164,7 @@ pub fn parse_checkpoint(spec: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::DEFAULT_SOFT_PERIOD_NS;
+    use crate::event::{DEFAULT_PAGE_FAULT_PERIOD, DEFAULT_SOFT_PERIOD_NS};
     use formats::measurement::HistogramLayout;
 
     #[test]
@@ -174,12 +174,12 @@ mod tests {
             ("mem:soft".into(), DEFAULT_SOFT_PERIOD_NS, None)
         );
         assert_eq!(
-            parse_events("cpu-time@1000"),
-            ("cpu-time".into(), 1000, None)
+            parse_events("cpu-time@100000"),
+            ("cpu-time".into(), 100000, None)
         );
         assert_eq!(
-            parse_events("mem:soft@2000,page-faults"),
-            ("mem:soft".into(), 2000, Some(1))
+            parse_events("mem:soft@200000,page-faults"),
+            ("mem:soft".into(), 200000, Some(DEFAULT_PAGE_FAULT_PERIOD))
         );
         assert_eq!(parse_events("page-faults@16"), ("none".into(), 0, Some(16)));
     }
@@ -224,7 +224,7 @@ mod tests {
     fn from_a_map() {
         let vars = [
             (env::OUT, "/tmp/m"),
-            (env::EVENTS, "cpu-time@1000,reuse@2"),
+            (env::EVENTS, "cpu-time@100000,reuse@2"),
             (env::HISTOGRAM, "page"),
             (env::CHECKPOINT, "0.5"),
             (env::ALLOC_LOG, "1"),
@@ -236,7 +236,7 @@ mod tests {
                 .map(|(_, v)| v.to_string())
         });
         assert_eq!(cfg.out_dir.as_deref(), Some("/tmp/m"));
-        assert_eq!((cfg.event.as_str(), cfg.period_ns), ("cpu-time", 1000));
+        assert_eq!((cfg.event.as_str(), cfg.period_ns), ("cpu-time", 100000));
         assert_eq!((cfg.sharing_every, cfg.reuse_every), (0, 2));
         assert_eq!(cfg.checkpoint_ms, 500);
         assert_eq!(cfg.min_bytes, DEFAULT_MIN_BYTES);

@@ -18,8 +18,20 @@ use std::str::FromStr;
 /// 100 Hz); `-e mem:soft@NS` sets any period.
 pub const DEFAULT_SOFT_PERIOD_NS: u64 = 2_000_000;
 
-/// Default period of `page-faults`: every fault (first touch needs them all).
-pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 1;
+/// The shortest period of the timer sources (`mem:soft`, `cpu-time`):
+/// 20 us. Each sample costs a signal and the handler (10-20 us in a KVM
+/// guest, more on a cold first decode), so shorter periods leave the
+/// program little or no time between samples (at 5-10 us programs made
+/// no progress for minutes). The launcher refuses shorter ones; the
+/// library raises a shorter `HPCRUN_EVENTS` period to it.
+pub const MIN_TIMER_PERIOD_NS: u64 = 20_000;
+
+/// Default period of `page-faults`: every 256th fault. A sampled fault
+/// costs about 35 us (signal, unwind, record; measured on examples/
+/// first_touch's serial initialisation, 65,536 faults: 0.5 s native, 2.8 s
+/// at every fault), so a fault-bound phase slows down by about 2% at 256;
+/// `page-faults@1` samples every fault (exact first-touch page counts).
+pub const DEFAULT_PAGE_FAULT_PERIOD: u64 = 256;
 
 /// Default of `sharing[@N]` and `reuse[@N]`: watchpoints armed at every
 /// sample of the timer source.
@@ -213,7 +225,11 @@ impl Sources {
                     any = true;
                     if out.timer.is_none() {
                         let default = timer.default_period().unwrap_or(DEFAULT_SOFT_PERIOD_NS);
-                        out.timer = Some((timer, period.unwrap_or(default)));
+                        let mut period = period.unwrap_or(default);
+                        if matches!(timer, Event::MemSoft | Event::CpuTime) {
+                            period = period.max(MIN_TIMER_PERIOD_NS);
+                        }
+                        out.timer = Some((timer, period));
                     }
                 }
             }
@@ -241,9 +257,9 @@ mod tests {
     fn lists() {
         let s = Sources::from_env("");
         assert_eq!(s.timer, Some((Event::MemSoft, DEFAULT_SOFT_PERIOD_NS)));
-        let s = Sources::from_env("mem:soft@2000,page-faults,sharing@4,reuse");
-        assert_eq!(s.timer, Some((Event::MemSoft, 2000)));
-        assert_eq!(s.page_faults, Some(1));
+        let s = Sources::from_env("mem:soft@200000,page-faults,sharing@4,reuse");
+        assert_eq!(s.timer, Some((Event::MemSoft, 200000)));
+        assert_eq!(s.page_faults, Some(DEFAULT_PAGE_FAULT_PERIOD));
         assert_eq!((s.sharing_every, s.reuse_every), (4, 1));
         let s = Sources::from_env("page-faults@16");
         assert_eq!((s.timer, s.page_faults), (None, Some(16)));
@@ -251,5 +267,15 @@ mod tests {
             to_env(&[(Event::MemSoft, 5), (Event::PageFaults, 1)]),
             "mem:soft@5,page-faults@1"
         );
+    }
+
+    #[test]
+    fn a_timer_period_below_the_floor_is_raised_to_it() {
+        let s = Sources::from_env("mem:soft@1");
+        assert_eq!(s.timer, Some((Event::MemSoft, MIN_TIMER_PERIOD_NS)));
+        let s = Sources::from_env("cpu-time@19999");
+        assert_eq!(s.timer, Some((Event::CpuTime, MIN_TIMER_PERIOD_NS)));
+        let s = Sources::from_env("cpu-time@20001");
+        assert_eq!(s.timer, Some((Event::CpuTime, 20_001)));
     }
 }
