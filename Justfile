@@ -46,3 +46,12 @@ overhead *ARGS:
     cargo build --release -q -p hpcrun-rs -p hpcrun-preload
     cargo build --release -q -p benches --bin overhead
     target/release/overhead {{ARGS}}
+
+# mem:soft against Valgrind's ground truth, per heap object (docs/ACCURACY.md):
+# DHAT's access volume (and simulated LLC misses with --sim) vs the data view;
+# prints the table and appends it to docs/ACCURACY.md. E.g. `just truth
+# --label after --xsbench PATH --lulesh PATH`, `just truth --only gather --no-append`.
+truth *ARGS:
+    cargo build --release -q -p hpcrun-rs -p hpcrun-preload -p hpcprof-rs
+    cargo build --release -q -p benches --bin truth
+    target/release/truth {{ARGS}}

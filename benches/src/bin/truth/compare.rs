@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::dhat::Record;
 use crate::profile::Profile;
 use crate::stats;
+use crate::trace::SimRecord;
 
 /// Objects with less than this share on both sides are left out of the
 /// rank correlation (their ranks would be noise, or ties at zero).
@@ -39,43 +40,40 @@ pub struct Entry {
     pub prof_reads: f64,
 }
 
-/// The key of each DHAT record (see the module comment).
-pub fn record_keys(records: &[Record], profiler_sites: &BTreeSet<String>) -> Vec<Option<String>> {
+/// The key of each call stack, given as its own-code site keys innermost
+/// first (see the module comment).
+pub fn record_keys(stacks: &[&[String]], profiler_sites: &BTreeSet<String>) -> Vec<Option<String>> {
     let mut callers: HashMap<&str, BTreeSet<&str>> = HashMap::new();
-    for r in records {
-        for (i, k) in r.own.iter().enumerate() {
-            let next = r.own.get(i + 1).map_or("", String::as_str);
+    for own in stacks {
+        for (i, k) in own.iter().enumerate() {
+            let next = own.get(i + 1).map_or("", String::as_str);
             callers.entry(k.as_str()).or_default().insert(next);
         }
     }
     let wrapper = |k: &str| callers.get(k).is_some_and(|c| c.len() > 1);
-    records
+    stacks
         .iter()
-        .map(|r| {
-            r.own
-                .iter()
+        .map(|own| {
+            own.iter()
                 .find(|k| profiler_sites.contains(*k))
-                .or_else(|| r.own.iter().find(|k| !wrapper(k)))
-                .or(r.own.first())
+                .or_else(|| own.iter().find(|k| !wrapper(k)))
+                .or(own.first())
                 .cloned()
         })
         .collect()
 }
 
 /// Joins the truth and the profile by site key; entries sorted by truth
-/// access volume, largest first. `misses`: simulated misses per key.
-pub fn join(
-    records: &[Record],
-    profile: &Profile,
-    misses: Option<&HashMap<String, f64>>,
-) -> Vec<Entry> {
+/// access volume, largest first. `sim`: simulated misses per call stack.
+pub fn join(records: &[Record], profile: &Profile, sim: Option<&[SimRecord]>) -> Vec<Entry> {
     let sites: BTreeSet<String> = profile
         .objects
         .iter()
         .filter_map(|o| o.site.clone())
         .collect();
     let mut by_key: BTreeMap<String, Entry> = BTreeMap::new();
-    for (r, key) in records.iter().zip(record_keys(records, &sites)) {
+    let stacks: Vec<&[String]> = records.iter().map(|r| r.own.as_slice()).collect();
+    for (r, key) in records.iter().zip(record_keys(&stacks, &sites)) {
         let Some(key) = key else { continue };
         let e = entry(&mut by_key, &key);
         if e.name == e.key {
@@ -100,9 +98,11 @@ pub fn join(
         e.prof_access += (o.reads + o.writes) as f64;
         e.prof_reads += o.reads as f64;
     }
-    if let Some(m) = misses {
-        for (key, &n) in m {
-            *entry(&mut by_key, key).truth_misses.get_or_insert(0.0) += n;
+    if let Some(sim) = sim {
+        let stacks: Vec<&[String]> = sim.iter().map(|r| r.own.as_slice()).collect();
+        for (r, key) in sim.iter().zip(record_keys(&stacks, &sites)) {
+            let Some(key) = key else { continue };
+            *entry(&mut by_key, &key).truth_misses.get_or_insert(0.0) += r.llc_misses as f64;
         }
         for e in by_key.values_mut() {
             e.truth_misses.get_or_insert(0.0);
@@ -190,11 +190,12 @@ mod tests {
             rec(&["lulesh.h:10", "lulesh.cc:200"], 1),
             rec(&["k.c:5", "k.c:50"], 1),
         ];
-        let keys = record_keys(&records, &BTreeSet::new());
+        let stacks: Vec<&[String]> = records.iter().map(|r| r.own.as_slice()).collect();
+        let keys = record_keys(&stacks, &BTreeSet::new());
         assert_eq!(keys[0].as_deref(), Some("lulesh.cc:100"));
         assert_eq!(keys[2].as_deref(), Some("k.c:5"));
         let sites = BTreeSet::from(["k.c:50".to_string()]);
-        assert_eq!(record_keys(&records, &sites)[2].as_deref(), Some("k.c:50"));
+        assert_eq!(record_keys(&stacks, &sites)[2].as_deref(), Some("k.c:50"));
     }
 
     #[test]

@@ -22,12 +22,14 @@
 //!     --xsbench /work/scratch/XSBench/openmp-threading/XSBench --lulesh /work/scratch/LULESH/lulesh2.0
 //! ```
 
+mod cachesim;
 mod compare;
 mod dhat;
 mod machine;
 mod profile;
 mod report;
 mod stats;
+mod trace;
 mod workloads;
 
 use std::path::PathBuf;
@@ -68,6 +70,12 @@ struct Args {
     /// Profiled runs per workload (their samples are added up).
     #[arg(long, default_value_t = 1)]
     runs: usize,
+    /// Also run the workloads that have a small input for it under
+    /// lackey's memory trace through a cache simulator sized from sysfs,
+    /// and compare with simulated LLC misses per object (slow: minutes
+    /// per workload).
+    #[arg(long)]
+    sim: bool,
     /// Rerun DHAT and the simulation even when an earlier run of the same
     /// command and binary is in --dir (the truth does not depend on the
     /// profiler, so 'after' runs reuse it by default).
@@ -109,40 +117,18 @@ fn main() -> Result<()> {
     };
     let machine = machine::Machine::read();
     let mut outcomes = Vec::new();
+    let mut failed = Vec::new();
     for w in workloads::all(&cfg)?
         .into_iter()
         .filter(|w| selected(w.name))
     {
-        let wdir = dir.join(w.name);
-        std::fs::create_dir_all(&wdir)?;
-        eprintln!("truth: {}: DHAT", w.name);
-        let records = dhat::cached(&w.command, &wdir, args.fresh_truth)?;
-        let misses: Option<std::collections::HashMap<String, f64>> = None;
-        let mut prof = profile::Profile::default();
-        for run in 0..args.runs.max(1) {
-            eprintln!("truth: {}: {} (run {})", w.name, args.event, run + 1);
-            let p = profile::run(&tools, &args.event, &w.hpcrun_opts, &w.command, &wdir)?;
-            prof.absorb(p);
+        match measure(&args, &cfg, &dir.join(w.name), &tools, &machine, &w) {
+            Ok(o) => outcomes.push(o),
+            Err(e) => {
+                eprintln!("truth: {}: {e:#}", w.name);
+                failed.push(format!("{}: {e:#}", w.name));
+            }
         }
-        let entries = compare::join(&records, &prof, misses.as_ref());
-        let access = compare::agreement(&entries, |e| e.truth_access, |e| e.prof_access);
-        let reads = compare::agreement(&entries, |e| e.truth_reads, |e| e.prof_reads);
-        let misses = misses.map(|_| {
-            compare::agreement(
-                &entries,
-                |e| e.truth_misses.unwrap_or(0.0),
-                |e| e.prof_access,
-            )
-        });
-        outcomes.push(report::Outcome {
-            name: w.name.to_string(),
-            expect: w.expect,
-            entries,
-            access,
-            reads,
-            misses,
-            profile: prof,
-        });
     }
     let commit = args
         .commit
@@ -159,7 +145,10 @@ fn main() -> Result<()> {
         args.event,
         args.runs.max(1),
     );
-    let section = report::markdown(&header, &outcomes);
+    let mut section = report::markdown(&header, &outcomes);
+    for f in &failed {
+        section.push_str(&format!("- not measured: {f}\n"));
+    }
     println!("{section}");
     if !args.no_append {
         let out = root.join(&args.out);
@@ -167,4 +156,65 @@ fn main() -> Result<()> {
         eprintln!("truth: appended to {}", out.display());
     }
     Ok(())
+}
+
+/// DHAT, the optional simulation and the profiled runs of one workload.
+fn measure(
+    args: &Args,
+    cfg: &workloads::Config,
+    wdir: &std::path::Path,
+    tools: &profile::Tools,
+    machine: &machine::Machine,
+    w: &workloads::Workload,
+) -> Result<report::Outcome> {
+    std::fs::create_dir_all(wdir)?;
+    eprintln!("truth: {}: DHAT", w.name);
+    let records = dhat::cached(&w.command, wdir, args.fresh_truth)?;
+    let sim = match (&w.sim_args, args.sim) {
+        (Some(sim_args), true) => {
+            eprintln!("truth: {}: lackey + cache simulation", w.name);
+            let mut cmd = vec![w.command[0].clone()];
+            cmd.extend(sim_args.iter().cloned());
+            let (records, totals) = trace::cached(
+                &cfg.root,
+                &cfg.bin,
+                &cmd,
+                wdir,
+                &machine.caches,
+                args.fresh_truth,
+            )?;
+            eprintln!(
+                "truth: {}: {} accesses, {} LLC misses, {} of them in heap blocks",
+                w.name, totals.accesses, totals.llc_misses, totals.heap_llc_misses
+            );
+            Some((records, cmd))
+        }
+        _ => None,
+    };
+    let mut prof = profile::Profile::default();
+    for run in 0..args.runs.max(1) {
+        eprintln!("truth: {}: {} (run {})", w.name, args.event, run + 1);
+        let p = profile::run(tools, &args.event, &w.hpcrun_opts, &w.command, wdir)?;
+        prof.absorb(p);
+    }
+    let entries = compare::join(&records, &prof, sim.as_ref().map(|s| s.0.as_slice()));
+    let access = compare::agreement(&entries, |e| e.truth_access, |e| e.prof_access);
+    let reads = compare::agreement(&entries, |e| e.truth_reads, |e| e.prof_reads);
+    let misses = sim.as_ref().map(|_| {
+        compare::agreement(
+            &entries,
+            |e| e.truth_misses.unwrap_or(0.0),
+            |e| e.prof_access,
+        )
+    });
+    Ok(report::Outcome {
+        name: w.name.to_string(),
+        expect: w.expect,
+        entries,
+        access,
+        reads,
+        misses,
+        sim_command: sim.map(|s| s.1.join(" ")),
+        profile: prof,
+    })
 }

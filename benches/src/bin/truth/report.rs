@@ -21,6 +21,8 @@ pub struct Outcome {
     pub reads: Agreement,
     /// Against simulated LLC misses, when simulated.
     pub misses: Option<Agreement>,
+    /// The (smaller) input lackey ran.
+    pub sim_command: Option<String>,
     pub profile: Profile,
 }
 
@@ -151,6 +153,10 @@ pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
     );
     for o in outcomes {
         let _ = writeln!(s, "- **{}** (expected: {}):", o.name, o.expect);
+        if let Some(c) = &o.sim_command {
+            let c = c.rsplit('/').next().unwrap_or(c);
+            let _ = writeln!(s, "  (simulated on `{c}`)");
+        }
         let sum = |f: &dyn Fn(&Entry) -> f64| o.entries.iter().map(f).sum::<f64>();
         let (ta, tr, pa) = (
             sum(&|e| e.truth_access),

@@ -19,6 +19,9 @@ pub struct Workload {
     pub command: Vec<String>,
     /// Extra hpcrun-rs options.
     pub hpcrun_opts: Vec<String>,
+    /// The smaller input the cache simulation runs (arguments only), if
+    /// lackey can trace this workload in minutes.
+    pub sim_args: Option<Vec<String>>,
     /// What the known answer is, for the report.
     pub expect: &'static str,
 }
@@ -76,12 +79,14 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
     let mut list = vec![
         Workload {
             name: "abc",
+            sim_args: None,
             command: args(compile(cfg, "examples/abc/abc.c", &o2, "abc")?, &["50"]),
             hpcrun_opts: vec![],
             expect: "C (stride N*N) dominates the misses; A, B, C have equal access volume",
         },
         Workload {
             name: "pointer_chase",
+            sim_args: None,
             command: args(
                 compile(
                     cfg,
@@ -96,6 +101,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         },
         Workload {
             name: "stream_triad",
+            sim_args: Some(vec!["1".into()]),
             command: args(
                 compile(
                     cfg,
@@ -110,6 +116,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         },
         Workload {
             name: "skewed_lookup",
+            sim_args: Some(vec!["1".into()]),
             command: args(
                 compile(
                     cfg,
@@ -124,6 +131,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         },
         Workload {
             name: "gather",
+            sim_args: Some(vec!["1".into()]),
             command: args(
                 compile(cfg, "benches/programs/truth_gather.c", &o2, "truth_gather")?,
                 &["25"],
@@ -133,6 +141,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         },
         Workload {
             name: "stream_sum",
+            sim_args: Some(vec!["1".into()]),
             command: args(
                 compile(
                     cfg,
@@ -147,6 +156,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         },
         Workload {
             name: "l1_chain",
+            sim_args: Some(vec!["1".into()]),
             command: args(
                 compile(
                     cfg,
@@ -165,6 +175,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         let base = ["-s", "small", "-m", "event", "-t", "1", "-l", "2000000"];
         list.push(Workload {
             name: "xsbench",
+            sim_args: None,
             command: args(x.clone(), &base),
             hpcrun_opts: vec![],
             expect: "nuclide grid and index_grid (unionized) hold the misses",
@@ -173,6 +184,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
         hash.extend(["-G", "hash"]);
         list.push(Workload {
             name: "xsbench_hash",
+            sim_args: None,
             command: args(x, &hash),
             hpcrun_opts: vec![],
             expect: "nuclide grid and the hash grid hold the misses",
@@ -181,6 +193,7 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
     if let Some(l) = &cfg.lulesh {
         list.push(Workload {
             name: "lulesh",
+            sim_args: None,
             command: args(exe(l)?, &["-s", "15", "-q"]),
             hpcrun_opts: vec![],
             expect: "many arrays, none dominant",
