@@ -514,3 +514,52 @@ fn page_faults_have_a_default_period_that_is_shown() {
         stderr(&out)
     );
 }
+
+/// `mpirun -np 3 hpcrun-rs ./app`: one closing line for the run, by the
+/// last launcher, counting every rank's profile.
+#[test]
+fn one_closing_line_per_mpi_run() {
+    if !have_tool("mpirun", "openmpi-bin") {
+        return;
+    }
+    let dir = scratch("cli-mpi");
+    let out = run(Command::new("mpirun")
+        .current_dir(&dir)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["--oversubscribe", "-np", "3"])
+        .arg(tool("hpcrun-rs"))
+        .args(["-o", "m", "sh", "-c", "echo rank"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let ours: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("hpcrun-rs: "))
+        .collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("3 profile(s)"), "{err}");
+}
+
+/// `hpcrun-rs --help` lists every event `--list-events` knows.
+#[test]
+fn help_lists_every_event() {
+    let help = ok_stdout(
+        &run(Command::new(tool("hpcrun-rs")).arg("--help")),
+        "hpcrun-rs --help",
+    );
+    let list = ok_stdout(
+        &run(Command::new(tool("hpcrun-rs")).arg("--list-events")),
+        "hpcrun-rs --list-events",
+    );
+    let events = help.split("EVENTS:").nth(1).expect("an EVENTS section");
+    for name in list
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+    {
+        assert!(
+            events.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} missing under EVENTS:\n{events}"
+        );
+    }
+}
