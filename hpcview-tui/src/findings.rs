@@ -2,7 +2,12 @@
 //! (the detail pane's lines), and the strongest findings across objects
 //! with one line of advice each (`--report`'s "Findings" section):
 //! misalignment, strides, and from the watchpoints false and true sharing
-//! and streamed (not reused) data.
+//! and streamed (not reused) data. A finding needs evidence: an object of
+//! at least [`MIN_OBJECT_SHARE`] and [`MIN_OBJECT_SAMPLES`] sampled
+//! accesses, not a runtime's memory; a misalignment finding also
+//! [`MIN_MISALIGNED_SAMPLES`] and an element type that is not naturally
+//! aligned. Each says what it rests on ([`Finding::evidence`]); objects of
+//! one name and site reached by several call paths give one finding.
 //!
 //! ```
 //! use hpcview_tui::findings;
@@ -25,9 +30,15 @@ pub const MIN_MISALIGNED_SHARE: f64 = 0.01;
 pub const LARGE_STRIDE: u64 = 64;
 /// Share of data-dependent samples that makes an irregular finding.
 pub const MIN_DATA_DEPENDENT: f64 = 0.5;
+/// An object with fewer sampled accesses gets no access-pattern finding:
+/// its shares are too uncertain (at 30 samples a 20% share is 20 +- 14
+/// points at 95%).
+pub const MIN_OBJECT_SAMPLES: u64 = 30;
+/// Fewer misaligned samples than this are no misalignment finding.
+pub const MIN_MISALIGNED_SAMPLES: u64 = 5;
 
 /// What kind of pattern a finding is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     Misaligned,
     LargeStride,
@@ -74,6 +85,42 @@ pub struct Finding {
     pub text: String,
     /// Object share x pattern share: the ordering of `--report`.
     pub strength: f64,
+    /// What the finding rests on: "1234 sampled accesses of the object
+    /// (12.3% of all)" and, for a pattern, its own count.
+    pub evidence: String,
+}
+
+/// Sampled accesses (loads and stores) in `metrics`.
+fn accesses(db: &Database, metrics: &[u64]) -> u64 {
+    let col = |name: &str| {
+        db.metric_column(name)
+            .and_then(|c| metrics.get(c).copied())
+            .unwrap_or(0)
+    };
+    col("samples") + col("store_samples")
+}
+
+/// True when every sampled access site of object `index` reads whole,
+/// naturally aligned elements: a power-of-two element size of at most 16
+/// bytes whose strides and address deltas are multiples of it (a `double`
+/// array, a struct of doubles walked field by field). Then an access that
+/// spans two cache lines is a vector wider than the element meeting a
+/// line border, not a layout the program can fix. False without sites.
+fn naturally_aligned(db: &Database, index: u32) -> bool {
+    let Some(obj) = db.objects.get(index as usize) else {
+        return false;
+    };
+    let sites: Vec<_> = obj.sites.iter().filter(|s| s.counts.samples > 0).collect();
+    !sites.is_empty()
+        && sites.iter().all(|s| {
+            let c = &s.counts;
+            let e = c.element_bytes as i64;
+            e > 0
+                && e <= 16
+                && (e as u64).is_power_of_two()
+                && c.strides.iter().all(|&(b, _)| b % e == 0)
+                && (c.delta_gcd == 0 || c.delta_gcd % e as u64 == 0)
+        })
 }
 
 /// "320000 bytes (40000 elements of 8 bytes)".
@@ -86,6 +133,10 @@ fn stride_words(s: &StrideShare) -> String {
         }
         None => format!("{} bytes", s.bytes),
     }
+}
+
+fn pct1(share: f64) -> String {
+    format!("{:.1}%", 100.0 * share)
 }
 
 fn pct(share: f64) -> String {
@@ -175,7 +226,14 @@ pub fn lines(db: &Database, index: u32, metrics: &[u64]) -> Vec<String> {
 /// sampled access (at most 1): a few events at the borders of threads'
 /// chunks of a big array weigh little, a line that threads fight over
 /// weighs as much as the object.
-fn watch_findings(db: &Database, index: u32, metrics: &[u64], share: f64, out: &mut Vec<Finding>) {
+fn watch_findings(
+    db: &Database,
+    index: u32,
+    metrics: &[u64],
+    share: f64,
+    evidence: &str,
+    out: &mut Vec<Finding>,
+) {
     let Some(obj) = db.objects.get(index as usize) else {
         return;
     };
@@ -208,6 +266,7 @@ fn watch_findings(db: &Database, index: u32, metrics: &[u64], share: f64, out: &
             kind,
             text: format!("{name} sharing: {events} watchpoint events{between}"),
             strength: share * (events as f64 / accesses as f64).min(1.0),
+            evidence: format!("{evidence}, {events} watchpoint events"),
         });
     }
     if let Some((watchpoints::Reuse::Streamed, never)) = watchpoints::reuse_class(obj) {
@@ -219,6 +278,10 @@ fn watch_findings(db: &Database, index: u32, metrics: &[u64], share: f64, out: &
                 pct(never)
             ),
             strength: share * never,
+            evidence: format!(
+                "{evidence}, {} watched words",
+                obj.reuse.iter().sum::<u64>()
+            ),
         });
     }
 }
@@ -226,7 +289,7 @@ fn watch_findings(db: &Database, index: u32, metrics: &[u64], share: f64, out: &
 /// The findings about object `index` (see [`strongest`]).
 pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<Finding> {
     let mut out = Vec::new();
-    if share < MIN_OBJECT_SHARE {
+    if share < MIN_OBJECT_SHARE || accesses(db, metrics) < MIN_OBJECT_SAMPLES {
         return out;
     }
     // A runtime's memory (an MPI transport, an OpenMP barrier) is not the
@@ -238,8 +301,16 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
     {
         return out;
     }
+    let n = accesses(db, metrics);
+    let evidence = format!(
+        "{n} sampled accesses of the object ({} of all)",
+        pct1(share)
+    );
     let access = patterns::object_access(db, index, metrics);
-    if let Some((_, m)) = access.misaligned.filter(|m| m.1 >= MIN_MISALIGNED_SHARE) {
+    let misaligned = access
+        .misaligned
+        .filter(|&(count, m)| m >= MIN_MISALIGNED_SHARE && count >= MIN_MISALIGNED_SAMPLES);
+    if let Some((count, m)) = misaligned.filter(|_| !naturally_aligned(db, index)) {
         out.push(Finding {
             object: index,
             kind: Kind::Misaligned,
@@ -248,6 +319,7 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
                 pct(m)
             ),
             strength: share * m,
+            evidence: format!("{evidence}, {count} of them spanning two lines"),
         });
     }
     if let Some(p) = &access.pattern {
@@ -259,6 +331,7 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
                     kind: Kind::LargeStride,
                     text: stride_line(p),
                     strength: share * s.share,
+                    evidence: format!("{evidence}, {} with a stride", p.observations),
                 })
             }
             (Regularity::Irregular, _)
@@ -269,12 +342,13 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
                     kind: Kind::Irregular,
                     text: stride_line(p),
                     strength: share * p.data_dependent,
+                    evidence: format!("{evidence}, {} with a stride", p.observations),
                 })
             }
             _ => {}
         }
     }
-    watch_findings(db, index, metrics, share, &mut out);
+    watch_findings(db, index, metrics, share, &evidence, &mut out);
     out
 }
 
@@ -290,8 +364,25 @@ pub fn strongest(db: &Database, top: usize) -> Vec<Finding> {
             .total_cmp(&a.strength)
             .then(a.object.cmp(&b.object))
     });
+    // One finding per object and kind: objects of one name and allocation
+    // site reached by several call paths are one object to the reader.
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|f| seen.insert((object_identity(db, f.object), f.kind)));
     all.truncate(top);
     all
+}
+
+/// What a reader calls an object: its name and allocation site.
+pub fn object_identity(db: &Database, index: u32) -> (String, String) {
+    let Some(o) = db.objects.get(index as usize) else {
+        return (String::new(), String::new());
+    };
+    let site = o
+        .site_frame()
+        .and_then(|f| db.frames.get(f as usize))
+        .map(|f| f.site_text())
+        .unwrap_or_default();
+    (o.name.clone(), site)
 }
 
 /// True when the database holds access-pattern measurements at all.
@@ -353,6 +444,92 @@ mod tests {
         assert!(found
             .iter()
             .all(|f| db.objects[f.object as usize].name == "C"));
+    }
+
+    /// `with_patterns` plus misaligned accesses: C has 90 samples, 20 of
+    /// them spanning two lines, at a site with element size 8 and
+    /// `stride`.
+    fn misaligned(stride: i64) -> Database {
+        let mut db = with_patterns();
+        let col = db.metric_column("misaligned_samples").unwrap();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        let node = db.objects[c].node as usize;
+        for n in &mut db.data.nodes {
+            n.exclusive.resize(col + 1, 0);
+        }
+        let leaf = db
+            .data
+            .nodes
+            .iter()
+            .position(|n| n.parent as usize == node)
+            .unwrap();
+        db.data.nodes[leaf].exclusive[col] = 20;
+        db.objects[c].sites[0].counts.strides = vec![(stride, 100)];
+        db
+    }
+
+    #[test]
+    fn misalignment_of_naturally_aligned_elements_is_no_finding() {
+        // Doubles 8 bytes apart: an access spanning lines is a vector
+        // meeting a line border, nothing to fix in the layout.
+        let db = misaligned(8);
+        assert!(strongest(&db, 10)
+            .iter()
+            .all(|f| f.kind != Kind::Misaligned));
+        // Packed 9-byte records: a finding, with its evidence.
+        let db = misaligned(9);
+        let found = strongest(&db, 10);
+        let f = found
+            .iter()
+            .find(|f| f.kind == Kind::Misaligned)
+            .unwrap_or_else(|| panic!("{found:?}"));
+        assert_eq!(db.objects[f.object as usize].name, "C");
+        assert!(
+            f.evidence.contains("sampled accesses of the object")
+                && f.evidence.contains("20 of them spanning two lines"),
+            "{}",
+            f.evidence
+        );
+    }
+
+    #[test]
+    fn runtime_memory_and_thin_evidence_give_no_finding() {
+        let mut db = with_patterns();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        assert!(strongest(&db, 10).iter().any(|f| f.object == c as u32));
+        db.objects[c].runtime = Some("OpenMP runtime".into());
+        assert!(strongest(&db, 10).iter().all(|f| f.object != c as u32));
+        // Too few samples of the object: no finding either.
+        let db = with_patterns();
+        let inc = db.data.inclusive(db.info.metrics.len());
+        let mut few = inc[db.objects[c].node as usize].clone();
+        few[0] = MIN_OBJECT_SAMPLES - 1;
+        assert!(of_object(&db, c as u32, &few, 0.5).is_empty());
+    }
+
+    #[test]
+    fn one_finding_per_object_name_and_site() {
+        let mut db = with_patterns();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        // A second object C from another call path, same site.
+        let mut twin = db.objects[c].clone();
+        let leaf = db
+            .data
+            .nodes
+            .iter()
+            .position(|n| n.parent == db.objects[c].node)
+            .unwrap();
+        let mut obj_node = db.data.nodes[db.objects[c].node as usize].clone();
+        obj_node.kind = formats::database::NodeKind::Object(db.objects.len() as u32);
+        db.data.nodes.push(obj_node);
+        twin.node = db.data.nodes.len() as u32 - 1;
+        let mut leaf_node = db.data.nodes[leaf].clone();
+        leaf_node.parent = twin.node;
+        db.data.nodes.push(leaf_node);
+        db.objects.push(twin);
+        let found = strongest(&db, 10);
+        let strides = found.iter().filter(|f| f.kind == Kind::LargeStride);
+        assert_eq!(strides.count(), 1, "{found:?}");
     }
 
     #[test]

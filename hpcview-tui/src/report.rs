@@ -85,6 +85,7 @@ fn render_with(
 ) -> String {
     let mut out = header(db);
     out.push('\n');
+    out.push_str(&few_samples_note(db));
     if let Some(b) = base.as_deref() {
         out.push_str(&baseline_line(b));
         out.push('\n');
@@ -117,16 +118,53 @@ pub fn findings_section(db: &Database, top: usize) -> String {
     let found = crate::findings::strongest(db, top);
     let mut out = String::new();
     if found.is_empty() {
-        out.push_str("Findings: none (no misaligned accesses, large or data-dependent strides, sharing or streamed data in the objects above 1%)\n");
+        let _ = writeln!(
+            out,
+            "Findings: none (no misaligned accesses, large or data-dependent strides, sharing or streamed data with enough evidence: objects above 1% and {} sampled accesses, not a runtime's memory)",
+            crate::findings::MIN_OBJECT_SAMPLES
+        );
         return out;
     }
     let _ = writeln!(out, "Findings: {} strongest", found.len());
     for f in &found {
         let o = &db.objects[f.object as usize];
         let _ = writeln!(out, "- {}: {}", fit(&o.name, MAX_NAME), f.text);
+        let _ = writeln!(out, "  evidence: {}", f.evidence);
         let _ = writeln!(out, "  advice: {}", f.kind.advice());
     }
     out
+}
+
+/// Runs with fewer memory samples than this get [`few_samples_note`].
+pub const FEW_SAMPLES: u64 = 1000;
+
+/// A note when the run has too few memory samples for its shares to mean
+/// much (under [`FEW_SAMPLES`]): how uncertain a share is, and what to do;
+/// empty otherwise (and for a database without samples).
+pub fn few_samples_note(db: &Database) -> String {
+    let s = &db.info.stats;
+    let n = if s.memory_samples > 0 {
+        s.memory_samples
+    } else {
+        let primary = db.info.primary_metric as usize;
+        db.code
+            .nodes
+            .iter()
+            .map(|n| n.exclusive.get(primary).copied().unwrap_or(0))
+            .sum()
+    };
+    if n == 0 || n >= FEW_SAMPLES {
+        return String::new();
+    }
+    // 95% interval of a share p from n samples: 1.96 sqrt(p (1-p) / n).
+    let at = |p: f64| 196.0 * (p * (1.0 - p) / n as f64).sqrt();
+    format!(
+        "Note: only {n} memory samples: a share is uncertain by about ±{:.0} points at 50% and ±{:.0} at 10% (95%); findings need {} samples of an object. For shares worth comparing, measure {FEW_SAMPLES} or more: run longer, or sample {}x as often (-e mem:soft@NS with NS the period divided by that)\n",
+        at(0.5),
+        at(0.1),
+        crate::findings::MIN_OBJECT_SAMPLES,
+        FEW_SAMPLES.div_ceil(n),
+    )
 }
 
 /// "baseline: PATH | Δshare = ...": which database the deltas compare with.
@@ -327,6 +365,43 @@ pub fn waiting_line(db: &Database) -> String {
     )
 }
 
+/// One row per object as a reader sees it: heap objects of one name and
+/// allocation site reached by several call paths (a function inlined into
+/// two callers, a constructor called from two places) are summed into the
+/// first (largest) one, and the rows sorted again.
+pub fn merge_duplicates<'a>(db: &'a Database, rows: Vec<ObjectRow<'a>>) -> Vec<ObjectRow<'a>> {
+    let mut out: Vec<ObjectRow<'a>> = Vec::with_capacity(rows.len());
+    let mut at: std::collections::HashMap<(String, String), usize> = Default::default();
+    for row in rows {
+        if row.kind != formats::database::ObjectKind::Heap || row.alloc_site.is_none() {
+            out.push(row);
+            continue;
+        }
+        let key = crate::findings::object_identity(db, row.index);
+        match at.get(&key) {
+            Some(&i) => {
+                let first = &mut out[i];
+                for (a, b) in first.metrics.iter_mut().zip(&row.metrics) {
+                    *a += b;
+                }
+                first.share += row.share;
+                first.bytes += row.bytes;
+                first.allocations += row.allocations;
+            }
+            None => {
+                at.insert(key, out.len());
+                out.push(row);
+            }
+        }
+    }
+    let primary = db.info.primary_metric as usize;
+    out.sort_by(|a, b| {
+        let v = |r: &ObjectRow<'_>| r.metrics.get(primary).copied().unwrap_or(0);
+        v(b).cmp(&v(a)).then_with(|| a.name.cmp(b.name))
+    });
+    out
+}
+
 /// The data-centric table: objects by the primary metric (with a `Δshare`
 /// column against `base`).
 pub fn data_table(db: &Database, top: usize, base: Option<&Baseline>) -> String {
@@ -340,7 +415,7 @@ pub fn data_table_with(
     base: Option<&Baseline>,
     options: Options,
 ) -> String {
-    let mut rows: Vec<ObjectRow<'_>> = views::objects(db);
+    let mut rows: Vec<ObjectRow<'_>> = merge_duplicates(db, views::objects(db));
     if options.hide_runtime {
         rows.retain(|r| db.objects[r.index as usize].runtime.is_none());
     }
@@ -632,6 +707,7 @@ mod tests {
         let text = render(&db, Tables::Both, 10);
         let expected = "\
 events: mem:soft | processes: 1 | threads: 2 | metric: samples | address recovery: 75.0% (75 of 100 memory samples)
+Note: only 100 memory samples: a share is uncertain by about ±10 points at 50% and ±6 at 10% (95%); findings need 30 samples of an object. For shares worth comparing, measure 1000 or more: run longer, or sample 10x as often (-e mem:soft@NS with NS the period divided by that)
 
 Data-centric view: top 2 of 2 objects by samples
 #   share   samples  kind     name  allocation site
@@ -643,6 +719,41 @@ Code-centric view: top 1 of 1 functions by samples
 100.0%       100  compute   /src/abc.c:4
 ";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn few_memory_samples_get_a_note() {
+        // 100 memory samples: a share is +-10 points at 50%.
+        let db = sample_db();
+        let note = few_samples_note(&db);
+        assert!(
+            note.starts_with(
+                "Note: only 100 memory samples: a share is uncertain by about ±10 points"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("10x as often"), "{note}");
+        assert!(render(&db, Tables::Data, 5).contains(&note));
+        let mut many = sample_db();
+        many.info.stats.memory_samples = FEW_SAMPLES;
+        assert_eq!(few_samples_note(&many), "");
+    }
+
+    #[test]
+    fn objects_of_one_name_and_site_are_one_row() {
+        let mut db = sample_db();
+        // B again, from another call path: same name, same site frame.
+        db.objects[1].alloc_site = Some(0);
+        let mut twin = db.objects[1].clone();
+        db.data.nodes.push(node(5, NodeKind::Object(2), 0)); // 9
+        db.data.nodes.push(node(9, NodeKind::Frame(1), 5)); // 10
+        twin.node = 9;
+        db.objects.push(twin);
+        let text = data_table(&db, 10, None);
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("  B ")).collect();
+        assert_eq!(rows.len(), 1, "{text}");
+        assert!(rows[0].contains("15"), "{text}");
+        assert!(text.contains("top 2 of 2 objects"), "{text}");
     }
 
     #[test]

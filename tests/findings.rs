@@ -1,0 +1,105 @@
+//! Findings worth reading, through the real pipeline on
+//! examples/access_patterns (known strides and misalignment): every
+//! finding states its evidence and has enough of it; a run with too few
+//! memory samples says so in the report and makes no finding.
+
+use std::path::Path;
+use std::process::Command;
+
+use pipeline_tests::*;
+
+fn report(db: &Path) -> String {
+    let out = run(Command::new(tool("hpcview-tui"))
+        .arg(db)
+        .args(["--report", "--view", "data", "--top", "20"]));
+    ok_stdout(&out, "hpcview-tui --report")
+}
+
+/// Memory samples from the header ("... (N of M memory samples)").
+fn memory_samples(text: &str) -> u64 {
+    let head = text.lines().next().unwrap();
+    let before = head
+        .split(" memory samples)")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("no memory samples in {head}"));
+    before.parse().unwrap()
+}
+
+/// The findings: (object line, evidence line) pairs.
+fn findings(text: &str) -> Vec<(&str, &str)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Findings"))
+        .collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("- "))
+        .map(|(i, l)| (*l, lines.get(i + 1).copied().unwrap_or("")))
+        .collect()
+}
+
+/// "  evidence: N sampled accesses of the object ..." -> N.
+fn evidence_samples(evidence: &str) -> u64 {
+    evidence
+        .trim_start()
+        .strip_prefix("evidence: ")
+        .and_then(|e| e.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no evidence count in {evidence:?}"))
+}
+
+#[test]
+fn findings_state_their_evidence_and_thin_runs_say_so() {
+    let dir = scratch("findings");
+    let exe = compile_c("access_patterns/access_patterns.c", &dir, &[]);
+
+    // A run long enough for findings: each one has its evidence line, with
+    // at least the minimum of sampled accesses of its object.
+    let full = dir.join("full");
+    std::fs::create_dir_all(&full).unwrap();
+    let p = profile(&full, "mem:soft@1000000", &exe, &["16", "100"]);
+    let text = report(&p.db);
+    let found = findings(&text);
+    assert!(!found.is_empty(), "{text}");
+    for (finding, evidence) in &found {
+        assert!(
+            evidence.starts_with("  evidence: ")
+                && evidence.contains("sampled accesses of the object"),
+            "{finding} has no evidence line:\n{text}"
+        );
+        assert!(
+            evidence_samples(evidence) >= 30,
+            "{finding}: {evidence}\n{text}"
+        );
+    }
+    // The aligned records and doubles are no misalignment finding.
+    assert!(
+        found.iter().all(|(f, _)| !f.starts_with("- aligned:")),
+        "{text}"
+    );
+    let few = memory_samples(&text) < 1000;
+    assert_eq!(text.contains("Note: only "), few, "{text}");
+
+    // A thin run (a 40 ms period: a few dozen samples at most): the note
+    // says so, and no object has the evidence for a finding.
+    let thin = dir.join("thin");
+    std::fs::create_dir_all(&thin).unwrap();
+    let p = profile(&thin, "mem:soft@40000000", &exe, &["4", "100"]);
+    let text = report(&p.db);
+    let n = memory_samples(&text);
+    assert!(n < 1000, "{text}");
+    assert!(
+        text.contains(&format!(
+            "Note: only {n} memory samples: a share is uncertain"
+        )),
+        "{text}"
+    );
+    for (finding, evidence) in findings(&text) {
+        assert!(
+            evidence_samples(evidence) >= 30,
+            "{finding}: {evidence}\n{text}"
+        );
+    }
+}
