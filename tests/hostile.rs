@@ -213,3 +213,43 @@ fn a_single_threaded_program_gets_no_helper_thread() {
     assert!(stderr.contains("checkpoints: "), "{stderr}");
     assert_eq!(read_profiles(&dir.join("measurements")).len(), 2);
 }
+
+/// #3: a floor on the timer period. Below it the launcher refuses, says
+/// why and names the floor, and the program does not run; `--list-events`
+/// shows it; at the floor, with the task-clock event (one overflow at a
+/// time below 1 ms: never more than one sample signal pending per
+/// thread), a busy 5-thread program runs to its end as natively.
+#[test]
+fn periods_below_the_floor_are_refused_and_the_floor_runs() {
+    let dir = scratch("hostile-period");
+    let exe = compile_test_program("hostile_stacks.c", &dir, &["-pthread"]);
+    for (i, spec) in ["mem:soft@1", "mem:soft@10000", "cpu-time@19999"]
+        .into_iter()
+        .enumerate()
+    {
+        let (out, measurements) =
+            profiled(&dir.join(format!("refused{i}")), &["-e", spec], &exe, &[]);
+        assert!(!out.status.success(), "{spec}");
+        assert!(out.stdout.is_empty(), "{spec}: the program ran");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("below the floor of 20000 ns"),
+            "{spec}: {stderr}"
+        );
+        assert!(
+            !measurements.join(".hpcrun-run").exists() || read_profiles(&measurements).is_empty()
+        );
+    }
+    let list = run(Command::new(tool("hpcrun-rs")).arg("--list-events"));
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(text.contains("period at least 20000 ns"), "{text}");
+    let want = native(&exe, &[]);
+    let (out, measurements) = profiled(
+        &dir.join("floor"),
+        &["--timer", "task-clock", "-e", "mem:soft@20000"],
+        &exe,
+        &[],
+    );
+    assert_same(&out, &want, "at the floor");
+    assert_eq!(read_profiles(&measurements).len(), 5);
+}

@@ -211,6 +211,14 @@ fn keep_clock_running(state: &ThreadState, stopped: bool, spent_ns: u64) {
     if stopped {
         state.clock_limited.store(false, Relaxed);
     }
+    if crate::config::get().period_ns < run::FREE_RUN_MIN_PERIOD_NS {
+        // Short periods: one overflow at a time, always (at most one
+        // signal pending, whatever this handler's time).
+        if stopped && sys::limit_to_one_overflow(fd) {
+            state.clock_limited.store(true, Relaxed);
+        }
+        return;
+    }
     let slow = spent_ns.saturating_mul(SLOW_HANDLER_DIVISOR) > crate::config::get().period_ns;
     if slow && !state.clock_limited.load(Relaxed) {
         if sys::limit_to_one_overflow(fd) {

@@ -13,6 +13,14 @@ use crate::{cct, config, numa, pmu};
 /// Nodes per thread (all four trees).
 pub const TREE_CAPACITY: usize = 1 << 16;
 
+/// Below this period (1 ms) the task-clock event samples one overflow at
+/// a time (re-armed by each sample's handler, an `ioctl` per sample), so
+/// that at most one of its signals is ever pending per thread; at 1 ms
+/// and more it runs free and is limited only after a slow handler
+/// (`handler::keep_clock_running`). The CPU-time timer never has more
+/// than one signal pending (the kernel counts overruns instead).
+pub const FREE_RUN_MIN_PERIOD_NS: u64 = 1_000_000;
+
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static CODE_ONLY: AtomicBool = AtomicBool::new(false);

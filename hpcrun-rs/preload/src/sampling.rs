@@ -62,8 +62,12 @@ pub fn start_thread(index: u32) {
                 )),
             }
         }
-        match sys::open_task_clock(cfg.period_ns, run::signal()) {
-            Ok(fd) => state.perf_fd.store(fd, Release),
+        let one_at_a_time = cfg.period_ns < run::FREE_RUN_MIN_PERIOD_NS;
+        match sys::open_task_clock(cfg.period_ns, run::signal(), one_at_a_time) {
+            Ok(fd) => {
+                state.clock_limited.store(one_at_a_time, Relaxed);
+                state.perf_fd.store(fd, Release);
+            }
             Err(errno) => run::warn_once(&format!(
                 "perf_event_open(task-clock) failed (errno {errno}): no samples; check /proc/sys/kernel/perf_event_paranoid"
             )),

@@ -55,11 +55,15 @@ fn software_attr(config: u64, period: u64) -> perf_event_open_sys::bindings::per
 /// pending signals, `ulimit -i`, is shared by all of the user's processes).
 /// That arming costs an `ioctl` of about 14 us in a KVM guest (measured,
 /// docs/PERFORMANCE.md), which is why it is not done for every sample.
-pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
+///
+/// With `one_at_a_time` it starts limited to its first overflow instead
+/// (the handler then re-arms it for one overflow per sample): at most
+/// one of its signals is ever pending, whatever the handler's time.
+pub fn open_task_clock(period_ns: u64, signal: c_int, one_at_a_time: bool) -> Result<c_int, c_int> {
     use perf_event_open_sys::bindings as pe;
     let mut attr = software_attr(pe::PERF_COUNT_SW_TASK_CLOCK as u64, period_ns);
     let fd = open_perf_event(&mut attr, -1)?;
-    signal_and_enable(fd, signal)?;
+    signal_and_start(fd, signal, one_at_a_time)?;
     Ok(fd)
 }
 
@@ -99,18 +103,24 @@ pub fn open_page_faults(
         super::proc::set_errno(e);
         return Err(e);
     };
-    signal_and_enable(fd, signal)?;
+    signal_and_start(fd, signal, false)?;
     Ok((fd, ring))
 }
 
 /// Routes `fd`'s overflow signal to the calling thread
-/// ([`route_perf_signal`]), resets and enables it; closes `fd` on failure.
-fn signal_and_enable(fd: c_int, signal: c_int) -> Result<(), c_int> {
+/// ([`route_perf_signal`]), resets and enables it (for its first overflow
+/// only with `one_overflow`); closes `fd` on failure.
+fn signal_and_start(fd: c_int, signal: c_int, one_overflow: bool) -> Result<(), c_int> {
     use perf_event_open_sys::bindings as pe;
     let result = route_perf_signal(fd, signal).and_then(|()| {
         // SAFETY: ioctl on our own fd with valid arguments.
         let reset = unsafe { libc::ioctl(fd, pe::RESET as _, 0) } == 0;
-        if reset && enable_event(fd) {
+        let started = if one_overflow {
+            limit_to_one_overflow(fd)
+        } else {
+            enable_event(fd)
+        };
+        if reset && started {
             Ok(())
         } else {
             Err(errno())
