@@ -160,6 +160,15 @@ pub struct Stats {
     pub hook_time: crate::measurement::HookTime,
     /// CPU time of the sampled threads (ns; `SampleStats::cpu_time_ns`).
     pub cpu_time_ns: u64,
+    /// Load samples whose object was named by the intact base register
+    /// (`SampleStats::recovered_base_only`), part of `address_recovered`.
+    pub recovered_base_only: u64,
+    /// `mem:soft`: samples by the rule that attributed them
+    /// (`SampleStats::attribution`; empty for other sources and older
+    /// databases).
+    pub attribution: std::collections::BTreeMap<String, u64>,
+    /// The measuring machine's data caches (`SampleStats::cache_bytes`).
+    pub cache_bytes: crate::measurement::CacheBytes,
 }
 
 #[derive(Debug, Serialize)]
@@ -401,6 +410,9 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             handler_time: stats.handler_time.clone(),
             hook_time: stats.hook_time.clone(),
             cpu_time_ns: stats.cpu_time_ns,
+            recovered_base_only: stats.recovered_base_only,
+            attribution: stats.attribution.clone(),
+            cache_bytes: stats.cache_bytes,
         },
         objects: None,
         functions: None,

@@ -208,12 +208,53 @@ pub fn header(db: &Database) -> String {
     } else {
         format!(" | ranks: {}", info.ranks.len())
     };
-    format!(
+    let mut line = format!(
         "events: {events} | processes: {}{ranks} | threads: {} | metric: {} | address recovery: {recovery}",
         info.processes,
         info.threads,
         db.primary_metric_name()
-    )
+    );
+    if let Some(more) = attribution_line(s) {
+        line.push('\n');
+        line.push_str(&more);
+    }
+    line
+}
+
+/// `mem:soft`'s accounting, so that every count adds up: signals and the
+/// periods they stood for, how each was attributed, how many memory
+/// samples got an address. `None` without rule counters (other sources,
+/// older databases).
+pub fn attribution_line(s: &formats::measurement::SampleStats) -> Option<String> {
+    if s.attribution.is_empty() {
+        return None;
+    }
+    let n = |rule: &str| s.attribution.get(rule).copied().unwrap_or(0);
+    let memory = n("landed") + n("walked_back") + n("split") + n("retire_group") + n("unrecovered");
+    let periods = if s.timer_overruns > 0 {
+        format!(
+            " standing for {} periods (the kernel's tick is coarser than the period: each signal counts the periods it stood for in the tables)",
+            s.samples + s.timer_overruns
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "samples: {}{periods}; attributed {}: memory {memory} (landed on the access {}, walked back to a load {}, split between loads {}, retire group {}, address lost {}) + compute {} (divide, square root, FP chain) + constants {} + other {}; of the memory samples {} loads and {} stores got an address ({} named by their base register only)",
+        s.samples,
+        s.attribution.values().sum::<u64>(),
+        n("landed"),
+        n("walked_back"),
+        n("split"),
+        n("retire_group"),
+        n("unrecovered"),
+        n("compute"),
+        n("constant"),
+        n("other"),
+        s.address_recovered,
+        s.store_samples,
+        s.recovered_base_only,
+    ))
 }
 
 /// Shortens `s` to `max` characters, ending in `…` when cut.

@@ -489,6 +489,14 @@ pub fn rip_relative_target(insn: &Instruction) -> Option<u64> {
         .then(|| insn.memory_displacement64())
 }
 
+/// True if `insn`'s memory operand is a scalar stack slot: `disp(%rsp)`,
+/// no index (a local or a spill; large local arrays are indexed).
+pub fn stack_slot(insn: &Instruction) -> bool {
+    accesses_memory(insn)
+        && insn.memory_base() == Register::RSP
+        && insn.memory_index() == Register::None
+}
+
 /// The blame for the sample that landed after `window`'s last
 /// instruction. `is_constant(addr)` says whether a RIP-relative load
 /// target is read-only data (not a variable).
@@ -501,11 +509,15 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
     if long_latency(landed) {
         return Blame::of(Rule::Compute);
     }
-    let constant_operand = |insn: &Instruction| {
+    let constant = |insn: &Instruction| {
         loads(insn)
             && !soft::memory_kind(insn).is_some_and(|k| k.stores())
             && rip_relative_target(insn).is_some_and(is_constant)
     };
+    // Operands that never stall: compiler constants, and scalar locals
+    // and spills at a fixed offset from the stack pointer (no index),
+    // which the thread itself touched moments ago: L1 hits.
+    let constant_operand = |insn: &Instruction| constant(insn) || stack_slot(insn);
     let mut saw_constant = false;
     if accesses_memory(landed) {
         if !constant_operand(landed) {
@@ -514,7 +526,7 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
             b.n = 1;
             return b;
         }
-        saw_constant = true;
+        saw_constant = constant(landed);
     }
 
     // Walk back through the data flow.
@@ -790,6 +802,20 @@ mod tests {
             address_registers(&w, 1),
             (Operand::In(Register::R14, 0), Operand::In(Register::RDX, 0))
         );
+    }
+
+    #[test]
+    fn stack_slots_do_not_take_the_blame() {
+        // f2 0f 10 07            movsd xmm0,[rdi]
+        // f2 0f 59 44 24 08      mulsd xmm0,[rsp+8]   <- landed
+        let w = window(&[0xf2, 0x0f, 0x10, 0x07, 0xf2, 0x0f, 0x59, 0x44, 0x24, 0x08]);
+        let b = blame(&w, &never);
+        assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[0u8][..]));
+        // A chain over spills only is compute:
+        // f2 0f 10 4c 24 10      movsd xmm1,[rsp+16]
+        // f2 0f 59 c1            mulsd xmm0,xmm1      <- landed
+        let w = window(&[0xf2, 0x0f, 0x10, 0x4c, 0x24, 0x10, 0xf2, 0x0f, 0x59, 0xc1]);
+        assert_eq!(blame(&w, &never).rule, Rule::Compute);
     }
 
     #[test]

@@ -1,0 +1,141 @@
+//! The truth of `mem:soft` (issue 31): kernels whose answer the physics
+//! fixes, through the real pipeline (hpcrun-rs, hpcprof-rs, export). Each
+//! assertion holds whatever the sampling noise and the machine's load: it
+//! checks what must be true of any honest attribution (which object holds
+//! the time, which rule reached it, whether it is memory bound), never an
+//! ordering that noise could flip. docs/ACCURACY.md has the measured
+//! shares against Valgrind.
+
+use pipeline_tests::*;
+
+/// Profiles `tests/programs/<name>` (compiled with `extra`) under
+/// `-e mem:soft` with `args`; returns (data export, bottleneck export).
+fn measure(name: &str, extra: &[&str], args: &[&str]) -> (serde_json::Value, serde_json::Value) {
+    let dir = scratch(name.trim_end_matches(".c"));
+    let exe = compile_test_program(name, &dir, extra);
+    let p = profile(&dir, "mem:soft", &exe, args);
+    assert!(!p.program_stdout.is_empty(), "{name} printed nothing");
+    (export_json(&p.db, "data"), export_json(&p.db, "bottleneck"))
+}
+
+fn objects(export: &serde_json::Value) -> &[serde_json::Value] {
+    export["objects"].as_array().expect("objects")
+}
+
+fn object<'a>(export: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    objects(export)
+        .iter()
+        .find(|o| o["name"] == name)
+        .unwrap_or_else(|| panic!("no object {name}: {export:#}"))
+}
+
+fn stores(obj: &serde_json::Value) -> u64 {
+    obj["metrics"]["store_samples"].as_u64().unwrap_or(0)
+}
+
+fn rule(export: &serde_json::Value, name: &str) -> u64 {
+    export["stats"]["attribution"][name].as_u64().unwrap_or(0)
+}
+
+/// The bottleneck row of object `name`.
+fn row<'a>(bottleneck: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    bottleneck["bottleneck"]
+        .as_array()
+        .expect("bottleneck rows")
+        .iter()
+        .find(|r| r["region"] == "object" && r["name"] == name)
+        .unwrap_or_else(|| panic!("no bottleneck row {name}: {bottleneck:#}"))
+}
+
+/// Every sample is attributed by exactly one rule.
+fn rules_add_up(export: &serde_json::Value) {
+    let stats = &export["stats"];
+    let by_rule: u64 = stats["attribution"]
+        .as_object()
+        .expect("attribution counters")
+        .values()
+        .map(|v| v.as_u64().unwrap_or(0))
+        .sum();
+    let samples = stats["samples"].as_u64().unwrap();
+    assert!(
+        by_rule <= samples && by_rule > 0,
+        "{by_rule} attributed of {samples}: {stats:#}"
+    );
+}
+
+#[test]
+fn self_clobbering_index_load_gives_the_index_its_share() {
+    let (data, _) = measure("soft_index_gather.c", &[], &["30"]);
+    rules_add_up(&data);
+    let index = object(&data, "index");
+    let grid = object(&data, "grid");
+    let (i, g) = (samples(index), samples(grid));
+    // Every index read misses (64 MiB at random), every grid read hits L2:
+    // the index holds the time. Before, it got none (its load overwrites
+    // its index register). A third of the heap samples is far below what
+    // was measured (about 75%) and far above the old answer (0).
+    assert!(i * 3 >= i + g, "index {i} vs grid {g}: {data:#}");
+    // The object was named by the intact base register.
+    assert!(data["stats"]["recovered_base_only"].as_u64().unwrap() > 0);
+    // No load became a store, nor a stack access.
+    let stack: u64 = objects(&data)
+        .iter()
+        .filter(|o| o["kind"] == "stack")
+        .map(|o| samples(o) + stores(o))
+        .sum();
+    let total: u64 = objects(&data).iter().map(|o| samples(o) + stores(o)).sum();
+    assert!(stack * 20 <= total, "stack {stack} of {total}");
+    assert!(stores(index) == 0, "index store samples: {index:#}");
+}
+
+#[test]
+fn vectorised_streaming_sum_is_memory_bound_on_its_array() {
+    let (data, bottleneck) = measure("soft_stream_sum.c", &["-O3", "-march=x86-64-v2"], &["12"]);
+    rules_add_up(&data);
+    let heap: u64 = objects(&data)
+        .iter()
+        .filter(|o| o["kind"] == "heap")
+        .map(samples)
+        .sum();
+    let all: u64 = objects(&data).iter().map(samples).sum();
+    // The array is the only data the loop reads.
+    assert!(heap * 10 >= all * 9, "heap {heap} of {all}");
+    let r = row(&bottleneck, "data");
+    let mts = r["mem_time_share"].as_f64().unwrap();
+    assert!(mts >= 0.8, "mem_time_share {mts}: {r:#}");
+    assert_eq!(r["memory_bound"], true);
+}
+
+#[test]
+fn triad_samples_all_three_arrays_and_the_store_target() {
+    let (data, _) = measure("soft_triad.c", &[], &["40"]);
+    rules_add_up(&data);
+    let (a, b, c) = (object(&data, "a"), object(&data, "b"), object(&data, "c"));
+    assert!(samples(b) > 0 && samples(c) > 0, "{data:#}");
+    let total: u64 = [a, b, c].iter().map(|o| samples(o) + stores(o)).sum();
+    // A third of the traffic is the store stream: at least a tenth of the
+    // samples (measured: about a sixth).
+    assert!(stores(a) * 10 >= total, "a stores {} of {total}", stores(a));
+}
+
+#[test]
+fn l1_resident_fp_chain_is_compute_not_memory() {
+    let (data, bottleneck) = measure("soft_l1_chain.c", &[], &["200000"]);
+    rules_add_up(&data);
+    // The multiply-add chain's samples are compute ...
+    assert!(
+        rule(&data, "compute") > rule(&data, "landed") + rule(&data, "walked_back"),
+        "{:#}",
+        data["stats"]
+    );
+    // ... the 16 KiB it reads is cache-resident: not memory bound.
+    let r = row(&bottleneck, "hot");
+    assert_eq!(r["memory_bound"], false, "{r:#}");
+    // The constant 0.999 (RIP-relative, read-only) is not a data object.
+    assert!(
+        !objects(&data)
+            .iter()
+            .any(|o| o["name"] == "<unknown address>" && samples(o) > 0),
+        "{data:#}"
+    );
+}
