@@ -378,6 +378,9 @@ pub struct AccessSiteOut<'a> {
     /// GCD of the deltas between sampled addresses (absent: none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta_gcd: Option<u64>,
+    /// Size of one element of the operand (absent: unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub element_bytes: Option<u32>,
 }
 
 impl<'a> ObjectAccess<'a> {
@@ -395,6 +398,7 @@ impl<'a> ObjectAccess<'a> {
                 strides: p.as_ref().map(|p| p.strides.clone()).unwrap_or_default(),
                 data_dependent_share: p.as_ref().map_or(0.0, |p| p.data_dependent),
                 delta_gcd: (c.delta_gcd > 0).then_some(c.delta_gcd),
+                element_bytes: (c.element_bytes > 0).then_some(c.element_bytes),
             })
             .collect()
     }

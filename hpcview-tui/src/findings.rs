@@ -101,9 +101,10 @@ fn accesses(db: &Database, metrics: &[u64]) -> u64 {
 }
 
 /// True when every sampled access site of object `index` reads whole,
-/// naturally aligned elements: a power-of-two element size of at most 16
-/// bytes whose strides and address deltas are multiples of it (a `double`
-/// array, a struct of doubles walked field by field). Then an access that
+/// naturally aligned elements: one power-of-two element size of at most
+/// 16 bytes (at the sites where the decoder knew it) whose strides and
+/// address deltas at every site are multiples of it (a `double` array,
+/// LAMMPS's `double[3]` coordinates). Then an access that
 /// spans two cache lines is a vector wider than the element meeting a
 /// line border, not a layout the program can fix. False without sites.
 fn naturally_aligned(db: &Database, index: u32) -> bool {
@@ -111,16 +112,24 @@ fn naturally_aligned(db: &Database, index: u32) -> bool {
         return false;
     };
     let sites: Vec<_> = obj.sites.iter().filter(|s| s.counts.samples > 0).collect();
-    !sites.is_empty()
-        && sites.iter().all(|s| {
-            let c = &s.counts;
-            let e = c.element_bytes as i64;
-            e > 0
-                && e <= 16
-                && (e as u64).is_power_of_two()
-                && c.strides.iter().all(|&(b, _)| b % e == 0)
-                && (c.delta_gcd == 0 || c.delta_gcd % e as u64 == 0)
-        })
+    // The element size, where the decoder knew it (sites without a
+    // decoder stride often do not): one size for the whole object.
+    let mut known = sites
+        .iter()
+        .map(|s| s.counts.element_bytes)
+        .filter(|&e| e > 0);
+    let Some(first) = known.next() else {
+        return false;
+    };
+    if known.any(|e| e != first) || first > 16 || !first.is_power_of_two() {
+        return false;
+    }
+    let e = first as i64;
+    sites.iter().all(|s| {
+        let c = &s.counts;
+        c.strides.iter().all(|&(b, _)| b % e == 0)
+            && (c.delta_gcd == 0 || c.delta_gcd % e as u64 == 0)
+    })
 }
 
 /// "320000 bytes (40000 elements of 8 bytes)".
