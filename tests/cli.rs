@@ -459,7 +459,12 @@ fn readme_usage_block_runs_as_pasted() {
 
 /// The demo's measuring and merging commands (read from demo.sh) leave
 /// only the summary lines on stderr: one from hpcrun-rs, one from
-/// hpcprof-rs; no note about the profiler's time at the default period.
+/// hpcprof-rs. hpcprof-rs adds the profiler's time (and the slow-handler
+/// note) only when it is 3% or more of the sampled CPU time: with the
+/// release build the demo measured about 1%, but these tests run the
+/// debug build, whose handler is slower (and a loaded machine stretches
+/// it), so here the lines may come, and then must state a share of 3% or
+/// more.
 #[test]
 fn the_demo_prints_only_summary_lines() {
     let demo = std::fs::read_to_string(root().join("examples/abc/demo.sh")).unwrap();
@@ -482,7 +487,6 @@ fn the_demo_prints_only_summary_lines() {
         assert!(o.status.success(), "{cmd}: {}", stderr(&o));
         lines.extend(stderr(&o).lines().map(str::to_string));
     }
-    assert_eq!(lines.len(), 2, "{lines:#?}");
     assert!(
         lines[0].starts_with("hpcrun-rs: target/abc-demo/abc ("),
         "{lines:#?}"
@@ -491,6 +495,16 @@ fn the_demo_prints_only_summary_lines() {
         lines[1].starts_with("hpcprof-rs: merged 1 profiles"),
         "{lines:#?}"
     );
+    for line in &lines[2..] {
+        let share: f64 = line
+            .split_once("took ")
+            .or_else(|| line.split_once("together "))
+            .and_then(|(_, rest)| rest.split('%').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("an unexpected line: {line}\n{lines:#?}"));
+        assert!(share >= 3.0, "said at {share}%: {lines:#?}");
+    }
+    assert!(lines.len() <= 4, "{lines:#?}");
 }
 
 /// `page-faults` samples every 256th fault unless told otherwise, and
@@ -529,15 +543,19 @@ fn one_closing_line_per_mpi_run() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .args(["--oversubscribe", "-np", "3"])
         .arg(tool("hpcrun-rs"))
-        .args(["-o", "m", "sh", "-c", "echo rank"]));
+        .args(["-e", "mem:latency", "-o", "m", "sh", "-c", "echo rank"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     let ours: Vec<&str> = err
         .lines()
         .filter(|l| l.starts_with("hpcrun-rs: "))
         .collect();
-    assert_eq!(ours.len(), 1, "{err}");
-    assert!(ours[0].contains("3 profile(s)"), "{err}");
+    // Without a PMU, mem:latency falls back with a note: said once (rank 0).
+    let (notes, closing): (Vec<&str>, Vec<&str>) =
+        ours.iter().partition(|l| l.contains("is not available"));
+    assert!(notes.len() <= 1, "{err}");
+    assert_eq!(closing.len(), 1, "{err}");
+    assert!(closing[0].contains("3 profile(s)"), "{err}");
 }
 
 /// `hpcrun-rs --help` lists every event `--list-events` knows.
