@@ -523,8 +523,13 @@ const ONE_TOUCHER: f64 = 0.9;
 const OTHERS_USE: f64 = 0.25;
 /// Parts owned by one thread: initialise in parallel; below: interleave.
 const OWNED: f64 = 0.75;
+/// An object with fewer sampled accesses gets no NUMA advice: which
+/// threads use it is not known well enough (with 9 samples, "a quarter
+/// by other threads" is 2 samples).
+pub const MIN_NUMA_ACCESSES: u64 = 20;
 
-/// NUMA advice for every object that needs some, hottest first.
+/// NUMA advice for every object that needs some (and has the evidence:
+/// [`MIN_NUMA_ACCESSES`], not a runtime's memory), hottest first.
 pub fn numa(db: &Database) -> Vec<NumaFinding> {
     let Some(ft_col) = db.metric_column("first_touch") else {
         return Vec::new();
@@ -553,7 +558,10 @@ pub fn numa(db: &Database) -> Vec<NumaFinding> {
             .iter()
             .filter(|(_, v)| accesses(v) > 0)
             .count();
-        if total == 0 || users < 2 || ft_share < ONE_TOUCHER {
+        // A runtime's memory (an MPI segment, an OpenMP team) is not the
+        // program's to place.
+        if total < MIN_NUMA_ACCESSES || users < 2 || ft_share < ONE_TOUCHER || obj.runtime.is_some()
+        {
             continue;
         }
         let mine: u64 = access_cols

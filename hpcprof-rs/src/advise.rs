@@ -98,7 +98,12 @@ fn strategy_lines(out: &mut String, db: &Database, s: &Strategy) {
     }
 }
 
-/// The text report: placement (when asked) and NUMA findings.
+/// Runs with fewer memory samples than this get a note on how little
+/// their shares say.
+pub const FEW_SAMPLES: u64 = 1000;
+
+/// The text report: a note when the run has few memory samples, placement
+/// (when asked) and NUMA findings.
 pub fn to_text(
     db: &Database,
     placement: Option<&PlacementAdvice>,
@@ -106,6 +111,16 @@ pub fn to_text(
     has_first_touch: bool,
 ) -> String {
     let mut out = String::new();
+    let memory = db.info.stats.memory_samples;
+    if memory > 0 && memory < FEW_SAMPLES {
+        let _ = writeln!(
+            out,
+            "Note: only {memory} memory samples: shares are uncertain by up to ±{:.0} points (95%), and objects with fewer than {} sampled accesses get no NUMA advice. Measure {FEW_SAMPLES} or more: run longer, or sample {}x as often (-e mem:soft@NS with NS the period divided by that).\n",
+            196.0 * (0.25 / memory as f64).sqrt(),
+            formats::advice::MIN_NUMA_ACCESSES,
+            FEW_SAMPLES.div_ceil(memory)
+        );
+    }
     if let Some(a) = placement {
         let g = match a.granularity {
             4096 => "page, 4 KiB".to_string(),
@@ -179,7 +194,8 @@ pub fn to_text(
     } else if numa.is_empty() {
         let _ = writeln!(
             out,
-            "  nothing to change: no object is first touched by one thread and used largely (a quarter or more) by others"
+            "  nothing to change: no object (of the program's, with {} sampled accesses or more) is first touched by one thread and used largely (a quarter or more) by others",
+            formats::advice::MIN_NUMA_ACCESSES
         );
     }
     for f in numa {
