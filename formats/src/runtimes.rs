@@ -98,13 +98,14 @@ fn base(module: &str) -> &str {
 
 /// The runtime the module at `module` (a path) belongs to, if any. A
 /// `libmpi.so` is Open MPI's or MPICH's by its directory (`openmpi`,
-/// `mpich`), plain `MPI` otherwise.
+/// `mpich`) or Open MPI's soname (`libmpi.so.40`), plain `MPI` otherwise.
 pub fn of_module(module: &str) -> Option<Runtime> {
     let b = base(module);
     let (_, r) = MODULES.iter().find(|(p, _)| b.starts_with(p))?;
     if r.name == "MPI" {
         let lower = module.to_ascii_lowercase();
-        if lower.contains("openmpi") {
+        // Open MPI 4 and 5's soname (Debian keeps it outside `openmpi/`).
+        if lower.contains("openmpi") || b.starts_with("libmpi.so.40") {
             return Some(mpi("Open MPI"));
         }
         if lower.contains("mpich") {
@@ -289,6 +290,12 @@ mod tests {
             "MPICH"
         );
         assert_eq!(of_module("/opt/x/libmpi.so.12").unwrap().name, "MPI");
+        assert_eq!(
+            of_module("/usr/lib/x86_64-linux-gnu/libmpi.so.40")
+                .unwrap()
+                .name,
+            "Open MPI"
+        );
         assert_eq!(of_module("/usr/lib/libucp.so.0").unwrap().name, "UCX");
         assert_eq!(
             of_module("/usr/lib/libomp.so.5").unwrap().family,
