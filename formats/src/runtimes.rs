@@ -307,6 +307,48 @@ mod tests {
     }
 
     #[test]
+    fn waiting_counts_samples_inside_runtimes() {
+        use crate::database::{Frame, TreeNode};
+        use crate::measurement::MetricInfo;
+        let frame = |function: &str, module: &str| Frame {
+            function: function.into(),
+            module: module.into(),
+            ..Default::default()
+        };
+        let node = |parent: u32, f: u32, v: u64| TreeNode {
+            parent,
+            kind: NodeKind::Frame(f),
+            exclusive: vec![0, v],
+            threads: None,
+            ranks: None,
+            by_rank: Vec::new(),
+        };
+        let mut db = Database::default();
+        db.info.metrics = ["samples", "cpu_samples"]
+            .iter()
+            .map(|n| MetricInfo {
+                name: n.to_string(),
+                ..Default::default()
+            })
+            .collect();
+        db.frames = vec![
+            frame("main", "/bin/app"),
+            frame("gomp_barrier_wait", "/usr/lib/libgomp.so.1"),
+            frame("futex_wait", "/lib/x86_64-linux-gnu/libc.so.6"),
+            frame("memcpy", "/lib/x86_64-linux-gnu/libc.so.6"),
+        ];
+        db.code.nodes.push(node(0, 0, 70)); // 1: main
+        db.code.nodes.push(node(1, 1, 30)); // 2: main > libgomp
+        db.code.nodes.push(node(2, 2, 10)); // 3: ... > libgomp > libc
+        db.code.nodes.push(node(1, 3, 5)); // 4: main > libc (the program's)
+        let w = waiting(&db);
+        assert_eq!(w.metric, "cpu_samples");
+        assert_eq!((w.total, w.openmp, w.mpi), (115, 40, 0));
+        assert_eq!(w.by_runtime, vec![("OpenMP runtime", 40)]);
+        assert!((w.openmp_share() - 40.0 / 115.0).abs() < 1e-12);
+    }
+
+    #[test]
     fn components_are_named() {
         let vader = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so";
         assert_eq!(component(vader, None), "shared-memory transport");

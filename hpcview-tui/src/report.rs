@@ -93,6 +93,11 @@ fn render_with(
     if tables == Tables::Bottleneck {
         out.push('\n');
         out.push_str(&bottleneck_table(db, top, base));
+        let waiting = waiting_line(db);
+        if !waiting.is_empty() {
+            out.push('\n');
+            out.push_str(&waiting);
+        }
         return out;
     }
     if matches!(tables, Tables::Data | Tables::Both) {
