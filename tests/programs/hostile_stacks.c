@@ -1,7 +1,7 @@
 /* Small and foreign stacks: threads with 16 KiB and 32 KiB stacks (most
  * of the 32 KiB in use), and a ucontext coroutine on a 16 KiB stack with
  * a guard page below it (Argobots, Qthreads and Boost.Context style),
- * all busy while the profiler samples them. */
+ * all busy (and allocating down there) while the profiler samples them. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -28,7 +28,13 @@ static __attribute__((noipa)) double deep(int depth, int rounds) {
     memset((char *)pad, depth, sizeof pad);
     if (depth > 1)
         return deep(depth - 1, rounds) + pad[7] * 0.0;
-    return sweep(data, rounds) + pad[3] * 0.0;
+    /* A tracked allocation down there: the profiler unwinds its call
+     * path. */
+    double *block = malloc(1 << 20);
+    block[0] = pad[3];
+    double r = sweep(data, rounds) + block[0] * 0.0;
+    free(block);
+    return r;
 }
 
 struct job {

@@ -55,8 +55,10 @@ fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs, u64, u64))
             // have put this frame on a small stack (the program's own
             // alternate stack), and the interrupted one may be tiny (a
             // coroutine's).
-            let mut job = Some((work, registers(uc)));
-            state.handler_stack.run(&mut || {
+            let regs = registers(uc);
+            let interrupted_sp = regs.1;
+            let mut job = Some((work, regs));
+            state.handler_stack.run_below(interrupted_sp, &mut || {
                 if let Some((work, regs)) = job.take() {
                     work(state, regs);
                 }

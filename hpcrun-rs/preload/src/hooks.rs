@@ -155,9 +155,25 @@ pub(crate) enum Entry<'a> {
 
 /// Unwinds the call path (from `caller`, else from here, through this
 /// library's frames) and enters `[start, start+size)` in the object map
-/// as `entry` says. Runs inside [`guarded`].
+/// as `entry` says. Runs inside [`guarded`]. From a `caller`, the work
+/// runs on the thread's handler stack (`sys::HandlerStack`): unwinding
+/// needs more stack than a small thread or coroutine stack has left.
 #[inline(never)]
 pub(crate) fn track(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
+    if let (Some(caller), Some(state)) = (caller, threads::current()) {
+        let mut job = Some(entry);
+        state.handler_stack.run(&mut || {
+            if let Some(entry) = job.take() {
+                track_here(start, size, entry, Some(caller));
+            }
+        });
+        return;
+    }
+    track_here(start, size, entry, caller)
+}
+
+#[inline(never)]
+fn track_here(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
     // The unwinder and the module snapshot stay valid while it is open.
     let _section = sys::reading();
     let (Some(state), Some(unwinder), Some(objs), Some(snap)) = (

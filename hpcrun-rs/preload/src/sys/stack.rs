@@ -135,10 +135,27 @@ impl HandlerStack {
     /// stack holds only this frame meanwhile). Async-signal-safe; `f` must
     /// not unwind (a panic is caught and dropped).
     pub fn run(&self, f: &mut dyn FnMut()) {
+        self.run_below(0, f)
+    }
+
+    /// [`HandlerStack::run`] from a signal handler that interrupted code
+    /// at stack pointer `interrupted_sp`: if that code ran on this stack
+    /// (an allocation hook's unwinding, while the kernel put the signal
+    /// frame on the program's own alternate stack), `f` runs below it
+    /// (past the red zone), not over it.
+    pub fn run_below(&self, interrupted_sp: u64, f: &mut dyn FnMut()) {
         if self.low == 0 || self.contains(stack_pointer()) {
             return f();
         }
-        let top = (self.low + HANDLER_STACK_BYTES as u64) & !15;
+        let top = if self.contains(interrupted_sp) {
+            interrupted_sp.saturating_sub(1024) & !15
+        } else {
+            (self.low + HANDLER_STACK_BYTES as u64) & !15
+        };
+        if top <= self.low + 16 * 1024 {
+            // (No room left below the interrupted code.)
+            return f();
+        }
         call_on_stack(top, f);
     }
 
