@@ -581,3 +581,70 @@ fn help_lists_every_event() {
         );
     }
 }
+
+/// Ctrl-C in a terminal reaches the program once: the terminal sends it
+/// to the whole foreground process group, so hpcrun-rs does not forward
+/// it again (in tmux; skipped without it).
+#[test]
+fn ctrl_c_in_a_terminal_reaches_the_program_once() {
+    let found = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide tmux");
+        eprintln!("SKIPPED: tmux not found; install tmux to run this test");
+        return;
+    }
+    let dir = scratch("cli-ctrl-c");
+    std::fs::write(
+        dir.join("prog.sh"),
+        "n=0\ntrap 'n=$((n+1)); echo \"INT $n\"' INT\necho ready\n\
+         while [ ! -e stop ]; do sleep 0.05; done\necho \"done n=$n\"\n",
+    )
+    .unwrap();
+    let session = format!("hpcrun-cli-{}", std::process::id());
+    let shell = format!(
+        "cd {}; {} -o m sh prog.sh; echo rc=$?; sleep 600",
+        dir.display(),
+        tool("hpcrun-rs").display()
+    );
+    // A private server (-L), killed at the end.
+    let tmux = |args: &[&str]| run(Command::new("tmux").args(["-L", &session]).args(args));
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "20",
+        &shell,
+    ]);
+    assert!(started.status.success(), "{}", stderr(&started));
+    let screen = || {
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", &session]).stdout).into_owned()
+    };
+    let wait_for = |what: &str| {
+        for _ in 0..1200 {
+            let s = screen();
+            if s.contains(what) {
+                return s;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let s = screen();
+        tmux(&["kill-server"]);
+        panic!("no {what:?} on the screen:\n{s}");
+    };
+    wait_for("ready");
+    tmux(&["send-keys", "-t", &session, "C-c"]);
+    wait_for("INT 1");
+    std::fs::write(dir.join("stop"), "").unwrap();
+    let s = wait_for("rc=");
+    tmux(&["kill-server"]);
+    assert!(s.contains("done n=1"), "{s}");
+    assert!(!s.contains("INT 2"), "{s}");
+    assert!(s.contains("rc=0"), "{s}");
+}
