@@ -253,3 +253,30 @@ fn periods_below_the_floor_are_refused_and_the_floor_runs() {
     assert_same(&out, &want, "at the floor");
     assert_eq!(read_profiles(&measurements).len(), 5);
 }
+
+/// #9: a program that takes the sample signal with a raw `rt_sigaction`
+/// system call (past the interposed `sigaction`) runs to its end as
+/// natively; the profiler notices (its checkpoint helper within 50 ms,
+/// or the allocation hooks), stops sampling so that the program stops
+/// getting its signals, and says so with the fix. (How many signals
+/// reached the program before that depends on scheduling: not asserted.)
+#[test]
+fn a_raw_rt_sigaction_on_the_sample_signal_is_noticed_and_told() {
+    let dir = scratch("hostile-rawsig");
+    let exe = compile_test_program("hostile_rawsig.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(want.status.code(), Some(0), "native run");
+    for (i, opts) in [&["-e", "mem:soft@500000"][..], &["-e", "mem:soft"][..]]
+        .into_iter()
+        .enumerate()
+    {
+        let (out, _) = profiled(&dir.join(format!("run{i}")), opts, &exe, &[]);
+        assert_same(&out, &want, "raw rt_sigaction");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("replaced the profiler's handler of SIGRTMIN+4")
+                && stderr.contains("--signal N"),
+            "{stderr}"
+        );
+    }
+}

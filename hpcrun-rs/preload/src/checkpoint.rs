@@ -59,6 +59,8 @@ thread_local! {
     /// Set while this thread creates the helper: its `pthread_create`
     /// passes straight through (the helper is not measured).
     static SPAWNING: Cell<bool> = const { Cell::new(false) };
+    /// This thread's calls of [`poll`].
+    static POLLS: Cell<u32> = const { Cell::new(0) };
 }
 
 /// True while the calling thread creates the helper thread.
@@ -79,6 +81,18 @@ pub fn tick() {
 /// found due (single-threaded programs), on the calling thread. One
 /// relaxed load when none is due.
 pub fn poll() {
+    // Every 1,024th allocation: has the program taken the sample signal
+    // over (a raw rt_sigaction)? Then sampling stops, before the program
+    // gets many of the profiler's signals (the helper checks every 50 ms).
+    let n = POLLS.with(|c| {
+        let n = c.get().wrapping_add(1);
+        c.set(n);
+        n
+    });
+    if n % 1024 == 0 && !crate::signals::WITHDRAWN.load(Relaxed) && crate::signals::handler_taken()
+    {
+        crate::sampling::withdraw();
+    }
     if !DUE.load(Relaxed) || !DUE.swap(false, AcqRel) {
         return;
     }
@@ -226,6 +240,9 @@ fn run(interval: Duration, pid: u32) {
         while Instant::now() < next {
             if STOP.load(SeqCst) {
                 return;
+            }
+            if !crate::signals::WITHDRAWN.load(Relaxed) && crate::signals::handler_taken() {
+                crate::sampling::withdraw();
             }
             if MAIN_EXITED.load(SeqCst) && only_helper_left() {
                 // The program's last thread has ended: end the process as

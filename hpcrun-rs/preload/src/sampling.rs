@@ -33,6 +33,10 @@ pub fn start_thread(index: u32) {
         return;
     };
     threads::arm_exit();
+    if crate::signals::WITHDRAWN.load(Acquire) {
+        // The program took the sample signal over: it would get them.
+        return;
+    }
     let cfg = config::get();
     if cfg.period_ns > 0 {
         match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
@@ -158,5 +162,20 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     state.watch.stop(close);
     if close {
         pmu::sampler::stop_thread(&state.hw);
+    }
+}
+
+/// Stops the sample sources of every thread of this process, once: the
+/// program replaced the profiler's handler with a raw `rt_sigaction`
+/// ([`crate::signals::handler_taken`]) and would get their signals as
+/// its own. The threads' profiles keep what was measured; the notice
+/// (`notices::process_wide`) says so.
+pub fn withdraw() {
+    if crate::signals::WITHDRAWN.swap(true, AcqRel) {
+        return;
+    }
+    let pid = sys::getpid();
+    for state in threads::all().filter(|s| s.pid == pid) {
+        stop(state, false);
     }
 }

@@ -138,6 +138,23 @@ pub fn from_profiler(signal: &sys::Delivered) -> bool {
     (POLL_IN..=POLL_HUP).contains(&code) && sys::was_perf_fd(fd)
 }
 
+/// True if a raw `rt_sigaction` system call replaced the profiler's
+/// handler of one of its sample signals: the program now gets the
+/// profiler's signals (one `sigaction` query per signal; not for a
+/// signal handler's hot path).
+pub fn handler_taken() -> bool {
+    (0..SAMPLE_SLOTS).any(|slot| {
+        signal_at(slot).is_some_and(|signal| {
+            sys::real_sigaction_query(signal)
+                .is_some_and(|now| now.sa_sigaction != handler_at(slot))
+        })
+    })
+}
+
+/// Set once sampling was withdrawn because [`handler_taken`]: no thread
+/// starts its sample sources any more.
+pub static WITHDRAWN: AtomicBool = AtomicBool::new(false);
+
 /// Installs `handler` for `signal` (the profiler's) and remembers the
 /// action the program inherited as the program's own.
 pub fn take_over(
