@@ -648,3 +648,38 @@ fn ctrl_c_in_a_terminal_reaches_the_program_once() {
     assert!(!s.contains("INT 2"), "{s}");
     assert!(s.contains("rc=0"), "{s}");
 }
+
+/// A launcher killed with SIGKILL while its program runs: the program
+/// still measures into the directory, so another run is refused until
+/// the program is gone too; then the marker is reclaimed.
+#[test]
+fn a_killed_launchers_running_program_keeps_the_directory() {
+    let dir = scratch("cli-orphan");
+    let mut launcher = hpcrun_cmd(&dir, "m")
+        .args(["sh", "-c", "echo $$; exec sleep 600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(launcher.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let program: u32 = line.trim().parse().unwrap();
+    launcher.kill().unwrap();
+    launcher.wait().unwrap();
+    let refused = run(hpcrun_cmd(&dir, "m").arg("true"));
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("is measuring into"));
+    run(Command::new("kill").args(["-KILL", &program.to_string()]));
+    // SIGKILL ends it; the test waits (no time limit on correctness) until
+    // its /proc entry is gone (it is reparented and reaped by init).
+    while Path::new(&format!("/proc/{program}/environ")).exists()
+        && std::fs::read(format!("/proc/{program}/environ")).is_ok_and(|e| !e.is_empty())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = run(hpcrun_cmd(&dir, "m").arg("true"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("reclaimed"), "{}", stderr(&out));
+}

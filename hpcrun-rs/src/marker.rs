@@ -8,10 +8,12 @@
 //! while its program runs; so a marker that nobody holds belongs to a run
 //! whose launchers are gone.
 //!
-//! * A different run finds the marker: refused while the marker is held or
-//!   the directory holds measurement files; a marker nobody holds, in a
-//!   directory without measurement files, is stale (a launch that failed or
-//!   was killed) and is reclaimed with a note.
+//! * A different run finds the marker: refused while the marker is held,
+//!   a process of that run still runs here (its program, when its launcher
+//!   was killed: `HPCRUN_RUN_ID` in its environment) or the directory holds
+//!   measurement files; a marker nobody holds, in a directory without
+//!   measurement files, is stale (a launch that failed or was killed) and
+//!   is reclaimed with a note.
 //! * When its program ends, a launcher tries to take the lock exclusively:
 //!   the one that gets it is the last launcher of the run on the marker
 //!   ([`Marker::finish`]); it prints the run's summary line, and when the
@@ -102,6 +104,29 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_default()
+}
+
+/// A process of run `run_id` still runs on this host: one whose
+/// environment holds `HPCRUN_RUN_ID=run_id` (a program whose launcher was
+/// killed keeps measuring into the directory). Processes whose environment
+/// cannot be read (another user's) are not seen.
+fn run_alive_here(run_id: &str) -> bool {
+    if run_id.is_empty() {
+        return false;
+    }
+    let needle = format!("{}={run_id}", hpcrun_abi::env::RUN_ID);
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|p| {
+        let name = p.file_name();
+        let is_pid = name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        is_pid
+            && std::fs::read(p.path().join("environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+    })
 }
 
 /// `flock(fd, op)`: Ok(true) when taken, Ok(false) when another holds it
@@ -218,7 +243,7 @@ pub fn acquire(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
             !flock(&file, libc::LOCK_EX | libc::LOCK_NB).unwrap_or(false)
         } else {
             owner.alive_here()
-        };
+        } || run_alive_here(&owner.run_id);
         if found > 0 {
             bail!(
                 "{} already holds measurements of another run ({found} file(s)); choose a new directory with -o, or remove them",
