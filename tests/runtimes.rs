@@ -207,3 +207,52 @@ fn open_mpi_shared_memory_is_a_named_runtime_object() {
         "{hidden}"
     );
 }
+
+#[test]
+fn mpich_runtime_memory_and_waiting_are_the_runtimes() {
+    if !have_tool("mpicc.mpich", "mpich and libmpich-dev") {
+        return;
+    }
+    let dir = scratch("runtimes-mpich");
+    let exe = dir.join("mpi_shm");
+    let status = Command::new("mpicc.mpich")
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(root().join("tests/programs/mpi_shm.c"))
+        .status()
+        .expect("run mpicc.mpich");
+    assert!(status.success());
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .args(["-e", "mem:soft@500000", "-o"])
+        .arg(&measurements)
+        .args(["mpiexec.mpich", "-n", "2"])
+        .arg(&exe)
+        .arg("150"));
+    let stdout = ok_stdout(&out, "hpcrun-rs mpiexec.mpich mpi_shm");
+    assert!(stdout.contains("rank 1 received 150"), "{stdout}");
+    let data = merge_and_export(&dir, &measurements);
+    let objects = data["objects"].as_array().unwrap();
+    // MPICH (over UCX on Debian) allocates its own state: runtime
+    // objects, named after their runtime; the program's array is not.
+    let runtime: Vec<&serde_json::Value> =
+        objects.iter().filter(|o| !o["runtime"].is_null()).collect();
+    assert!(!runtime.is_empty(), "{objects:#?}");
+    for o in &runtime {
+        let r = o["runtime"].as_str().unwrap();
+        assert!(
+            o["name"].as_str().unwrap().starts_with(&format!("{r}: ")),
+            "{o:#}"
+        );
+    }
+    let field = objects
+        .iter()
+        .find(|o| o["name"] == "field")
+        .unwrap_or_else(|| panic!("no field: {objects:#?}"));
+    assert!(
+        field["runtime"].is_null() && samples(field) > 0,
+        "{field:#}"
+    );
+    let text = report(&dir.join("db"), &[]);
+    assert!(waiting_share(&text) >= 0.10, "{text}");
+}
