@@ -3,11 +3,14 @@
 # the whole pipeline on the bundled abc example: compile abc with gcc,
 # measure, merge, report.
 # Usage: sh examples/abc/demo.sh   (from anywhere; writes target/abc-demo/)
+#   PREFIX=DIR sh examples/abc/demo.sh installs into DIR/bin instead of
+#   ${CARGO_HOME:-$HOME/.cargo}/bin (see install.sh).
 set -eu
 cd "$(dirname "$0")/../.."
+prefix=${PREFIX:-${CARGO_HOME:-$HOME/.cargo}}
 echo "demo: 1/4 building the release binaries and installing the tools"
-sh install.sh
-bin=${CARGO_HOME:-$HOME/.cargo}/bin
+sh install.sh "$prefix"
+bin=$prefix/bin
 out=target/abc-demo
 rm -rf "$out"
 mkdir -p "$out"
