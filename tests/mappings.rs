@@ -47,3 +47,30 @@ fn mapped_files_and_shared_memory_are_named_objects() {
         assert_eq!(input["name"].as_str(), Some(input_path.as_str()));
     }
 }
+
+/// An address in a module's data that no symbol covers (a stripped
+/// executable's static array) is the data section's object, named after
+/// the section and the module, not `<unknown address>`.
+#[test]
+fn static_data_without_a_symbol_is_its_section() {
+    let dir = scratch("stripped-static");
+    let exe = compile_test_program("stripped_static.c", &dir, &["-s"]);
+    let native = ok_stdout(&run(&mut Command::new(&exe)), "native stripped_static");
+    let p = profile(&dir, "mem:soft@500000", &exe, &[]);
+    assert_eq!(
+        p.program_stdout, native,
+        "output changed under the profiler"
+    );
+    let data = export_json(&p.db, "data");
+    let objects = data["objects"].as_array().unwrap();
+    let bss = objects
+        .iter()
+        .find(|o| o["name"] == "<.bss of stripped_static>")
+        .unwrap_or_else(|| panic!("no .bss object: {objects:#?}"));
+    assert_eq!(bss["kind"], "static", "{bss:#}");
+    // 100 passes over 8 MiB: about 0.1 s of CPU time, 200 periods.
+    assert!(samples(bss) >= 20, "{bss:#}");
+    // And it has most of the program's memory samples.
+    let total: u64 = objects.iter().map(samples).sum();
+    assert!(samples(bss) * 2 > total, "{objects:#?}");
+}

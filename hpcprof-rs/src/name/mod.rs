@@ -139,10 +139,26 @@ const RUNTIME_STATICS: &[(&str, &str)] = &[
 ];
 
 /// Marks and renames the static variables of runtimes
-/// (`Open MPI: opal_uses_threads`), see [`RUNTIME_STATICS`].
+/// (`Open MPI: opal_uses_threads`, see [`RUNTIME_STATICS`]) and the data
+/// sections of runtime modules that the preload names when no symbol
+/// covers an address (`Open MPI: <.bss of mca_btl_vader.so>`).
 pub fn name_runtime_statics(objects: &mut [DataObject]) {
     for o in objects.iter_mut().filter(|o| o.kind == ObjectKind::Static) {
-        if let Some((_, r)) = RUNTIME_STATICS.iter().find(|(p, _)| o.name.starts_with(p)) {
+        // `<.bss of mca_btl_vader.so>`: a runtime module's data section.
+        let section_of = o
+            .name
+            .strip_prefix("<.")
+            .and_then(|n| n.split_once(" of "))
+            .and_then(|(_, m)| m.strip_suffix('>'))
+            .and_then(formats::runtimes::of_module)
+            .map(|r| r.name);
+        let by_prefix = || {
+            RUNTIME_STATICS
+                .iter()
+                .find(|(p, _)| o.name.starts_with(p))
+                .map(|(_, r)| *r)
+        };
+        if let Some(r) = section_of.or_else(by_prefix) {
             o.name = format!("{r}: {}", o.name);
             o.runtime = Some(r.to_string());
         }

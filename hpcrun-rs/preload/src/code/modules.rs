@@ -46,8 +46,14 @@ pub struct Symbol {
 #[derive(Debug)]
 pub struct ModuleData {
     pub info: ModuleInfo,
-    /// Static variables sorted by start.
+    /// Static variables sorted by start (the first `sorted_statics`), then
+    /// one entry per data section (`.data`, `.bss`, `.rodata`) named
+    /// `<.bss of libx.so>`: the fallback for an address in the module's
+    /// data that no symbol covers (stripped libraries keep only their
+    /// exported symbols).
     pub statics: Vec<Symbol>,
+    /// How many of `statics` are symbols, sorted by start.
+    pub sorted_statics: usize,
     /// Function (start, end) sorted by start.
     pub functions: Vec<(u64, u64)>,
 }
@@ -187,6 +193,7 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
             is_self,
         },
         statics: Vec::new(),
+        sorted_statics: 0,
         functions: Vec::new(),
     };
     if loaded.path.is_empty() || loaded.path.starts_with("linux-vdso") {
@@ -254,6 +261,17 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
         }
     }
     data.statics.sort_by_key(|s| s.start);
+    data.sorted_statics = data.statics.len();
+    let base = loaded.path.rsplit('/').next().unwrap_or(&loaded.path);
+    for section in [".data", ".bss", ".rodata"] {
+        if let Some((start, end)) = range(section).filter(|(s, e)| e > s) {
+            data.statics.push(Symbol {
+                start: start.wrapping_add(bias),
+                end: end.wrapping_add(bias),
+                name: format!("<{section} of {base}>"),
+            });
+        }
+    }
     data.functions.sort_unstable();
     data
 }
@@ -318,12 +336,18 @@ impl Snapshot {
     /// end), looked up in the module that owns the *data* address.
     pub fn static_at(&self, addr: u64) -> Option<(u32, u32, u64, u64)> {
         let (id, m) = self.module_containing(addr)?;
-        let pos = m.statics.partition_point(|s| s.start <= addr);
+        let sorted = &m.statics[..m.sorted_statics.min(m.statics.len())];
+        let pos = sorted.partition_point(|s| s.start <= addr);
         // Symbols may nest (aliases); look back a little for a container.
         let lo = pos.saturating_sub(4);
         (lo..pos)
             .rev()
-            .find(|&i| addr < m.statics[i].end)
+            .find(|&i| addr < sorted[i].end)
+            // No symbol: the data section around it, if any.
+            .or_else(|| {
+                (sorted.len()..m.statics.len())
+                    .find(|&i| addr >= m.statics[i].start && addr < m.statics[i].end)
+            })
             .map(|i| (*id, i as u32, m.statics[i].start, m.statics[i].end))
     }
 
@@ -343,6 +367,26 @@ impl Snapshot {
 mod tests {
     use super::*;
 
+    #[test]
+    fn addresses_without_a_symbol_fall_back_to_their_data_section() {
+        let sym = |start: u64, end: u64, name: &str| Symbol {
+            start,
+            end,
+            name: name.into(),
+        };
+        let mut m =
+            Arc::try_unwrap(module("/lib/libx.so", vec![(0x1000, 0x9000, false)], false)).unwrap();
+        m.statics = vec![
+            sym(0x5000, 0x5100, "counter"),
+            sym(0x4000, 0x6000, "<.bss of libx.so>"),
+        ];
+        m.sorted_statics = 1;
+        let snap = Snapshot::new(vec![(7, Arc::new(m))]);
+        assert_eq!(snap.static_at(0x5010), Some((7, 0, 0x5000, 0x5100)));
+        assert_eq!(snap.static_at(0x5800), Some((7, 1, 0x4000, 0x6000)));
+        assert_eq!(snap.static_at(0x7000), None);
+    }
+
     fn module(path: &str, segments: Vec<(u64, u64, bool)>, is_self: bool) -> Arc<ModuleData> {
         Arc::new(ModuleData {
             info: ModuleInfo {
@@ -354,6 +398,7 @@ mod tests {
                 is_self,
             },
             statics: vec![],
+            sorted_statics: 0,
             functions: vec![(0x1000, 0x1100), (0x1100, 0x1180)],
         })
     }
@@ -416,6 +461,7 @@ mod tests {
                 is_self: false,
             },
             statics: vec![],
+            sorted_statics: 0,
             functions: vec![],
         };
         let mut cache = Cache {
