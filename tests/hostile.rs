@@ -54,7 +54,7 @@ fn main_profile(measurements: &Path) -> formats::measurement::ThreadProfile {
 }
 
 /// #1: a program that closes every descriptor from 3 up with the raw
-/// `close_range` system call, then opens and reads its own file, with a
+/// `close_range` system call (past the interposed libc calls), then opens and reads its own file, with a
 /// thread that ends after the program reused the numbers. The profiler
 /// never closes the program's files (it checks an event's identity
 /// before closing it) and never hands its events' signals to the
@@ -115,6 +115,30 @@ fn a_program_that_closes_every_descriptor_keeps_its_own_files() {
         assert!(
             stderr.contains("closed the profiler's perf event descriptors"),
             "{name}: {stderr}"
+        );
+    }
+    // glibc's closefrom (as daemons call it) leaves the profiler's
+    // descriptors open: nothing lost, nothing to tell.
+    let want = native(&exe, &["libc"]);
+    assert_eq!(want.status.code(), Some(0), "native run, closefrom");
+    let opts = [
+        "--timer",
+        "task-clock",
+        "-e",
+        "mem:soft@200000",
+        "-e",
+        "page-faults",
+    ];
+    let (out, measurements) = profiled(&dir.join("closefrom"), &opts, &exe, &["libc"]);
+    assert_same(&out, &want, "closefrom");
+    for p in read_profiles(&measurements) {
+        assert!(p.stats.notices.is_empty(), "{:?}", p.stats.notices);
+        assert!(
+            !p.stats
+                .dropped
+                .contains_key("descriptor closed by the program"),
+            "{:?}",
+            p.stats.dropped
         );
     }
 }

@@ -63,7 +63,7 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
         };
         out.insert(
             format!(
-                "the program closed the profiler's perf event descriptors (close_range, closefrom, or close of numbers it did not open; the profiler keeps them at {} and above): {what} sampling of these threads stopped there and the sample periods after it are counted as dropped (descriptor closed by the program){fix}",
+                "the program closed the profiler's perf event descriptors past libc (a raw close_range system call, or dup2 onto their numbers; libc's close, close_range and closefrom leave them open; the profiler keeps them at {} and above): {what} sampling of these threads stopped there and the sample periods after it are counted as dropped (descriptor closed by the program){fix}",
                 sys::fd_floor(),
             ),
             1,

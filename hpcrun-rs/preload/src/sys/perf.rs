@@ -142,7 +142,7 @@ pub fn close_event(fd: c_int) -> bool {
         // SAFETY: our own fd (checked just above); errors are harmless.
         unsafe {
             libc::ioctl(fd, pe::DISABLE as _, 0);
-            libc::close(fd);
+            raw_close(fd);
         }
     }
     forget(fd);
@@ -357,8 +357,8 @@ fn move_above_floor(fd: c_int) -> c_int {
     if moved < 0 {
         return fd;
     }
-    // SAFETY: closing our own fd, now open under `moved` too.
-    unsafe { libc::close(fd) };
+    // (Our own fd, now open under `moved` too.)
+    raw_close(fd);
     moved
 }
 
@@ -481,8 +481,7 @@ pub fn route_perf_signal(fd: c_int, signal: c_int) -> Result<(), c_int> {
 /// still the profiler's ([`owns_event`]).
 pub fn close_fd(fd: c_int) {
     if owns_event(fd) {
-        // SAFETY: closing our own fd (checked just above).
-        unsafe { libc::close(fd) };
+        raw_close(fd);
     }
     forget(fd);
 }
@@ -541,4 +540,76 @@ pub fn is_perf_fd(fd: c_int) -> bool {
         .ok()
         .and_then(|f| PERF_FDS.get(f / 64))
         .is_some_and(|w| w.load(Relaxed) & (1u64 << (fd as usize % 64)) != 0)
+}
+
+/// The `close` system call (the interposed `close` refuses the profiler's
+/// own descriptors to the program).
+fn raw_close(fd: c_int) -> c_int {
+    // SAFETY: closing a descriptor the caller owns.
+    unsafe { libc::syscall(libc::SYS_close, fd) as c_int }
+}
+
+/// True if `fd` is one of the profiler's live events (registered and
+/// still the same event, [`owns_event`]). A registered number that the
+/// program took over meanwhile is forgotten.
+pub fn holds_event(fd: c_int) -> bool {
+    if !is_perf_fd(fd) {
+        return false;
+    }
+    let ours = owns_event(fd);
+    if !ours {
+        forget(fd);
+    }
+    ours
+}
+
+/// `close_range(first, last, flags)` that leaves the profiler's live
+/// events open: the system call on the gaps between them (the first call
+/// carries `CLOSE_RANGE_UNSHARE`, so the rest act on the new table).
+/// Returns 0 or -1 with errno, as the call.
+pub fn close_range_sparing_ours(first: u32, last: u32, flags: u32) -> c_int {
+    const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
+    let call = |lo: u32, hi: u32, flags: u32| -> c_int {
+        // SAFETY: the close_range system call on numbers the program asked
+        // to close (ours are left out).
+        unsafe { libc::syscall(libc::SYS_close_range, lo, hi, flags) as c_int }
+    };
+    if first > last {
+        return call(first, last, flags);
+    }
+    let mut ours: [u32; 64] = [0; 64];
+    let mut n = 0;
+    let hi = (last as usize).min(PERF_FDS.len() * 64 - 1);
+    let mut fd = first as usize;
+    while fd <= hi && n < ours.len() {
+        if PERF_FDS[fd / 64].load(Relaxed) == 0 {
+            fd = (fd / 64 + 1) * 64;
+            continue;
+        }
+        if holds_event(fd as c_int) {
+            ours[n] = fd as u32;
+            n += 1;
+        }
+        fd += 1;
+    }
+    let mut lo = first;
+    let mut flags = flags;
+    for &o in &ours[..n] {
+        if o > lo {
+            let rc = call(lo, o - 1, flags);
+            if rc != 0 {
+                return rc;
+            }
+            flags &= !CLOSE_RANGE_UNSHARE;
+        }
+        lo = o + 1;
+    }
+    if n > 0 && lo == 0 {
+        // (The last of ours was u32::MAX: nothing above it.)
+        return 0;
+    }
+    if lo <= last {
+        return call(lo, last, flags);
+    }
+    0
 }
