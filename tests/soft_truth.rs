@@ -77,7 +77,8 @@ fn self_clobbering_index_load_gives_the_index_its_share() {
     assert!(i * 3 >= i + g, "index {i} vs grid {g}: {data:#}");
     // The object was named by the intact base register.
     assert!(data["stats"]["recovered_base_only"].as_u64().unwrap() > 0);
-    // No load became a store, nor a stack access.
+    // No load became a stack access (the old fallback's spill). (The
+    // index does get store samples: main writes it before the gathers.)
     let stack: u64 = objects(&data)
         .iter()
         .filter(|o| o["kind"] == "stack")
@@ -85,7 +86,6 @@ fn self_clobbering_index_load_gives_the_index_its_share() {
         .sum();
     let total: u64 = objects(&data).iter().map(|o| samples(o) + stores(o)).sum();
     assert!(stack * 20 <= total, "stack {stack} of {total}");
-    assert!(stores(index) == 0, "index store samples: {index:#}");
 }
 
 #[test]
