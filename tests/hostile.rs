@@ -304,3 +304,35 @@ fn a_raw_rt_sigaction_on_the_sample_signal_is_noticed_and_told() {
         );
     }
 }
+
+/// A stack overflow caught as Rust's runtime and many C programs catch it:
+/// a SIGSEGV handler on an 8 KiB alternate stack that reports and calls
+/// `abort()`. The profiler's fatal-signal handler then runs on that small
+/// stack: it writes the profiles on its own stack instead, and the
+/// process ends by SIGABRT with its message, as natively.
+#[test]
+fn a_stack_overflow_caught_on_a_small_alternate_stack_ends_as_natively() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch("hostile-overflow");
+    let exe = compile_test_program("hostile_overflow.c", &dir, &[]);
+    let want = native(&exe, &[]);
+    assert_eq!(want.status.signal(), Some(libc_sigabrt()), "native run");
+    let (out, measurements) = profiled(&dir.join("run"), &["-e", "mem:soft@100000"], &exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&want.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stack overflow, aborting"), "{stderr}");
+    assert!(
+        out.status.signal() == Some(libc_sigabrt()) || out.status.code() == Some(128 + 6),
+        "{:?}: {stderr}",
+        out.status
+    );
+    assert_eq!(read_profiles(&measurements).len(), 1, "{stderr}");
+}
+
+/// SIGABRT's number on Linux.
+fn libc_sigabrt() -> i32 {
+    6
+}

@@ -353,10 +353,29 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
 /// handler was installed with SA_RESETHAND), so the exit status is the one
 /// the program would have had. The library's allocator switches to private
 /// mappings first: the interrupted code may hold glibc's heap locks.
-pub extern "C" fn on_fatal(signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
+pub extern "C" fn on_fatal(signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+    fatal(signal, context);
+}
+
+/// See [`on_fatal`]. The profiles are written on the thread's handler
+/// stack: the kernel may have put this frame on a small alternate stack
+/// of the program's (a Rust program's stack-overflow handler calls
+/// `abort` on its 8 KiB one), and writing needs far more.
+fn fatal(signal: c_int, context: *mut c_void) {
     let saved_errno = sys::errno();
     sys::enter_crash_mode();
-    crate::guard::without_hooks(crate::exit::flush_all);
+    let interrupted_sp = if context.is_null() {
+        0
+    } else {
+        // SAFETY: the kernel passes a valid ucontext_t to SA_SIGINFO
+        // handlers, alive while the handler runs.
+        registers(unsafe { &*(context as *const libc::ucontext_t) }).1
+    };
+    let mut flush = || crate::guard::without_hooks(crate::exit::flush_all);
+    match threads::current() {
+        Some(state) => state.handler_stack.run_below(interrupted_sp, &mut flush),
+        None => flush(),
+    }
     // Delivered again, with the default action, when this handler returns
     // (a fault also repeats when the faulting instruction is re-executed).
     sys::reraise(signal);
