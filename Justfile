@@ -1,6 +1,11 @@
 # Mirrors the README; `just` is optional, every recipe is a plain command.
 
-# The pipeline end to end on examples/abc
+# Build the release binaries and install hpcrun-rs, hpcprof-rs and
+# hpcview-tui (default ~/.cargo/bin; `just install DIR` for DIR/bin)
+install *PREFIX:
+    sh install.sh {{PREFIX}}
+
+# The pipeline end to end on examples/abc (installs the tools first)
 demo:
     sh examples/abc/demo.sh
 
