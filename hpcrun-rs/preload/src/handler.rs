@@ -96,7 +96,8 @@ fn sigio(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     // without a handler would end it; no program does that).
     let from_kernel = matches!(delivered.code_fd(), Some((code, _)) if code == libc::SI_KERNEL);
     if !from_kernel || !crate::signals::sigio_left_default() {
-        crate::signals::forward(signal, &delivered, crate::exit::flush_all);
+        INTERRUPTED_SP.with(|c| c.set(interrupted_sp(context)));
+        crate::signals::forward(signal, &delivered, flush_on_own_stack);
     }
     if !from_kernel {
         return;
@@ -125,7 +126,8 @@ fn program_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_voi
     if crate::signals::from_profiler(&delivered) {
         return false;
     }
-    crate::signals::forward(signal, &delivered, crate::exit::flush_all);
+    INTERRUPTED_SP.with(|c| c.set(interrupted_sp(context)));
+    crate::signals::forward(signal, &delivered, flush_on_own_stack);
     true
 }
 
@@ -364,22 +366,41 @@ pub extern "C" fn on_fatal(signal: c_int, _info: *mut libc::siginfo_t, context: 
 fn fatal(signal: c_int, context: *mut c_void) {
     let saved_errno = sys::errno();
     sys::enter_crash_mode();
-    let interrupted_sp = if context.is_null() {
-        0
-    } else {
-        // SAFETY: the kernel passes a valid ucontext_t to SA_SIGINFO
-        // handlers, alive while the handler runs.
-        registers(unsafe { &*(context as *const libc::ucontext_t) }).1
-    };
-    let mut flush = || crate::guard::without_hooks(crate::exit::flush_all);
-    match threads::current() {
-        Some(state) => state.handler_stack.run_below(interrupted_sp, &mut flush),
-        None => flush(),
-    }
+    INTERRUPTED_SP.with(|c| c.set(interrupted_sp(context)));
+    crate::guard::without_hooks(flush_on_own_stack);
     // Delivered again, with the default action, when this handler returns
     // (a fault also repeats when the faulting instruction is re-executed).
     sys::reraise(signal);
     sys::set_errno(saved_errno);
+}
+
+thread_local! {
+    /// The stack pointer of the code the current fatal or forwarded
+    /// signal interrupted (for [`flush_on_own_stack`]).
+    static INTERRUPTED_SP: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The interrupted stack pointer of a handler's `context` (0: none).
+fn interrupted_sp(context: *mut c_void) -> u64 {
+    if context.is_null() {
+        return 0;
+    }
+    // SAFETY: the kernel passes a valid ucontext_t to SA_SIGINFO handlers,
+    // alive while the handler runs (callers pass their own argument).
+    registers(unsafe { &*(context as *const libc::ucontext_t) }).1
+}
+
+/// Writes every profile (`exit::flush_all`) on the thread's handler
+/// stack, below the code the signal interrupted (`INTERRUPTED_SP`): a
+/// fatal or forwarded signal's frame may be on a small alternate stack
+/// of the program's, and writing needs far more.
+fn flush_on_own_stack() {
+    let below = INTERRUPTED_SP.with(|c| c.get());
+    let mut flush = crate::exit::flush_all;
+    match threads::current() {
+        Some(state) => state.handler_stack.run_below(below, &mut flush),
+        None => flush(),
+    }
 }
 
 /// The interrupted general-purpose registers in iced-x86 order.
