@@ -32,10 +32,10 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use hpcrun_preload::cct::{self, Tree};
 use hpcrun_preload::code::{modules, unwind};
-use hpcrun_preload::handler;
 use hpcrun_preload::soft::{self, Regs};
 use hpcrun_preload::sys::StackBounds;
 use hpcrun_preload::{anchors, objects, sys, threads};
+use hpcrun_preload::{attribute, handler};
 
 // A 20,000-byte function (5,000 x `add rax, 1`) ending in a load; the
 // label after the load is the IP a sample of that load interrupts.
@@ -162,7 +162,7 @@ fn handler_benches(c: &mut Criterion) {
             b.iter(|| soft::next_access(code, seg_start, black_box(ip), black_box(&regs)))
         });
         decode.bench_function("analyse_cached", |b| {
-            b.iter(|| handler::analyse(state, snap, black_box(&regs), 0))
+            b.iter(|| attribute::analyse(state, snap, black_box(&regs), 0))
         });
     });
     // A new IP deep in a 20 KB function.
@@ -172,7 +172,7 @@ fn handler_benches(c: &mut Criterion) {
     };
     big.gpr[RDI] = block_addr + 8;
     assert!(anchors::init());
-    let a = handler::analyse(state, snap, &big, 0).leaf;
+    let a = attribute::analyse(state, snap, &big, 0).leaf;
     assert_eq!(big.rip - a, 3, "the load before the label");
     decode.bench_function("analyse_new_ip_20KB/from_function_start", |b| {
         b.iter_batched(
@@ -180,14 +180,14 @@ fn handler_benches(c: &mut Criterion) {
                 anchors::clear();
                 threads::forget_previous(state, big.rip);
             },
-            |()| handler::analyse(state, snap, black_box(&big), 0),
+            |()| attribute::analyse(state, snap, black_box(&big), 0),
             BatchSize::PerIteration,
         )
     });
     decode.bench_function("analyse_new_ip_20KB/from_anchor", |b| {
         b.iter_batched(
             || threads::forget_previous(state, big.rip),
-            |()| handler::analyse(state, snap, black_box(&big), 0),
+            |()| attribute::analyse(state, snap, black_box(&big), 0),
             BatchSize::PerIteration,
         )
     });

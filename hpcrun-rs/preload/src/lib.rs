@@ -46,6 +46,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod anchors;
+pub mod attribute;
 pub mod blame;
 pub mod caches;
 pub mod cct;

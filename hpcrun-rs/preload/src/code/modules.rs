@@ -351,6 +351,24 @@ impl Snapshot {
             .map(|i| (*id, i as u32, m.statics[i].start, m.statics[i].end))
     }
 
+    /// True if `addr` (the target of a RIP-relative operand with no index)
+    /// is a compiler constant: no symbol covers it and it lies in a
+    /// module's `.rodata`, or in no known data section at all. A named
+    /// variable, or an unnamed address in `.data`/`.bss` (a stripped
+    /// library's variable), is data (`blame.rs`).
+    pub fn is_constant_data(&self, addr: u64) -> bool {
+        let Some((id, index, ..)) = self.static_at(addr) else {
+            return true;
+        };
+        let Some((_, m)) = self.modules.iter().find(|(i, _)| *i == id) else {
+            return false;
+        };
+        (index as usize) >= m.sorted_statics
+            && m.statics
+                .get(index as usize)
+                .is_some_and(|s| s.name.starts_with("<.rodata"))
+    }
+
     /// Start of the function containing `addr`.
     pub fn function_start(&self, addr: u64) -> Option<u64> {
         let (_, m) = self.module_containing(addr)?;

@@ -1,0 +1,271 @@
+//! Attribution of one `mem:soft` sample: from the interrupted registers
+//! to the instruction the period belongs to and the data address it used.
+//!
+//! The handler (`handler.rs`) calls [`analyse`] for every timer sample:
+//! find the instruction that retired before the IP (the loop's back edge at
+//! a loop head), decode the straight-line window that ended there, let
+//! [`crate::blame`] pick the access that stalled (or call the period
+//! compute or other work), and recover that access's address from the
+//! registers that still hold its base and index. No allocation, no lock:
+//! it runs in the signal handler.
+
+#![allow(unsafe_code)]
+
+use iced_x86::Register;
+
+use crate::blame::{self, Operand, Rule, Window};
+use crate::code::modules::Snapshot;
+use crate::soft::{self, Access, Regs};
+use crate::threads::{self, ThreadState};
+use crate::{anchors, sys};
+
+/// Longest distance from a function start that is decoded forward.
+const MAX_FORWARD_DECODE: u64 = 64 * 1024;
+
+/// Where the data address came from.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Computed from the interrupted registers (the blamed access's base
+    /// and index, or copies of them, are intact).
+    Previous,
+    /// The blamed load overwrote its own pointer (a pointer chase): the
+    /// address of the next access through that pointer, at the IP.
+    AtIp,
+    /// The blamed load overwrote its index: the intact base register
+    /// names the object, not the element (no offset or stride recorded).
+    BaseOnly,
+}
+
+/// What [`analyse`] decided for one sample.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Analysis {
+    /// The instruction the sample is attributed to (the code tree's
+    /// leaf): the blamed access, else the landed instruction.
+    pub leaf: u64,
+    pub access: Access,
+    pub source: Source,
+    pub rule: Rule,
+}
+
+/// The instruction before `ip` in the function starting at `func`,
+/// decoding forward from the closest known boundary (else the function's
+/// start), and noting the boundaries met on the way.
+fn previous_from_anchor_or_start(code: &[u8], seg_start: u64, func: u64, ip: u64) -> Option<u64> {
+    let from = anchors::start_before(ip, func).unwrap_or(func);
+    let decode = |from: u64| {
+        soft::previous_by_forward_decode_noting(
+            code,
+            seg_start,
+            from,
+            ip,
+            anchors::BLOCK_SHIFT,
+            &mut anchors::record,
+        )
+    };
+    // A stale anchor (code replaced at the same address) misses the IP:
+    // start over from the function's start.
+    decode(from).or_else(|| (from != func).then(|| decode(func)).flatten())
+}
+
+/// The instruction that retired before `ip`: the one that ends at `ip`,
+/// or, when that one cannot fall through to `ip` (padding before a loop
+/// label, a jump), the loop's back-edge branch that jumps to `ip`.
+fn previous_executed(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Option<u64> {
+    let func = snap
+        .function_start(ip)
+        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start);
+    let linear = func
+        .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
+        .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))?;
+    let falls_through =
+        soft::decode_at(code, seg_start, linear).is_some_and(|insn| !blame::no_fall_through(&insn));
+    if falls_through {
+        return Some(linear);
+    }
+    Some(
+        blame::back_edge(code, seg_start, ip)
+            .map(|b| b.ip())
+            .unwrap_or(linear),
+    )
+}
+
+/// The straight-line code that ran up to `ip`, ending with `prev` (see
+/// [`previous_executed`]).
+fn window(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64, prev: u64) -> Option<Window> {
+    if prev > ip {
+        // A loop head: the body, from the head to its back edge.
+        let branch = soft::decode_at(code, seg_start, prev)?;
+        return Window::decode(code, seg_start, ip, branch.next_ip());
+    }
+    let func = snap
+        .function_start(ip)
+        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start && f <= prev);
+    if let Some(f) = func {
+        let from = anchors::start_before(prev, f).unwrap_or(f);
+        if let Some(w) = Window::decode(code, seg_start, from, ip) {
+            return Some(w);
+        }
+    }
+    soft::decode_at(code, seg_start, prev)
+        .filter(|insn| insn.next_ip() == ip)
+        .map(Window::single)
+}
+
+/// The value of register `reg` (read as `width`, the register the
+/// instruction named) in `regs`.
+fn register_value(regs: &Regs, reg: Register, width: Register) -> Option<u64> {
+    let v = regs.gpr[soft::gpr_index(reg)?];
+    Some(if width.is_gpr32() { v & 0xffff_ffff } else { v })
+}
+
+/// The data address of the access at window index `at`, after the landed
+/// instruction ran, from the registers that still hold its base and
+/// index; with a lost index and an intact base, the base (the object, not
+/// the element).
+fn blamed_address(
+    w: &Window,
+    at: usize,
+    regs: &Regs,
+    code: &[u8],
+    seg_start: u64,
+) -> (Access, Source) {
+    let insn = &w.insns()[at];
+    let Some(kind) = soft::memory_kind(insn) else {
+        return (Access::NotMemory, Source::Previous);
+    };
+    let size = insn.memory_size().size() as u32;
+    if insn.is_string_instruction()
+        || matches!(insn.memory_segment(), Register::FS | Register::GS)
+        || insn.memory_index().is_xmm()
+        || insn.memory_index().is_ymm()
+        || insn.memory_index().is_zmm()
+    {
+        return (Access::Unrecoverable, Source::Previous);
+    }
+    let (base, index) = blame::address_registers(w, at);
+    let value = |op: Operand, named: Register| match op {
+        Operand::None => Some(0),
+        Operand::In(r, delta) => register_value(regs, r, if named.is_gpr32() { named } else { r })
+            .map(|v| v.wrapping_sub(delta as u64)),
+        Operand::Lost => None,
+    };
+    let b = value(base, insn.memory_base());
+    let i = value(index, insn.memory_index());
+    let disp = insn.memory_displacement64();
+    let scale = insn.memory_index_scale() as u64;
+    match (b, i) {
+        (Some(b), Some(i)) => {
+            let addr = b.wrapping_add(i.wrapping_mul(scale)).wrapping_add(disp);
+            (Access::Address { addr, size, kind }, Source::Previous)
+        }
+        (Some(b), None) if base != Operand::None => (
+            Access::Address {
+                addr: b.wrapping_add(disp),
+                size,
+                kind,
+            },
+            Source::BaseOnly,
+        ),
+        _ => {
+            // A pointer chase (`mov (%rax),%rax`): the next access through
+            // the loaded pointer reads the next element of the same
+            // structure. Only loads that replaced their own base.
+            let chase = insn.memory_index() == Register::None
+                && insn.op_count() > 0
+                && insn.op_kind(0) == iced_x86::OpKind::Register
+                && insn.op0_register().full_register() == insn.memory_base().full_register();
+            if chase && at + 1 == w.insns().len() {
+                let via = insn.memory_base().full_register();
+                if let a @ Access::Address { .. } =
+                    soft::next_access_via(code, seg_start, regs.rip, regs, via)
+                {
+                    let a = match a {
+                        Access::Address { addr, size, .. } => Access::Address {
+                            addr,
+                            size,
+                            kind: soft::AccessKind::Load,
+                        },
+                        other => other,
+                    };
+                    return (a, Source::AtIp);
+                }
+            }
+            (Access::Unrecoverable, Source::Previous)
+        }
+    }
+}
+
+/// The instruction that ends at `ip` (a watchpoint traps right after the
+/// accessing instruction: no skid, no blame).
+pub fn accessing_instruction(snap: &Snapshot, ip: u64) -> Option<u64> {
+    let (seg_start, seg_end) = snap.exec_segment(ip)?;
+    // SAFETY: as in `analyse`: a loaded segment of the current snapshot.
+    let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)? };
+    snap.function_start(ip)
+        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start)
+        .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
+        .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))
+}
+
+/// True if `addr`, the target of a RIP-relative operand without an index,
+/// is a compiler constant (`Snapshot::is_constant_data`).
+fn is_constant(snap: &Snapshot, addr: u64) -> bool {
+    snap.is_constant_data(addr)
+}
+
+/// The skid-corrected instruction and its memory access: which instruction
+/// the sample's period belongs to ([`blame`]) and the data address it
+/// used. `turn` chooses among several blamed loads. (Public for the
+/// benchmarks, like [`classify`] and [`sample`].)
+#[doc(hidden)]
+pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> Analysis {
+    let ip = regs.rip;
+    let nothing = |leaf: u64, rule: Rule| Analysis {
+        leaf,
+        access: Access::NotMemory,
+        source: Source::Previous,
+        rule,
+    };
+    let Some((seg_start, seg_end)) = snap.exec_segment(ip) else {
+        return nothing(ip, Rule::Other);
+    };
+    // SAFETY: an executable PT_LOAD segment of a module of the current
+    // snapshot, as the loader reported it; a module stays mapped while a
+    // snapshot holds it (it leaves the snapshots before `dlclose`).
+    let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end) };
+    let Some(code) = code else {
+        return nothing(ip, Rule::Other);
+    };
+    let previous = threads::cached_previous(state, ip).or_else(|| {
+        let found = previous_executed(snap, code, seg_start, ip)?;
+        threads::cache_previous(state, ip, found);
+        Some(found)
+    });
+    let Some(prev) = previous else {
+        return nothing(ip, Rule::Other);
+    };
+    let Some(w) = window(snap, code, seg_start, ip, prev) else {
+        return nothing(prev, Rule::Other);
+    };
+    let b = blame::blame(&w, &|a| is_constant(snap, a));
+    let landed = w.last().map_or(prev, |i| i.ip());
+    let blamed = b.accesses();
+    if blamed.is_empty() {
+        return nothing(landed, b.rule);
+    }
+    let at = blamed[(turn % blamed.len() as u64) as usize] as usize;
+    let (access, source) = blamed_address(&w, at, regs, code, seg_start);
+    let rule = if access == Access::Unrecoverable {
+        Rule::Unrecovered
+    } else {
+        b.rule
+    };
+    Analysis {
+        leaf: w.insns()[at].ip(),
+        access,
+        source,
+        rule,
+    }
+}
