@@ -54,10 +54,14 @@ pub fn record_keys(stacks: &[&[String]], profiler_sites: &BTreeSet<String>) -> V
     stacks
         .iter()
         .map(|own| {
+            // Never past the first non-wrapper frame: a stack the profiler
+            // did not see must not borrow an outer frame that happens to
+            // be another object's site (`new Domain` in LULESH's main).
+            let end = own.iter().position(|k| !wrapper(k)).unwrap_or(0);
             own.iter()
+                .take(end + 1)
                 .find(|k| profiler_sites.contains(*k))
-                .or_else(|| own.iter().find(|k| !wrapper(k)))
-                .or(own.first())
+                .or(own.get(end))
                 .cloned()
         })
         .collect()
@@ -194,8 +198,12 @@ mod tests {
         let keys = record_keys(&stacks, &BTreeSet::new());
         assert_eq!(keys[0].as_deref(), Some("lulesh.cc:100"));
         assert_eq!(keys[2].as_deref(), Some("k.c:5"));
-        let sites = BTreeSet::from(["k.c:50".to_string()]);
-        assert_eq!(record_keys(&stacks, &sites)[2].as_deref(), Some("k.c:50"));
+        // A profiler site inside the first non-wrapper frame wins; one
+        // outside it (another object's) does not.
+        let sites = BTreeSet::from(["lulesh.h:10".to_string(), "k.c:50".to_string()]);
+        let keys = record_keys(&stacks, &sites);
+        assert_eq!(keys[0].as_deref(), Some("lulesh.h:10"));
+        assert_eq!(keys[2].as_deref(), Some("k.c:5"));
     }
 
     #[test]

@@ -183,10 +183,18 @@ fn measure(
                 &machine.caches,
                 args.fresh_truth,
             )?;
-            eprintln!(
-                "truth: {}: {} accesses, {} LLC misses, {} of them in heap blocks",
-                w.name, totals.accesses, totals.llc_misses, totals.heap_llc_misses
-            );
+            if totals.accesses == 0 {
+                eprintln!(
+                    "truth: {}: simulation reused from {}",
+                    w.name,
+                    wdir.display()
+                );
+            } else {
+                eprintln!(
+                    "truth: {}: {} accesses, {} LLC misses, {} of them in heap blocks",
+                    w.name, totals.accesses, totals.llc_misses, totals.heap_llc_misses
+                );
+            }
             Some((records, cmd))
         }
         _ => None,
