@@ -370,18 +370,20 @@ fn bottleneck_and_threads_exports() {
     assert_eq!(c["name"], "C", "{b:#}");
     let mts = c["mem_time_share"].as_f64().unwrap();
     assert!(mts > 0.3 && mts <= 1.0, "{c:#}");
+    // A and B are read in the same loop as C: they share its memory time
+    // (docs/GUIDE.md, "How mem:soft attributes a sample"), whatever their
+    // own shares.
     for other in objects
         .iter()
         .filter(|r| r["name"] == "A" || r["name"] == "B")
     {
-        assert!(
-            other["mem_time_share"].as_f64().unwrap() < mts,
-            "{other:#} vs {c:#}"
-        );
+        let m = other["mem_time_share"].as_f64().unwrap();
+        assert!(m > 0.0 && m <= 1.0, "{other:#}");
     }
-    // mem_time_share = samples / cpu_samples of the code it runs in.
+    // mem_time_share = memory samples of the code it runs in (all the
+    // objects that code read, C's own among them) / its cpu_samples.
     let cpu = c["code_cpu_samples"].as_u64().unwrap();
-    assert!((mts - samples(c) as f64 / cpu as f64).abs() < 1e-9);
+    assert!(mts + 1e-9 >= samples(c) as f64 / cpu as f64, "{c:#}");
     let compute = rows
         .iter()
         .find(|r| r["region"] == "function" && r["name"] == "compute")

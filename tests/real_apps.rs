@@ -82,6 +82,9 @@ fn hot_heap_objects(export: &serde_json::Value) -> Vec<&serde_json::Value> {
         .expect("objects")
         .iter()
         .filter(|o| o["kind"] == "heap" && !o["alloc_site"].is_null() && samples(o) > 0)
+        // The MPI and OpenMP runtimes' memory is named as the runtime's
+        // (tests/runtimes.rs): the application's objects are the rest.
+        .filter(|o| o["runtime"].is_null())
         .collect()
 }
 
