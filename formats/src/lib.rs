@@ -17,10 +17,10 @@
 //!   classification.
 //! * [`watchpoints`]: sharing between threads and temporal reuse, from the
 //!   watchpoint analyses (`-e sharing`, `-e reuse`).
-//! * [`inspect`]: what a path is (measurements, database, one file of
-//!   either), so that each tool can say which command takes it.
 //! * [`runtimes`]: MPI and OpenMP runtimes: their modules, their memory's
 //!   names, the CPU time spent inside them.
+//! * [`inspect`]: what a path is (measurements, database, one file of
+//!   either), so that each tool can say which command takes it.
 //!
 //! Both files are MessagePack (rmp-serde, named fields) behind a 16-byte
 //! header: an 8-byte magic, a little-endian `u32` format version and a
