@@ -38,7 +38,10 @@ pub const RUN_MARKER: &str = ".hpcrun-run";
 
 /// Files the preload library writes besides profiles, removed with the
 /// marker of a run that wrote no profile.
-const LEFTOVERS: &[&str] = &[crate::notices::FILE];
+const LEFTOVERS: &[&str] = &[crate::notices::FILE, FINISHED];
+
+/// The count of a run's launchers that finished (`count_finished`).
+const FINISHED: &str = ".hpcrun-run.done";
 
 /// This launcher's hold on the output directory.
 #[derive(Debug)]
@@ -327,6 +330,14 @@ impl Marker {
             return None;
         }
         let last = flock(&self.file, libc::LOCK_EX | libc::LOCK_NB).unwrap_or(false);
+        // Under an MPI launcher the ranks' launchers start at different
+        // times: an early finisher can hold the lock alone before a late
+        // one has taken its share. With the job's size known, the one
+        // that finishes as the N-th is the last (counted under a lock).
+        let speaker = match world_size() {
+            Some(n) if n > 1 => count_finished(&self.dir).map_or(last, |k| k >= n),
+            _ => last,
+        };
         if last && profiles_in(&self.dir) == 0 {
             let path = self.dir.join(RUN_MARKER);
             if same_file(&self.file, &path) {
@@ -340,8 +351,44 @@ impl Marker {
                 }
             }
         }
-        Some(last)
+        Some(speaker)
     }
+}
+
+/// Ranks of the MPI job this launcher runs in, when the launcher says
+/// (Open MPI, MPICH/Hydra).
+fn world_size() -> Option<u64> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// Counter of the launchers of this run that finished, next to the
+/// marker ([`FINISHED`]); adds this one under an exclusive lock
+/// and returns the new count. The N-th removes the file.
+fn count_finished(dir: &Path) -> Option<u64> {
+    let path = dir.join(FINISHED);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .ok()?;
+    if !flock(&file, libc::LOCK_EX).unwrap_or(false) {
+        return None;
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    let n = text.trim().parse::<u64>().unwrap_or(0) + 1;
+    file.set_len(0).ok()?;
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0)).ok()?;
+    file.write_all(n.to_string().as_bytes()).ok()?;
+    if world_size() == Some(n) {
+        let _ = std::fs::remove_file(&path);
+    }
+    Some(n)
 }
 
 #[cfg(test)]
