@@ -111,9 +111,13 @@ fn stream_triad_splits_loads_between_b_and_c_and_stores_into_a() {
         assert_eq!(o["kind"], "heap");
         assert_eq!(o["bytes"], 8u64 << 22);
     }
-    // The loads are b's and c's, about half each: each iteration waits for
-    // one of each, and mem:soft blames whichever load the timer interrupt
-    // landed right after.
+    // The loads are b's and c's: each iteration waits for one of each.
+    // Both miss alike (half the misses each), but time samples favour c:
+    // its load is the older of the two in flight (it stalls at the head of
+    // the reorder buffer) and its consumer (`mulsd`) is blamed on it by the
+    // walk-back, while b's load is also its consumer (`addsd (b),%xmm1`).
+    // Measured since issue 31: b 29-35% of b+c. Asserted: both hold at
+    // least a fifth.
     let (sb, sc) = (samples(b), samples(c));
     assert!(
         (sb + sc) as f64 >= 0.9 * total as f64,
@@ -122,7 +126,7 @@ fn stream_triad_splits_loads_between_b_and_c_and_stores_into_a() {
     );
     let b_share = sb as f64 / (sb + sc) as f64;
     assert!(
-        (0.3..=0.7).contains(&b_share),
+        (0.2..=0.8).contains(&b_share),
         "b holds {:.1}% of b+c (b {sb}, c {sc})",
         100.0 * b_share
     );
