@@ -13,7 +13,17 @@ use pipeline_tests::*;
 fn measure(name: &str, extra: &[&str], args: &[&str]) -> (serde_json::Value, serde_json::Value) {
     let dir = scratch(name.trim_end_matches(".c"));
     let exe = compile_test_program(name, &dir, extra);
-    let p = profile(&dir, "mem:soft", &exe, args);
+    measure_exe(&dir, &exe, name, args)
+}
+
+/// [`measure`] of an already compiled program.
+fn measure_exe(
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    name: &str,
+    args: &[&str],
+) -> (serde_json::Value, serde_json::Value) {
+    let p = profile(dir, "mem:soft", exe, args);
     assert!(!p.program_stdout.is_empty(), "{name} printed nothing");
     (export_json(&p.db, "data"), export_json(&p.db, "bottleneck"))
 }
@@ -108,7 +118,10 @@ fn vectorised_streaming_sum_is_memory_bound_on_its_array() {
 
 #[test]
 fn triad_samples_all_three_arrays_and_the_store_target() {
-    let (data, _) = measure("soft_triad.c", &[], &["40"]);
+    // examples/stream_triad: a = b + s*c over three 32 MiB arrays.
+    let dir = scratch("soft_triad");
+    let exe = compile_c("stream_triad/stream_triad.c", &dir, &[]);
+    let (data, _) = measure_exe(&dir, &exe, "stream_triad", &["40"]);
     rules_add_up(&data);
     let (a, b, c) = (object(&data, "a"), object(&data, "b"), object(&data, "c"));
     assert!(samples(b) > 0 && samples(c) > 0, "{data:#}");

@@ -73,12 +73,7 @@ fn previous_from_anchor_or_start(code: &[u8], seg_start: u64, func: u64, ip: u64
 /// or, when that one cannot fall through to `ip` (padding before a loop
 /// label, a jump), the loop's back-edge branch that jumps to `ip`.
 fn previous_executed(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Option<u64> {
-    let func = snap
-        .function_start(ip)
-        .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start);
-    let linear = func
-        .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))
-        .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))?;
+    let linear = linear_previous(snap, code, seg_start, ip)?;
     let falls_through =
         soft::decode_at(code, seg_start, linear).is_some_and(|insn| !blame::no_fall_through(&insn));
     if falls_through {
@@ -203,6 +198,12 @@ pub fn accessing_instruction(snap: &Snapshot, ip: u64) -> Option<u64> {
     let (seg_start, seg_end) = snap.exec_segment(ip)?;
     // SAFETY: as in `analyse`: a loaded segment of the current snapshot.
     let code = unsafe { sys::loaded_bytes(&[(seg_start, seg_end, true)], seg_start, seg_end)? };
+    linear_previous(snap, code, seg_start, ip)
+}
+
+/// The instruction that ends at `ip`: decoded forward in its function
+/// (from an anchor or the start), else a backward guess.
+fn linear_previous(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Option<u64> {
     snap.function_start(ip)
         .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start)
         .and_then(|f| previous_from_anchor_or_start(code, seg_start, f, ip))

@@ -352,57 +352,28 @@ fn writes_only_first(insn: &Instruction) -> bool {
         // VEX/EVEX three-operand forms: `vaddsd %xmm2,%xmm1,%xmm0`.
         return true;
     }
-    matches!(
-        m,
-        Mov | Movzx
-            | Movsx
-            | Movsxd
-            | Lea
-            | Movd
-            | Movq
-            | Movss
-            | Movsd
-            | Movaps
-            | Movups
-            | Movapd
-            | Movupd
-            | Movdqa
-            | Movdqu
-            | Vmovss
-            | Vmovsd
-            | Vmovaps
-            | Vmovups
-            | Vmovapd
-            | Vmovupd
-            | Vmovdqa
-            | Vmovdqu
-            | Vmovdqa32
-            | Vmovdqa64
-            | Vmovdqu8
-            | Vmovdqu16
-            | Vmovdqu32
-            | Vmovdqu64
-            | Vmovq
-            | Vmovd
-            | Vbroadcastsd
-            | Vbroadcastss
-            | Vpbroadcastd
-            | Vpbroadcastq
-            | Cvtsi2sd
-            | Cvtsi2ss
-            | Cvttsd2si
-            | Cvtsd2ss
-            | Cvtss2sd
-            | Vcvtsi2sd
-            | Vcvttsd2si
-            | Setb
-            | Sete
-            | Setne
-            | Seta
-            | Setl
-            | Setg
-            | Pop
-    )
+    // Moves into a register (the mnemonics that are pure stores with a
+    // memory destination), plus widening moves, `lea`, conversions, `pop`.
+    soft::is_pure_store(m)
+        || matches!(
+            m,
+            Movzx
+                | Movsx
+                | Movsxd
+                | Lea
+                | Vbroadcastsd
+                | Vbroadcastss
+                | Vpbroadcastd
+                | Vpbroadcastq
+                | Cvtsi2sd
+                | Cvtsi2ss
+                | Cvttsd2si
+                | Cvtsd2ss
+                | Cvtss2sd
+                | Vcvtsi2sd
+                | Vcvttsd2si
+                | Pop
+        )
 }
 
 /// The registers `insn` reads as values (not as an address), full-width,
@@ -454,17 +425,6 @@ fn add_sources(
             *nwork += 1;
         }
     }
-}
-
-/// True if `insn` writes register `reg` (full-width): the first register
-/// operand of anything but compares, plus implicit writers.
-fn writes(insn: &Instruction, reg: Register) -> bool {
-    if soft::writes_register(insn, reg) {
-        return true;
-    }
-    // Vector registers: `writes_register` compares full registers too,
-    // which covers XMM/YMM/ZMM aliases.
-    false
 }
 
 /// True if `insn` accesses memory through an explicit operand (not `lea`,
@@ -554,7 +514,10 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
     while i < nwork {
         let (reg, at) = work[i];
         i += 1;
-        let Some(p) = (0..at).rev().find(|&p| writes(&insns[p], reg)) else {
+        let Some(p) = (0..at)
+            .rev()
+            .find(|&p| soft::writes_register(&insns[p], reg))
+        else {
             continue; // loop-carried or from before the window
         };
         if visited[p] {
@@ -677,13 +640,14 @@ pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
         if reg == Register::None || reg == Register::RIP || reg == Register::EIP {
             return Operand::None;
         }
-        let clobbered_after = |r: Register, from: usize| insns[from..].iter().any(|i| writes(i, r));
-        if !writes(access, reg) {
+        let clobbered_after =
+            |r: Register, from: usize| insns[from..].iter().any(|i| soft::writes_register(i, r));
+        if !soft::writes_register(access, reg) {
             // Intact, or only advanced by constants since the access.
             let mut delta = 0i64;
             let mut intact = true;
             for i in &insns[at + 1..] {
-                if writes(i, reg) {
+                if soft::writes_register(i, reg) {
                     match advance(i, reg) {
                         Some(d) => delta = delta.wrapping_add(d),
                         None => {
@@ -700,7 +664,10 @@ pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
         // A copy: the instruction that set `reg` before the access was
         // `mov src, reg` (or its 32-bit form) and `src` is intact since.
         let full = reg.full_register();
-        if let Some(p) = (0..at).rev().find(|&p| writes(&insns[p], full)) {
+        if let Some(p) = (0..at)
+            .rev()
+            .find(|&p| soft::writes_register(&insns[p], full))
+        {
             let mov = &insns[p];
             let is_copy = matches!(mov.mnemonic(), Mnemonic::Mov | Mnemonic::Movsxd)
                 && mov.op_count() == 2

@@ -69,8 +69,8 @@ impl AccessKind {
     }
 }
 
-/// Moves and sets whose memory destination is only written.
-fn is_pure_store(m: Mnemonic) -> bool {
+/// Moves and sets whose destination (memory or register) is only written.
+pub(crate) fn is_pure_store(m: Mnemonic) -> bool {
     use Mnemonic::*;
     matches!(
         m,
