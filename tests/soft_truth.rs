@@ -100,7 +100,7 @@ fn self_clobbering_index_load_gives_the_index_its_share() {
 
 #[test]
 fn vectorised_streaming_sum_is_memory_bound_on_its_array() {
-    let (data, bottleneck) = measure("soft_stream_sum.c", &["-O3", "-march=x86-64-v2"], &["12"]);
+    let (data, bottleneck) = measure("soft_stream_sum.c", &["-O3", "-march=x86-64-v2"], &["24"]);
     rules_add_up(&data);
     let heap: u64 = objects(&data)
         .iter()
