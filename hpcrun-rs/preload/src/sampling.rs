@@ -67,10 +67,22 @@ pub fn start_thread(index: u32) {
             }
         }
         let one_at_a_time = cfg.period_ns < run::FREE_RUN_MIN_PERIOD_NS;
-        match sys::open_task_clock(cfg.period_ns, run::signal(), one_at_a_time) {
+        match sys::open_task_clock(cfg.period_ns, run::signal()) {
             Ok(fd) => {
+                // Published before the event starts: limited to one
+                // overflow, the event stops at it until that signal's
+                // handler re-arms it through `perf_fd` (a vCPU preempted
+                // between start and publication let the first overflow
+                // find no fd, and the thread was never sampled again).
                 state.clock_limited.store(one_at_a_time, Relaxed);
                 state.perf_fd.store(fd, Release);
+                if let Err(errno) = sys::start_event(fd, one_at_a_time) {
+                    state.perf_fd.store(-1, Release);
+                    let _ = sys::close_event(fd);
+                    run::warn_once(&format!(
+                        "perf_event_open(task-clock) could not start (errno {errno}): no samples"
+                    ));
+                }
             }
             Err(errno) => run::warn_once(&format!(
                 "perf_event_open(task-clock) failed (errno {errno}): no samples; check /proc/sys/kernel/perf_event_paranoid"

@@ -56,15 +56,39 @@ fn software_attr(config: u64, period: u64) -> perf_event_open_sys::bindings::per
 /// That arming costs an `ioctl` of about 14 us in a KVM guest (measured,
 /// docs/PERFORMANCE.md), which is why it is not done for every sample.
 ///
-/// With `one_at_a_time` it starts limited to its first overflow instead
-/// (the handler then re-arms it for one overflow per sample): at most
-/// one of its signals is ever pending, whatever the handler's time.
-pub fn open_task_clock(period_ns: u64, signal: c_int, one_at_a_time: bool) -> Result<c_int, c_int> {
+/// The event is returned stopped, its signal routed: the caller
+/// publishes the fd where the handler finds it, then starts it with
+/// [`start_event`] (the first overflow's handler may need the fd to
+/// re-arm the event: found unpublished, the event would stay stopped).
+pub fn open_task_clock(period_ns: u64, signal: c_int) -> Result<c_int, c_int> {
     use perf_event_open_sys::bindings as pe;
     let mut attr = software_attr(pe::PERF_COUNT_SW_TASK_CLOCK as u64, period_ns);
     let fd = open_perf_event(&mut attr, -1)?;
-    signal_and_start(fd, signal, one_at_a_time)?;
+    if let Err(e) = route_perf_signal(fd, signal) {
+        close_fd(fd);
+        return Err(e);
+    }
     Ok(fd)
+}
+
+/// Starts a stopped event from zero: running free, or with
+/// `one_overflow` limited to its first overflow (the handler then re-arms
+/// it for one overflow per sample: at most one of its signals is ever
+/// pending, whatever the handler's time). Returns the errno on failure.
+pub fn start_event(fd: c_int, one_overflow: bool) -> Result<(), c_int> {
+    use perf_event_open_sys::bindings as pe;
+    // SAFETY: ioctl on our own fd with valid arguments.
+    let reset = unsafe { libc::ioctl(fd, pe::RESET as _, 0) } == 0;
+    let started = if one_overflow {
+        limit_to_one_overflow(fd)
+    } else {
+        enable_event(fd)
+    };
+    if reset && started {
+        Ok(())
+    } else {
+        Err(errno())
+    }
 }
 
 /// `ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)`: enables the event for one more
@@ -111,21 +135,7 @@ pub fn open_page_faults(
 /// ([`route_perf_signal`]), resets and enables it (for its first overflow
 /// only with `one_overflow`); closes `fd` on failure.
 fn signal_and_start(fd: c_int, signal: c_int, one_overflow: bool) -> Result<(), c_int> {
-    use perf_event_open_sys::bindings as pe;
-    let result = route_perf_signal(fd, signal).and_then(|()| {
-        // SAFETY: ioctl on our own fd with valid arguments.
-        let reset = unsafe { libc::ioctl(fd, pe::RESET as _, 0) } == 0;
-        let started = if one_overflow {
-            limit_to_one_overflow(fd)
-        } else {
-            enable_event(fd)
-        };
-        if reset && started {
-            Ok(())
-        } else {
-            Err(errno())
-        }
-    });
+    let result = route_perf_signal(fd, signal).and_then(|()| start_event(fd, one_overflow));
     if result.is_err() {
         close_fd(fd);
     }
