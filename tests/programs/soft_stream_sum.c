@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     if (!data)
         return 1;
     for (long i = 0; i < LEN; i++)
-        data[i] = i % 17;
+        data[i] = i & 15;
     long total = 0;
     for (int s = 0; s < sweeps; s++)
         total += sum(data, LEN);
