@@ -7,7 +7,8 @@
 //!   database): the top object is C with at least 70%, the code-centric
 //!   panes blame `compute` and the source pane shows its line;
 //! * the real binary driven in tmux: start, `d`, C and its percentage are
-//!   on screen, resize, `q` quits and the shell's screen is back; a panic
+//!   on screen, the hot-path key `x` selects C's access line in one
+//!   keystroke, resize, `q` quits and the shell's screen is back; a panic
 //!   (the hidden `HPCVIEW_TEST_PANIC` hook) also gives the shell's screen
 //!   back, out of raw mode, with the panic message on it; with `NO_COLOR`
 //!   the viewer sends no colour escape sequences;
@@ -432,6 +433,22 @@ fn real_binary_in_tmux() {
         !s.contains("BEFORE-VIEWER"),
         "not on the alternate screen:\n{s}"
     );
+
+    // One keystroke, `x` (the hot-path key), from the top object to the
+    // line that reads it: C's hottest access path down to compute's loop
+    // line, selected (`›`), with the source pane on that line.
+    let c_read = line_of("abc/abc.c", "+ (*c)[k][j][i]");
+    let at = format!("compute  abc.c:{c_read}");
+    tmux.keys(&["x"]);
+    let s = tmux.wait_for("the hot path to C's access line", |s| {
+        s.lines().any(|l| l.contains('›') && l.contains(&at))
+    });
+    assert!(
+        s.lines().any(|l| l.contains(&format!("{c_read}▶"))),
+        "source pane not on line {c_read}:\n{s}"
+    );
+    // Back to the object list for what follows.
+    tmux.keys(&["d", "g"]);
 
     // Redraws on resize (down to 80x24).
     assert!(tmux

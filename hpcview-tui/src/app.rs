@@ -61,9 +61,10 @@ pub fn keymap(app: &AppState, key: KeyEvent) -> Option<Action> {
         KeyCode::Char('N') => Action::PrevMatch,
         KeyCode::Char('f') => Action::FilterNext,
         KeyCode::Char('F') => Action::FilterPrev,
+        KeyCode::Char('x') => Action::HotPath,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Escape,
-        _ => return None,
+        _ => Action::Other,
     })
 }
 
@@ -129,6 +130,10 @@ mod tests {
         assert_eq!(keymap(&app, key(KeyCode::Char('j'))), Some(Action::Down));
         assert_eq!(keymap(&app, key(KeyCode::Up)), Some(Action::Up));
         assert_eq!(keymap(&app, key(KeyCode::Char('q'))), Some(Action::Quit));
+        assert_eq!(keymap(&app, key(KeyCode::Char('x'))), Some(Action::HotPath));
+        // Keys without an action still reach the state (they close the help).
+        assert_eq!(keymap(&app, key(KeyCode::Char('a'))), Some(Action::Other));
+        assert_eq!(keymap(&app, key(KeyCode::Char('1'))), Some(Action::Other));
         assert_eq!(
             keymap(
                 &app,

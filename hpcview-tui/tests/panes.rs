@@ -284,3 +284,26 @@ fn no_color_emits_no_colour_on_any_pane() {
     keys(&mut app, &[Action::Escape, Action::SearchStart]);
     assert!(colours(&mut app, no_color).is_empty());
 }
+
+/// PgDn in the detail pane stops at its last line: the pane is never
+/// scrolled into blank space, and PgUp then moves at once.
+#[test]
+fn detail_pane_stops_at_its_end() {
+    let mut app = app("detail-end");
+    keys(&mut app, &[Action::NextPane, Action::NextPane]);
+    assert_eq!(app.focus, Focus::Detail);
+    let _ = screen(&mut app, 100, 30);
+    let max = app.detail_max_scroll;
+    assert!(max > 0 && max < 100, "{max}");
+    keys(&mut app, &vec![Action::PageDown; 20]);
+    let s = screen(&mut app, 100, 30);
+    assert_eq!(app.detail_scroll, max);
+    // The detail pane's last text row (above its bottom border) is not
+    // blank.
+    let rows: Vec<&str> = s.lines().collect();
+    let last = rows[rows.len() - 3];
+    let detail = last.rsplit('│').nth(1).unwrap_or("");
+    assert!(!detail.trim().is_empty(), "blank last row:\n{s}");
+    keys(&mut app, &[Action::PageUp]);
+    assert!(app.detail_scroll < max);
+}

@@ -82,12 +82,21 @@ pub enum Action {
     /// `f` / `F`: next / previous rank or thread filter.
     FilterNext,
     FilterPrev,
+    /// `x`: expand the hottest path below the selection down to its leaf
+    /// (the sampled line) and select it, like hpcviewer's hot-path button.
+    HotPath,
     /// `?`
     Help,
     /// Esc: closes a popup or cancels the search input.
     Escape,
+    /// A key with no action of its own: closes the help or the column
+    /// chooser, otherwise ignored.
+    Other,
     Quit,
 }
+
+/// The deepest hot path `x` expands (and the top-down pane opens on).
+pub const HOT_PATH_DEPTH: usize = 512;
 
 /// The source file of the selected row.
 #[derive(Debug, Clone)]
@@ -132,6 +141,10 @@ pub struct AppState {
     pub message: Option<String>,
     pub source: SourceView,
     pub detail_scroll: usize,
+    /// The detail pane's last scroll position (its wrapped lines beyond
+    /// its height) and its height, set by the view.
+    pub detail_max_scroll: usize,
+    pub detail_page: usize,
     /// Rows of the tree pane (set by the view; used for PgUp/PgDn).
     pub page: usize,
     /// The database compared with (`--baseline`): delta columns.
@@ -183,6 +196,8 @@ impl AppState {
                 scroll: None,
             },
             detail_scroll: 0,
+            detail_max_scroll: usize::MAX,
+            detail_page: 10,
             page: 10,
             baseline: None,
             source_cache: HashMap::new(),
@@ -262,7 +277,7 @@ impl AppState {
         pane.set_sort(&self.model, self.effective_sort());
         // Open on the hottest path, like hpcviewer.
         match kind {
-            PaneKind::TopDown => pane.expand_hot_path(&self.model, 32),
+            PaneKind::TopDown => pane.expand_hot_path(&self.model, HOT_PATH_DEPTH),
             PaneKind::Data | PaneKind::BottomUp | PaneKind::Flat => {}
         }
         self.panes.insert(kind, pane);
@@ -306,11 +321,12 @@ impl AppState {
             return false;
         }
         if self.help {
-            match action {
-                Action::Quit => return true,
-                _ => self.help = false,
+            // Any key closes the help; a key with an action of its own
+            // (`c`, `j`, `x`, ...) then does it, so that it is not lost.
+            self.help = false;
+            if matches!(action, Action::Help | Action::Escape | Action::Other) {
+                return false;
             }
-            return false;
         }
         if let Some(cursor) = self.chooser {
             let n = self.columns.len();
@@ -335,7 +351,15 @@ impl AppState {
         match action {
             Action::Quit => return true,
             Action::Help => self.help = true,
-            Action::Escape => {}
+            Action::Escape | Action::Other => {}
+            Action::HotPath => {
+                self.focus = Focus::Tree;
+                let model = &self.model;
+                let pane = self.panes.get_mut(&self.view).expect("exists");
+                pane.expand_hot_path(model, HOT_PATH_DEPTH);
+                self.detail_scroll = 0;
+                self.sync_source();
+            }
             Action::NextPane | Action::PrevPane => {
                 let order = [Focus::Tree, Focus::Source, Focus::Detail];
                 let i = order.iter().position(|f| *f == self.focus).unwrap_or(0);
@@ -428,13 +452,18 @@ impl AppState {
                     self.source.scroll = Some(next.min(len.saturating_sub(1)));
                 }
                 Focus::Detail => {
+                    // Stops at the last line (the view sets how far).
+                    let page = self.detail_page.max(1);
+                    let max = self.detail_max_scroll;
                     self.detail_scroll = match nav {
                         Action::Up => self.detail_scroll.saturating_sub(1),
                         Action::Down => self.detail_scroll + 1,
-                        Action::PageUp => self.detail_scroll.saturating_sub(page as usize),
-                        Action::PageDown => self.detail_scroll + page as usize,
+                        Action::PageUp => self.detail_scroll.saturating_sub(page),
+                        Action::PageDown => self.detail_scroll.saturating_add(page),
+                        Action::End => max,
                         _ => 0,
-                    };
+                    }
+                    .min(max);
                 }
             },
         }
@@ -678,6 +707,59 @@ mod tests {
             .as_deref()
             .unwrap()
             .contains("nothing to filter"));
+    }
+
+    #[test]
+    fn help_closes_on_any_key_and_the_key_acts() {
+        let mut app = AppState::new(Model::new(fixtures::abc(), None));
+        for closer in [Action::Other, Action::Escape, Action::Help] {
+            app.apply(Action::Help);
+            assert!(app.help);
+            app.apply(closer.clone());
+            assert!(!app.help, "{closer:?} did not close the help");
+            assert_eq!(app.view, PaneKind::Data);
+        }
+        // `c` closes it and switches to the code-centric pane.
+        app.apply(Action::Help);
+        app.apply(Action::CodeView);
+        assert!(!app.help);
+        assert_eq!(app.view, PaneKind::TopDown);
+        app.apply(Action::Help);
+        assert!(app.apply(Action::Quit));
+    }
+
+    #[test]
+    fn hot_path_key_selects_the_line_from_any_focus() {
+        let mut app = AppState::new(Model::new(fixtures::abc(), None));
+        app.apply(Action::NextPane);
+        app.apply(Action::HotPath);
+        assert_eq!(app.focus, Focus::Tree);
+        assert_eq!(
+            app.pane().selected_item().unwrap().label,
+            "compute  abc.c:25"
+        );
+        assert_eq!(app.source.line, Some(25));
+    }
+
+    #[test]
+    fn detail_pane_scrolling_stops_at_its_end() {
+        let mut app = AppState::new(Model::new(fixtures::abc(), None));
+        // The view sets these when it draws: 30 lines, 8 shown.
+        app.detail_max_scroll = 22;
+        app.detail_page = 8;
+        app.focus = Focus::Detail;
+        for _ in 0..10 {
+            app.apply(Action::PageDown);
+        }
+        assert_eq!(app.detail_scroll, 22);
+        app.apply(Action::Down);
+        assert_eq!(app.detail_scroll, 22);
+        app.apply(Action::PageUp);
+        assert_eq!(app.detail_scroll, 14);
+        app.apply(Action::Home);
+        assert_eq!(app.detail_scroll, 0);
+        app.apply(Action::End);
+        assert_eq!(app.detail_scroll, 22);
     }
 
     #[test]

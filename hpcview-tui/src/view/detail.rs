@@ -393,7 +393,15 @@ pub fn numa_lines(f: &formats::advice::NumaFinding) -> Vec<String> {
     ]
 }
 
-pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: Theme, focused: bool) {
+/// Draws the detail pane; returns how far it can scroll (wrapped lines
+/// beyond the pane's height) and its height, for PgUp/PgDn.
+pub(crate) fn draw(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &AppState,
+    theme: Theme,
+    focused: bool,
+) -> (usize, usize) {
     let block = Block::bordered()
         .title(Span::styled(" Detail ", theme.border(focused)))
         .border_style(theme.border(focused));
@@ -411,13 +419,12 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: The
             }
         })
         .collect();
-    frame.render_widget(
-        Paragraph::new(text)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((app.detail_scroll.min(u16::MAX as usize) as u16, 0)),
-        area,
-    );
+    let height = area.height.saturating_sub(2) as usize;
+    let paragraph = Paragraph::new(text).wrap(Wrap { trim: false });
+    let max_scroll = paragraph.line_count(width as u16).saturating_sub(height);
+    let scroll = app.detail_scroll.min(max_scroll).min(u16::MAX as usize) as u16;
+    frame.render_widget(paragraph.block(block).scroll((scroll, 0)), area);
+    (max_scroll, height)
 }
 
 #[cfg(test)]

@@ -51,7 +51,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut AppState, theme: Theme) {
     frame.render_widget(Paragraph::new(title_bar(app, theme)), header);
     tree::draw(frame, main, app, theme);
     source::draw(frame, src, app, theme, app.focus == Focus::Source);
-    detail::draw(frame, det, app, theme, app.focus == Focus::Detail);
+    let (max_scroll, height) = detail::draw(frame, det, app, theme, app.focus == Focus::Detail);
+    app.detail_max_scroll = max_scroll;
+    app.detail_page = height.max(1);
+    app.detail_scroll = app.detail_scroll.min(max_scroll);
     frame.render_widget(Paragraph::new(status_bar(app, theme)), footer);
     if app.help {
         popup::help(frame, area, theme);
@@ -112,7 +115,7 @@ fn status_bar(app: &AppState, theme: Theme) -> Line<'static> {
         return Line::from(Span::raw(format!(" {msg}")));
     }
     Line::from(Span::styled(
-        " ?:help q:quit c:code(again:callers,flat) d:data b:bottleneck s/r:sort o:columns /:search f:filter Tab:pane",
+        " ?:help q:quit x:hot path c:code d:data b:bottleneck s/r:sort o:columns /:search f:filter Tab:pane",
         theme.dim(),
     ))
 }

@@ -14,6 +14,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("PgUp / PgDn", "page up / down"),
     ("Home g / End G", "first / last row"),
     ("Enter / Space", "expand or collapse"),
+    ("x", "hot path: expand down to the hottest line"),
     ("→ l / ← h", "expand, child / collapse, parent"),
     ("Tab / Shift-Tab", "next / previous pane"),
     ("c", "code-centric; again: callers, flat"),
@@ -41,7 +42,7 @@ pub(crate) fn help(frame: &mut Frame<'_>, area: Rect, theme: Theme) {
         .collect();
     lines.push(Line::from(""));
     lines.push(Line::from(Span::styled(
-        " any key closes this help",
+        " any key closes this help (and then does its action)",
         theme.dim(),
     )));
     frame.render_widget(Clear, rect);

@@ -1,6 +1,8 @@
 //! The data outline: data objects, object first; a heap object expands
 //! into "allocated at" (its allocation path, root first) and then its
-//! access call paths.
+//! access call paths. An object row's exclusive value is all of its
+//! accesses (equal to its inclusive value); an access-path row's is the
+//! samples at that line, as in the code-centric tree.
 
 use formats::database::{Frame, Tree};
 
@@ -31,7 +33,11 @@ impl Outline for Data {
             Node::Object(o) => {
                 let obj = &model.db.objects[o as usize];
                 item.inc = model.data.inclusive(obj.node).to_vec();
-                item.exc = model.data.exclusive(obj.node).to_vec();
+                // An object's own cost is every access to it: no other
+                // object lies below it (the tree node itself carries
+                // none, its access paths do). Rows below keep the tree's
+                // meaning: the samples at that line.
+                item.exc = item.inc.clone();
                 item.mem = model.object_mem[o as usize];
                 item.expandable =
                     !obj.alloc_path.is_empty() || !model.data.children(obj.node).is_empty();

@@ -521,17 +521,32 @@ impl Pane {
         }
     }
 
-    /// Expands the hottest path below the selection down to a leaf (used
-    /// to open the panes on something useful).
+    /// Expands the hottest path below the selection down to a leaf (the
+    /// sampled line) and selects it: at every level the child with the
+    /// largest inclusive primary value (the first shown of equals); rows
+    /// without metrics (an object's "allocated at") are passed over. The
+    /// `x` key, and how the top-down pane opens.
     pub fn expand_hot_path(&mut self, model: &Model, max_depth: usize) {
         let mut id = match self.selected_id() {
             Some(id) => id,
             None => return,
         };
+        let primary = |item: &Item| item.inc.get(model.primary).copied().unwrap_or(0);
         for _ in 0..max_depth {
             self.materialize(model, id);
-            let kids = self.items[id as usize].children.clone().unwrap_or_default();
-            let Some(&next) = kids.iter().find(|&&k| self.items[k as usize].has_metrics()) else {
+            let kids = self.items[id as usize].children.as_deref().unwrap_or(&[]);
+            let mut hottest: Option<u32> = None;
+            for &k in kids {
+                let item = &self.items[k as usize];
+                let hotter = match hottest {
+                    None => true,
+                    Some(h) => primary(item) > primary(&self.items[h as usize]),
+                };
+                if item.has_metrics() && hotter {
+                    hottest = Some(k);
+                }
+            }
+            let Some(next) = hottest else {
                 break;
             };
             self.items[id as usize].expanded = true;

@@ -114,3 +114,43 @@ fn recursion_is_counted_once() {
     // f -> f -> g: inclusive 10, not 20.
     assert_eq!(pane.items[f as usize].inc[0], 10);
 }
+
+/// The hot-path key (`x`) reaches a leaf line in one step in every pane.
+#[test]
+fn hot_path_reaches_the_line_in_every_pane() {
+    let model = Model::new(fixtures::abc(), None);
+    for (kind, leaf) in [
+        (PaneKind::Data, "compute  abc.c:25"),
+        (PaneKind::TopDown, "compute  abc.c:25"),
+        (PaneKind::Flat, "abc.c:25"),
+        (PaneKind::BottomUp, "_start"),
+    ] {
+        let mut pane = Pane::new(&model, kind);
+        pane.expand_hot_path(&model, 512);
+        let item = pane.selected_item().unwrap();
+        assert_eq!(item.label, leaf, "{kind:?}: {:#?}", labels(&pane));
+        assert!(!item.expandable, "{kind:?}: {} is not a leaf", item.label);
+        // Its ancestors are the hottest at every level: the first root.
+        let mut top = pane.selected_id().unwrap();
+        while let Some(p) = pane.items[top as usize].parent {
+            top = p;
+        }
+        assert_eq!(top, pane.visible[0], "{kind:?}");
+    }
+}
+
+/// An object's exclusive value is all of its accesses; its access-path
+/// rows keep the tree's (the samples at that line).
+#[test]
+fn data_objects_have_their_exclusive_values() {
+    let model = Model::new(fixtures::abc(), None);
+    let mut pane = Pane::new(&model, PaneKind::Data);
+    let c = pane.visible[0];
+    assert_eq!(pane.items[c as usize].exc, pane.items[c as usize].inc);
+    assert_eq!(pane.items[c as usize].exc[0], 900);
+    pane.expand_hot_path(&model, 512);
+    let leaf = pane.selected_item().unwrap();
+    assert_eq!(leaf.exc, leaf.inc);
+    let parent = pane.items[leaf.parent.unwrap() as usize].clone();
+    assert_eq!(parent.exc[0], 0, "{}", parent.label);
+}
