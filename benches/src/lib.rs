@@ -256,6 +256,7 @@ impl CctBuilder {
                 ObjectRef::SmallHeap => (5, 0),
                 ObjectRef::Unknown => (6, 0),
                 ObjectRef::NotRecovered => (7, 0),
+                ObjectRef::StackFrame(a) => (8, a),
             },
         };
         let nodes = &mut self.cct.nodes;
@@ -374,6 +375,7 @@ pub fn generate_with(cfg: &Config, prog: &Program, t: u32) -> ThreadProfile {
             ),
             start_unix_ns: 1_700_000_000_000_000_000,
             end_unix_ns: 1_700_000_010_000_000_000,
+            created_at: Vec::new(),
         },
         events: vec![EventInfo {
             name: "mem:soft".into(),

@@ -306,6 +306,14 @@ pub struct DataObject {
     /// and they get no findings. `None` for the program's own objects.
     #[serde(default)]
     pub runtime: Option<String>,
+    /// Stack: the function whose frames the object is (their locals,
+    /// spills and stack-passed arguments), as an index into
+    /// `Database::frames` (the function at its first line); `None` for
+    /// other objects and for a thread's stack as a whole (addresses that
+    /// no unwound frame held). Added with a default: older databases
+    /// read it empty.
+    #[serde(default)]
+    pub frame: Option<u32>,
 }
 
 /// Sharing events of one kind on one cache line of an object, between
@@ -448,6 +456,7 @@ impl Database {
                     .alloc_path
                     .iter()
                     .any(|&f| f as usize >= self.frames.len())
+                || obj.frame.is_some_and(|f| f as usize >= self.frames.len())
             {
                 return Err(bad(format!(
                     "object {} refers to a missing entry",

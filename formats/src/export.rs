@@ -217,6 +217,10 @@ pub struct ObjectOut<'a> {
     pub alloc_path: Vec<FrameOut<'a>>,
     /// Heap objects: where the application asked for the memory.
     pub alloc_site: Option<SiteOut<'a>>,
+    /// Stack objects of one function's frames: that function, at its
+    /// first line (`DataObject::frame`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame: Option<SiteOut<'a>>,
     pub bytes: u64,
     pub allocations: u64,
     pub metrics: serde_json::Map<String, serde_json::Value>,
@@ -452,6 +456,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
                             runtime: obj.runtime.as_deref(),
                             alloc_path: o.alloc_path.iter().map(|f| frame_out(f)).collect(),
                             alloc_site: o.alloc_site.map(site_out),
+                            frame: obj.frame.map(|f| site_out(&db.frames[f as usize])),
                             bytes: o.bytes,
                             allocations: o.allocations,
                             metrics: metric_map(db, &o.metrics),

@@ -42,7 +42,7 @@ pub struct ThreadProfile {
     pub heap: Cct,
     /// Static data: root -> `Object(Static)` -> access call path.
     pub statics_tree: Cct,
-    /// Unknown data: root -> `Object(Stack | SmallHeap | Unknown | NotRecovered)` -> access path.
+    /// Unknown data: root -> `Object(StackFrame | Stack | SmallHeap | Unknown | NotRecovered)` -> access path.
     pub unknown: Cct,
     /// Counts of what happened to every sample.
     pub stats: SampleStats,
@@ -351,6 +351,14 @@ pub enum ObjectRef {
     Unknown,
     /// A memory-accessing instruction whose address could not be recovered.
     NotRecovered,
+    /// One frame on this thread's stack: the sampled address lay in the
+    /// stack range of a frame of the function at this runtime address
+    /// (its start when the profiler knew it, else an address in it), the
+    /// frame's locals, spills and stack-passed arguments. Stack addresses
+    /// that no unwound frame held stay [`ObjectRef::Stack`]. (Added in
+    /// format version 1 without a version change: older files never hold
+    /// it, and older tools reject files that do.)
+    StackFrame(u64),
 }
 
 /// What happened to the samples of one thread.

@@ -14,7 +14,7 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
         any::<u32>(),
         "[a-z]{0,12}",
         proptest::collection::vec(any::<u64>(), 0..20),
-        proptest::collection::vec((0u32..8, any::<u64>(), 0u64..1000), 0..40),
+        proptest::collection::vec((0u32..9, any::<u64>(), 0u64..1000), 0..40),
         any::<u64>(),
     )
         .prop_map(|(pid, host, frames, nodes, samples)| {
@@ -49,6 +49,7 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
                     4 => NodeKey::Object(ObjectRef::SmallHeap),
                     5 => NodeKey::Object(ObjectRef::Unknown),
                     6 => NodeKey::Object(ObjectRef::NotRecovered),
+                    7 => NodeKey::Object(ObjectRef::StackFrame(value)),
                     _ => NodeKey::Call(!value),
                 };
                 let parent = (value % (i as u64 + 1)) as u32;
@@ -291,6 +292,54 @@ fn object_stats_without_sites_still_read() {
     let read: formats::measurement::ObjectStats = rmp_serde::from_slice(&bytes).unwrap();
     assert_eq!(read.histogram, vec![(3, 4)]);
     assert!(read.sites.is_empty());
+}
+
+/// `ObjectRef` before `StackFrame` was added.
+#[derive(serde::Serialize)]
+enum OldObjectRef {
+    HeapSite(u32),
+    Static(u32),
+    Stack(u32),
+    SmallHeap,
+    Unknown,
+    NotRecovered,
+}
+
+#[test]
+fn object_refs_written_before_stack_frames_still_read() {
+    use formats::measurement::ObjectRef;
+    let old = vec![
+        OldObjectRef::HeapSite(1),
+        OldObjectRef::Static(2),
+        OldObjectRef::Stack(3),
+        OldObjectRef::SmallHeap,
+        OldObjectRef::Unknown,
+        OldObjectRef::NotRecovered,
+    ];
+    let bytes = rmp_serde::to_vec_named(&old).unwrap();
+    let read: Vec<ObjectRef> = rmp_serde::from_slice(&bytes).unwrap();
+    assert_eq!(
+        read,
+        [
+            ObjectRef::HeapSite(1),
+            ObjectRef::Static(2),
+            ObjectRef::Stack(3),
+            ObjectRef::SmallHeap,
+            ObjectRef::Unknown,
+            ObjectRef::NotRecovered,
+        ]
+    );
+}
+
+#[test]
+fn a_stack_object_frame_outside_the_frames_is_refused() {
+    let mut db = sample_db();
+    db.objects[0].frame = Some(99);
+    let bytes = db.to_bytes().unwrap();
+    assert!(matches!(
+        Database::from_bytes(&bytes),
+        Err(FormatError::Invalid { .. })
+    ));
 }
 
 #[test]

@@ -277,6 +277,8 @@ pub struct Symbolizer {
     chains: Mutex<HashMap<Loc, Arc<[u32]>>>,
     /// Chains of allocation-path addresses ([`Symbolizer::site_chain`]).
     site_chains: Mutex<SiteChains>,
+    /// Function frames of stack objects ([`Symbolizer::function_frame`]).
+    function_frames: Mutex<HashMap<Loc, u32>>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -393,6 +395,49 @@ impl Symbolizer {
             .entry((loc, innermost))
             .or_insert(ids)
             .clone()
+    }
+
+    /// The frame that names a function's stack frame (a stack object):
+    /// the function containing `loc` (the outermost of its inline chain:
+    /// the frame is the physical function's), at the source line of its
+    /// entry (the function's first line), not inlined, without offset.
+    pub fn function_frame(&self, loc: Loc) -> u32 {
+        if let Some(&f) = lock(&self.function_frames).get(&loc) {
+            return f;
+        }
+        let chain = self.chain(loc);
+        let outer = lock(&self.frames).list[chain[0] as usize].clone();
+        // The entry, when `loc` is not it already (the preload records the
+        // function's start where it knows it).
+        let entry = match loc {
+            Loc::Module(m, rel) => {
+                let slot = lock(&self.modules).1[m as usize].clone();
+                let mut state = lock(&slot.loader);
+                state
+                    .get(|| open_module(&slot.path, slot.build_id.as_deref(), &mut Vec::new()))
+                    .and_then(|l| l.symbol_start(rel))
+                    .filter(|&start| start != rel)
+                    .map(|start| Loc::Module(m, start))
+            }
+            Loc::Unknown(_) => None,
+        };
+        let at_entry = entry.map(|e| {
+            let c = self.chain(e);
+            lock(&self.frames).list[c[0] as usize].clone()
+        });
+        let (file, line) = match at_entry {
+            Some(e) if e.function == outer.function => (e.file, e.line),
+            _ => (outer.file, outer.line),
+        };
+        let id = lock(&self.frames).intern(Frame {
+            function: outer.function,
+            file,
+            line,
+            module: outer.module,
+            inlined: false,
+            offset: None,
+        });
+        *lock(&self.function_frames).entry(loc).or_insert(id)
     }
 
     /// The frame that carries a label the program gave an allocation path

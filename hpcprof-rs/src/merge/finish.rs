@@ -82,6 +82,19 @@ pub(super) fn finish(
             used[f as usize] = true;
         }
     }
+    // The function of each stack-frame object, by object.
+    let stack_frames: Vec<Option<u32>> = part
+        .data
+        .keys
+        .iter()
+        .map(|k| match k {
+            ObjKey::StackFrame(f) => Some(*f),
+            _ => None,
+        })
+        .collect();
+    for &f in stack_frames.iter().flatten() {
+        used[f as usize] = true;
+    }
     for extra in &part.data.extras {
         for &f in extra.sites.keys() {
             used[f as usize] = true;
@@ -126,6 +139,7 @@ pub(super) fn finish(
             ObjKey::SmallHeap => (1, Vec::new(), String::new(), 0),
             ObjKey::Static(name) => (2, Vec::new(), name.clone(), 0),
             ObjKey::Stack(n) => (3, Vec::new(), String::new(), *n),
+            ObjKey::StackFrame(f) => (3, vec![frame_map[*f as usize]], String::new(), 0),
             ObjKey::Unknown => (4, Vec::new(), String::new(), 0),
             ObjKey::NotRecovered => (5, Vec::new(), String::new(), 0),
         }
@@ -175,6 +189,11 @@ pub(super) fn finish(
         .filter_map(|&o| {
             let mut obj = old_objects[o].take()?;
             let extra = extras[o].take().unwrap_or_default();
+            if let Some(f) = stack_frames[o] {
+                let f = frame_map[f as usize];
+                obj.frame = Some(f);
+                obj.name = crate::name::stack_frame_name(&frames[f as usize]);
+            }
             if let Some(layout) = layout.filter(|_| !extra.histogram.is_empty()) {
                 obj.histogram = Some(ObjectHistogram {
                     layout,

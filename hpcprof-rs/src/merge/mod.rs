@@ -76,7 +76,7 @@ use input::{with_file_input, Input};
 pub use output::{Merged, MergedDb, Streamed};
 use partial::{proc_key, ProcKey};
 pub use share::{process_groups, Share};
-pub use tree::{HEAP_ROOT, STATIC_ROOT, UNKNOWN_ROOT};
+pub use tree::{HEAP_ROOT, STACKS_GROUP, STATIC_ROOT, UNKNOWN_ROOT};
 use workers::run;
 
 /// Merges `profiles` (already decoded) into a database; `skipped` is recorded

@@ -9,7 +9,7 @@ use formats::database::{DataObject, ObjectKind};
 use formats::patterns::StrideCounts;
 use serde::{Deserialize, Serialize};
 
-use super::tree::{Key, TreeBuilder};
+use super::tree::{Key, TreeBuilder, STACKS};
 
 /// Identity of a data object across profiles.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -17,6 +17,9 @@ pub(super) enum ObjKey {
     Heap(Vec<u32>),
     Static(String),
     Stack(u32),
+    /// A function's frames on the threads' stacks: the function's frame
+    /// ([`crate::symbolize::Symbolizer::function_frame`]).
+    StackFrame(u32),
     SmallHeap,
     Unknown,
     NotRecovered,
@@ -27,7 +30,7 @@ impl ObjKey {
         match self {
             ObjKey::Heap(_) | ObjKey::SmallHeap => ObjectKind::Heap,
             ObjKey::Static(_) => ObjectKind::Static,
-            ObjKey::Stack(_) => ObjectKind::Stack,
+            ObjKey::Stack(_) | ObjKey::StackFrame(_) => ObjectKind::Stack,
             ObjKey::Unknown | ObjKey::NotRecovered => ObjectKind::Unknown,
         }
     }
@@ -38,6 +41,8 @@ impl ObjKey {
             ObjKey::Heap(_) => "heap@[unknown]".to_string(),
             ObjKey::Static(name) => name.clone(),
             ObjKey::Stack(n) => format!("<stack: thread {n}>"),
+            // Set once the frames are final (`finish`).
+            ObjKey::StackFrame(_) => "stack: locals of [unknown]".to_string(),
             ObjKey::SmallHeap => "<small heap objects>".to_string(),
             ObjKey::Unknown => "<unknown address>".to_string(),
             ObjKey::NotRecovered => "<address not recovered>".to_string(),
@@ -147,7 +152,8 @@ impl DataBuilder {
     }
 
     /// The id of an object, created on first use. Heap objects hang below
-    /// their allocation path, the others directly below their group root.
+    /// their allocation path, stack objects below the stacks group of the
+    /// unknown root, the others directly below their root.
     pub(super) fn object(&mut self, key: &ObjKey) -> u32 {
         if let Some(&id) = self.object_ids.get(key) {
             return id;
@@ -156,6 +162,10 @@ impl DataBuilder {
         let (parent, alloc_path) = match key {
             ObjKey::Heap(path) => (self.tb.path(self.heap_root, path), path.clone()),
             ObjKey::Static(_) => (self.static_root, Vec::new()),
+            ObjKey::Stack(_) | ObjKey::StackFrame(_) => (
+                self.tb.child(self.unknown_root, Key::Root(STACKS)),
+                Vec::new(),
+            ),
             _ => (self.unknown_root, Vec::new()),
         };
         let node = self.tb.child(parent, Key::Object(id));

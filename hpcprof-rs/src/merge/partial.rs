@@ -156,12 +156,17 @@ impl Partial {
             symbols: &shared.symbols,
         };
 
+        // A worker thread's call paths hang below the code that created it
+        // (HPCToolkit's rule): its `pthread_create` call in the creating
+        // thread, root first (empty for the main thread).
+        let created_at = cx.creation_path(&p.thread.created_at);
+
         // Code tree.
         let code = &mut self.code;
         let mut map: Vec<u32> = Vec::with_capacity(p.code.nodes.len());
         for (i, node) in p.code.nodes.iter().enumerate() {
             let here = if i == 0 {
-                0
+                code.path(0, &created_at)
             } else {
                 let parent = map[node.parent as usize];
                 match node.key {
@@ -204,7 +209,17 @@ impl Partial {
                 } else {
                     let parent = map[node.parent as usize];
                     match node.key {
-                        NodeKey::Call(a) => data.tb.call(parent, a, &mut cx),
+                        NodeKey::Call(a) => {
+                            // An access path starts below the thread's
+                            // creator.
+                            let parent_key = &cct.nodes[node.parent as usize].key;
+                            let parent = if matches!(parent_key, NodeKey::Call(_)) {
+                                parent
+                            } else {
+                                data.tb.path(parent, &created_at)
+                            };
+                            data.tb.call(parent, a, &mut cx)
+                        }
                         NodeKey::Object(obj) => {
                             let id = match obj {
                                 ObjectRef::HeapSite(s) => match heap_objs.get(&s) {
@@ -232,6 +247,10 @@ impl Partial {
                                         st.stack_refs.insert((proc.clone(), n));
                                     }
                                     data.object(&ObjKey::Stack(n))
+                                }
+                                ObjectRef::StackFrame(a) => {
+                                    let f = cx.symbols.function_frame(cx.addrs.locate(a));
+                                    data.object(&ObjKey::StackFrame(f))
                                 }
                                 ObjectRef::SmallHeap => data.object(&ObjKey::SmallHeap),
                                 ObjectRef::Unknown => data.object(&ObjKey::Unknown),

@@ -302,6 +302,7 @@ impl Wire {
             }
             let key = match key {
                 ObjKey::Heap(p) => ObjKey::Heap(path(p)?),
+                ObjKey::StackFrame(f) => ObjKey::StackFrame(frame(f)?),
                 k => k,
             };
             let id = part.data.objects.len() as u32;

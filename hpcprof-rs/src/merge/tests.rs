@@ -322,6 +322,61 @@ fn special_objects_are_named() {
 }
 
 #[test]
+fn stack_frames_are_one_object_per_function_below_the_stacks_group() {
+    // Two threads sampled the frames of the function at 0x4000, one also
+    // an address that no frame held, the other the function at 0x5000.
+    let mut a = thread(1, 1, 0, 1);
+    a.unknown = cct(vec![
+        node(0, NodeKey::Object(ObjectRef::StackFrame(0x4000)), 0),
+        node(1, NodeKey::Call(0x3000), 3),
+        node(0, NodeKey::Object(ObjectRef::Stack(0)), 1),
+    ]);
+    let mut b = thread(1, 2, 1, 1);
+    b.unknown = cct(vec![
+        node(0, NodeKey::Object(ObjectRef::StackFrame(0x4000)), 0),
+        node(1, NodeKey::Call(0x3000), 2),
+        node(0, NodeKey::Object(ObjectRef::StackFrame(0x5000)), 4),
+    ]);
+    let db = merge(&[a, b], Vec::new()).db;
+    db.validate().unwrap();
+    let stacks = object(&db, ObjectKind::Stack);
+    let names: Vec<&str> = stacks.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let frames: Vec<&DataObject> = stacks
+        .iter()
+        .copied()
+        .filter(|o| o.frame.is_some())
+        .collect();
+    assert_eq!(frames.len(), 2, "{names:?}");
+    for o in &frames {
+        let f = &db.frames[o.frame.unwrap() as usize];
+        assert_eq!(o.name, crate::name::stack_frame_name(f));
+        assert!(o.name.starts_with("stack: locals of "), "{}", o.name);
+    }
+    // The function at 0x4000: both threads' samples, one row.
+    let inc = db.data.inclusive(1);
+    let value = |o: &DataObject| inc[o.node as usize][0];
+    let mut values: Vec<u64> = frames.iter().map(|o| value(o)).collect();
+    values.sort();
+    assert_eq!(values, [4, 5]);
+    let whole = stacks.iter().find(|o| o.frame.is_none()).unwrap();
+    assert_eq!(whole.name, "<stack: thread 0>");
+    // Every stack object hangs below the stacks group of the unknown root.
+    for o in &stacks {
+        let group = db.data.nodes[o.node as usize].parent as usize;
+        assert_eq!(
+            db.data.nodes[group].kind,
+            NodeKind::Root(STACKS_GROUP.into())
+        );
+        let root = db.data.nodes[group].parent as usize;
+        assert_eq!(
+            db.data.nodes[root].kind,
+            NodeKind::Root(UNKNOWN_ROOT.into())
+        );
+    }
+}
+
+#[test]
 fn modules_map_addresses_and_metrics_merge_by_name() {
     let mut a = thread(1, 1, 0, 1);
     a.modules = vec![formats::measurement::Module {

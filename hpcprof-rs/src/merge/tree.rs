@@ -17,9 +17,14 @@ pub const HEAP_ROOT: &str = "heap data";
 pub const STATIC_ROOT: &str = "static data";
 /// Name of the root of everything else.
 pub const UNKNOWN_ROOT: &str = "unknown data";
+/// Name of the group, below [`UNKNOWN_ROOT`], of the stack objects (the
+/// frames of every thread's stack and what no frame held).
+pub const STACKS_GROUP: &str = "thread stacks";
 
-/// The named roots, by [`Key::Root`] index.
-pub(super) const ROOTS: [&str; 4] = ["", HEAP_ROOT, STATIC_ROOT, UNKNOWN_ROOT];
+/// The named roots and groups, by [`Key::Root`] index.
+pub(super) const ROOTS: [&str; 5] = ["", HEAP_ROOT, STATIC_ROOT, UNKNOWN_ROOT, STACKS_GROUP];
+/// [`Key::Root`] index of [`STACKS_GROUP`].
+pub(super) const STACKS: u8 = 4;
 
 /// Child key of a tree node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

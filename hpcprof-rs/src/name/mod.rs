@@ -22,6 +22,7 @@
 //!   the site outwards;
 //! * `site`: choosing the allocation site outside the allocator and its
 //!   wrappers;
+//! * `stack`: the names of stack objects (a function's frames);
 //! * this module: the stage over all heap objects of a database.
 
 mod fortran;
@@ -29,6 +30,7 @@ mod frames;
 mod heap_name;
 mod site;
 mod source;
+mod stack;
 mod statement;
 mod text;
 mod through_params;
@@ -43,6 +45,7 @@ pub use frames::{is_runtime, short_function, without_parameters};
 pub use heap_name::{heap_name, heap_name_with, names_at};
 pub use site::{choose_sites, Wrappers};
 pub use source::{is_library_source, SourceCache};
+pub use stack::stack_frame_name;
 pub use statement::{assigned_name, constructor_class, is_return};
 pub use text::scope_parts;
 
