@@ -202,7 +202,7 @@ fn handler_benches(c: &mut Criterion) {
         ("unknown", 0x10),
     ] {
         classify.bench_function(name, |b| {
-            b.iter(|| handler::classify(state, snap, black_box(addr)))
+            b.iter(|| handler::classify(state, snap, black_box(addr), None))
         });
     }
     classify.finish();

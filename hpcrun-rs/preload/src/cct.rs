@@ -32,6 +32,8 @@ pub const TAG_STACK: u32 = 4;
 pub const TAG_SMALL_HEAP: u32 = 5;
 pub const TAG_UNKNOWN: u32 = 6;
 pub const TAG_NOT_RECOVERED: u32 = 7;
+/// A frame on the thread's stack; key: its function's start address.
+pub const TAG_STACK_FRAME: u32 = 8;
 
 /// Metric columns (see `run::metric_columns` for their meaning; a
 /// profile lists only the columns its events fill).

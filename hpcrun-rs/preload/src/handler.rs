@@ -334,7 +334,7 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
         frames[1] = PARTIAL_UNWIND;
         &frames[..2]
     };
-    let Some(target) = classify(state, snap, addr) else {
+    let Some(target) = classify(state, snap, addr, None) else {
         stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
         return;
     };
@@ -450,7 +450,14 @@ impl Target {
 }
 
 /// The data object at `addr`; `None` if the object map stayed busy.
-pub fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<Target> {
+/// `frame`: for an address on this thread's stack, the start of the
+/// function whose frame holds it (`call_path`), if found.
+pub fn classify(
+    state: &ThreadState,
+    snap: &Snapshot,
+    addr: u64,
+    frame: Option<u64>,
+) -> Option<Target> {
     if let Some(objs) = objects::get() {
         match objs.lookup(addr) {
             Lookup::Block { site, start, end } => {
@@ -474,7 +481,10 @@ pub fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<Targe
         });
     }
     if state.stack.contains(addr) {
-        return Some(Target::of(cct::UNKNOWN, cct::TAG_STACK, state.index as u64));
+        return Some(match frame {
+            Some(function) => Target::of(cct::UNKNOWN, cct::TAG_STACK_FRAME, function),
+            None => Target::of(cct::UNKNOWN, cct::TAG_STACK, state.index as u64),
+        });
     }
     if let Some(owner) = threads::stack_owner(addr) {
         return Some(Target::of(cct::UNKNOWN, cct::TAG_STACK, owner as u64));
@@ -491,10 +501,25 @@ pub fn classify(state: &ThreadState, snap: &Snapshot, addr: u64) -> Option<Targe
 fn call_path<'a>(
     state: &ThreadState,
     snap: &Snapshot,
-    (regs, sp, bp): &(Regs, u64, u64),
+    ctx: &(Regs, u64, u64),
     leaf: u64,
     frames: &'a mut [u64; MAX_FRAMES],
 ) -> Option<&'a [u64]> {
+    call_path_owning(state, snap, ctx, leaf, None, frames).map(|(path, _)| path)
+}
+
+/// [`call_path`], and for `data`, an address on this thread's stack, the
+/// frame that holds it (`unwind::owning_frame`) as the start of its
+/// function (the address in it when the module has no symbol there);
+/// `None` when no unwound frame of the program holds it.
+fn call_path_owning<'a>(
+    state: &ThreadState,
+    snap: &Snapshot,
+    (regs, sp, bp): &(Regs, u64, u64),
+    leaf: u64,
+    data: Option<u64>,
+    frames: &'a mut [u64; MAX_FRAMES],
+) -> Option<(&'a [u64], Option<u64>)> {
     let Some(unwinder) = unwind::get() else {
         state.stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
         return None;
@@ -502,8 +527,18 @@ fn call_path<'a>(
     // SAFETY: the handler cache is used only by this thread's handler, and
     // `in_handler` excludes re-entry.
     let cache = unsafe { &mut *state.handler_cache.get() };
-    let got = unwind::unwind(unwinder, cache, &state.stack, regs.rip, *sp, *bp, frames);
+    let stack = &state.stack;
+    let got = match data {
+        Some(d) => unwind::owning_frame(unwinder, cache, stack, (regs.rip, *sp, *bp), d, frames),
+        None => unwind::unwind(unwinder, cache, stack, regs.rip, *sp, *bp, frames),
+    };
     frames[0] = leaf;
+    // (The thread trampoline's frame is the library's: no owner.)
+    let owner = got
+        .owner
+        .map(|i| frames[i])
+        .filter(|&a| !snap.is_own_code(a))
+        .map(|a| snap.function_start(a).unwrap_or(a));
     // Callers inside this library (the thread trampoline) are left out.
     let mut depth = 1;
     for i in 1..got.len {
@@ -521,7 +556,7 @@ fn call_path<'a>(
             depth += 1;
         }
     }
-    Some(&frames[..depth])
+    Some((&frames[..depth], owner))
 }
 
 /// Marker "frame" at the root end of a call path whose unwinding stopped
@@ -661,7 +696,13 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
     // SAFETY: the frame buffer is used only by this thread's handlers,
     // which block each other's signals (no re-entry).
     let frames = unsafe { &mut *state.handler_frames.get() };
-    let Some(path) = call_path(state, snap, &ctx, leaf, frames) else {
+    // An access to this thread's stack: the unwind also finds the frame
+    // that holds it.
+    let on_stack = match access {
+        Access::Address { addr, .. } if state.stack.contains(addr) => Some(addr),
+        _ => None,
+    };
+    let Some((path, frame)) = call_path_owning(state, snap, &ctx, leaf, on_stack, frames) else {
         return;
     };
 
@@ -671,7 +712,7 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
             Some(Target::of(cct::UNKNOWN, cct::TAG_NOT_RECOVERED, 0)),
             None,
         ),
-        Access::Address { addr, .. } => match classify(state, snap, addr) {
+        Access::Address { addr, .. } => match classify(state, snap, addr, frame) {
             Some(o) => (Some(o), Some(addr)),
             None => {
                 stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
@@ -951,10 +992,12 @@ pub fn hardware_sample(
     // SAFETY: the frame buffer is used only by this thread's handlers,
     // which block each other's signals (no re-entry).
     let frames = unsafe { &mut *state.handler_frames.get() };
-    let Some(path) = call_path(state, snap, interrupted, ip, frames) else {
+    let on_stack = state.stack.contains(addr).then_some(addr);
+    let Some((path, frame)) = call_path_owning(state, snap, interrupted, ip, on_stack, frames)
+    else {
         return;
     };
-    let Some(target) = classify(state, snap, addr) else {
+    let Some(target) = classify(state, snap, addr, frame) else {
         stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
         return;
     };

@@ -220,6 +220,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 NodeKey::Object(ObjectRef::Static(id))
             }
             cct::TAG_STACK => NodeKey::Object(ObjectRef::Stack(key as u32)),
+            cct::TAG_STACK_FRAME => NodeKey::Object(ObjectRef::StackFrame(key)),
             cct::TAG_SMALL_HEAP => NodeKey::Object(ObjectRef::SmallHeap),
             cct::TAG_NOT_RECOVERED => NodeKey::Object(ObjectRef::NotRecovered),
             _ => NodeKey::Object(ObjectRef::Unknown),

@@ -4,6 +4,11 @@
 //! The unwinder is built from the module snapshot (DWARF CFI from each
 //! module's `.eh_frame`/`.eh_frame_hdr`, read in place from mapped memory)
 //! and published for lock-free use.
+//!
+//! The walk also tells which frame owns a stack address ([`owning_frame`]):
+//! frame `i` occupies `[SP_i, CFA_i)`, where the CFA (the caller's stack
+//! pointer) is what unwinding the frame yields; the interrupted frame
+//! also owns the red zone below its stack pointer.
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{
@@ -73,6 +78,41 @@ pub struct Unwound {
     pub len: usize,
     /// False if unwinding stopped on an error before reaching the root.
     pub complete: bool,
+    /// The frame (index into the output) whose stack range holds the
+    /// data address asked about ([`owning_frame`]); `None` when not asked,
+    /// or when no unwound frame holds it.
+    pub owner: Option<usize>,
+}
+
+/// Bytes below the stack pointer that the interrupted function may use
+/// without moving it (the x86-64 System V red zone).
+pub const RED_ZONE: u64 = 128;
+
+/// Unwinds as [`unwind`] and also finds the frame that owns the stack
+/// address `data`: the first frame `i` with `data < CFA_i`, provided
+/// `data >= SP_0 - RED_ZONE` (the interrupted frame's red zone). An
+/// address above the last unwound frame's CFA, or any address when the
+/// interrupted frame could not be unwound, has no owner.
+pub fn owning_frame(
+    unwinder: &Unwind,
+    cache: &mut Cache,
+    stack: &StackBounds,
+    (pc, sp, bp): (u64, u64, u64),
+    data: u64,
+    out: &mut [u64],
+) -> Unwound {
+    let regs = UnwindRegsX86_64::new(pc, sp, bp);
+    let lowest = sp.saturating_sub(RED_ZONE);
+    let owner = (data >= lowest).then_some(data);
+    walk(
+        unwinder,
+        cache,
+        stack,
+        FrameAddress::from_instruction_pointer(pc),
+        regs,
+        owner,
+        out,
+    )
 }
 
 /// Unwinds from (pc, sp, bp) into `out`: `out[0]` = pc, then lookup
@@ -93,6 +133,7 @@ pub fn unwind(
         stack,
         FrameAddress::from_instruction_pointer(pc),
         regs,
+        None,
         out,
     )
 }
@@ -113,51 +154,51 @@ pub fn unwind_from_call(
         return Unwound {
             len: 0,
             complete: false,
+            owner: None,
         };
     };
     let regs = UnwindRegsX86_64::new(ret, sp, bp);
-    walk(unwinder, cache, stack, address, regs, out)
+    walk(unwinder, cache, stack, address, regs, None, out)
 }
 
+/// The walk; `data`: the stack address whose owning frame is wanted.
 fn walk(
     unwinder: &Unwind,
     cache: &mut Cache,
     stack: &StackBounds,
     mut address: FrameAddress,
     mut regs: UnwindRegsX86_64,
+    mut data: Option<u64>,
     out: &mut [u64],
 ) -> Unwound {
     let mut read = |addr: u64| stack.read(addr).ok_or(());
     let mut len = 0;
+    let mut owner = None;
+    let end = |len, complete, owner| Unwound {
+        len,
+        complete,
+        owner,
+    };
     while len < out.len() {
         out[len] = address.address_for_lookup();
         len += 1;
-        match unwinder.unwind_frame(address, &mut regs, cache, &mut read) {
-            Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
-                Some(next) => address = next,
-                None => {
-                    return Unwound {
-                        len,
-                        complete: true,
-                    }
-                }
-            },
-            Ok(None) => {
-                return Unwound {
-                    len,
-                    complete: true,
-                }
-            }
-            Err(_) => {
-                return Unwound {
-                    len,
-                    complete: false,
-                }
+        let step = unwinder.unwind_frame(address, &mut regs, cache, &mut read);
+        // Unwound, `regs.sp()` is the caller's stack pointer: this frame's
+        // CFA, the end of its range.
+        if let (Ok(Some(_)), Some(d)) = (&step, data) {
+            if d < regs.sp() {
+                owner = Some(len - 1);
+                data = None;
             }
         }
+        match step {
+            Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                Some(next) => address = next,
+                None => return end(len, true, owner),
+            },
+            Ok(None) => return end(len, true, owner),
+            Err(_) => return end(len, false, owner),
+        }
     }
-    Unwound {
-        len,
-        complete: false,
-    }
+    end(len, false, owner)
 }
