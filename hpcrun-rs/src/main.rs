@@ -91,7 +91,7 @@ struct Args {
     signal: i32,
 
     /// Rewrite every thread's profile every SECS seconds of wall time while
-    /// the program runs, so that a run that is killed (SIGKILL: a batch
+    /// the program runs (the first time one second after start), so that a run that is killed (SIGKILL: a batch
     /// time limit, the OOM killer) keeps what was measured up to the last
     /// checkpoint; 0 disables. Each write replaces the previous one
     /// atomically; the final profile replaces the last checkpoint.

@@ -1,7 +1,8 @@
 //! Checkpoints: while the program runs, every thread's profile is written
-//! again every `--checkpoint` seconds of wall time, so that a run killed
-//! with SIGKILL (a batch time limit, the OOM killer) leaves what was
-//! measured up to the last checkpoint.
+//! again every `--checkpoint` seconds of wall time (the first one second
+//! after start, [`FIRST_MS`]), so that a run killed with SIGKILL (a batch
+//! time limit, the OOM killer) leaves what was measured up to the last
+//! checkpoint.
 //!
 //! No thread is added to a single-threaded program (`unshare` of a user
 //! namespace needs a single thread, and programs count their threads):
@@ -174,8 +175,14 @@ fn only_helper_left() -> bool {
     true
 }
 
-/// Sets checkpoints up (at load time): the first is due one interval
-/// from now; no thread is started yet.
+/// The first checkpoint is due this soon after start (ms) at the latest,
+/// whatever the interval: a run killed a few seconds in (a batch job's
+/// limit, a user's SIGKILL) keeps what it measured.
+pub const FIRST_MS: u64 = 1000;
+
+/// Sets checkpoints up (at load time): the first is due after one
+/// interval or [`FIRST_MS`], whichever is shorter; no thread is started
+/// yet.
 pub fn start() {
     let cfg = config::get();
     if cfg.checkpoint_ms == 0 || cfg.out_dir.is_none() {
@@ -183,7 +190,8 @@ pub fn start() {
     }
     INTERVAL_MS.store(cfg.checkpoint_ms, Relaxed);
     PID.store(sys::getpid(), Relaxed);
-    NEXT_DUE_NS.store(sys::monotonic_ns() + cfg.checkpoint_ms * 1_000_000, Relaxed);
+    let first = cfg.checkpoint_ms.min(FIRST_MS);
+    NEXT_DUE_NS.store(sys::monotonic_ns() + first * 1_000_000, Relaxed);
 }
 
 /// Starts the helper thread once, when the program is about to create
@@ -235,7 +243,11 @@ pub fn stop() {
 
 fn run(interval: Duration, pid: u32) {
     let step = Duration::from_millis(50).min(interval);
-    let mut next = Instant::now() + interval;
+    // The first round when it is due (`start`), the next every interval.
+    let due_in = NEXT_DUE_NS
+        .load(Relaxed)
+        .saturating_sub(sys::monotonic_ns());
+    let mut next = Instant::now() + Duration::from_nanos(due_in).min(interval);
     loop {
         while Instant::now() < next {
             if STOP.load(SeqCst) {

@@ -24,3 +24,72 @@ pub fn flush_all() {
         writer::finish(state);
     }
 }
+
+/// The profiles written before an `exec`, with every thread's writing
+/// lock held until the exec is over (no checkpoint may replace a final
+/// profile with a checkpoint meanwhile). Dropping it (the exec failed and
+/// the program runs on) lets the locks go.
+pub struct BeforeExec {
+    _held: Vec<std::sync::MutexGuard<'static, ()>>,
+}
+
+/// Before `exec` replaces this process's image: writes every thread's
+/// profile as it stands, as a final profile (an exec ends every thread;
+/// the exec'd image's files take the next free names, `profile_file`).
+/// Sampling goes on, so a failed exec leaves the program measured as
+/// before, and its later profiles replace these. Threads that measured
+/// nothing (a forked child about to exec) write no file. It allocates:
+/// the caller does not call it from a signal handler (see `exec.rs`).
+pub fn before_exec() -> BeforeExec {
+    let mut held = Vec::new();
+    let pid = sys::getpid();
+    let Some(dir) = crate::config::get().out_dir.as_deref() else {
+        return BeforeExec { _held: held };
+    };
+    if !threads::all().any(|s| s.pid == pid) {
+        return BeforeExec { _held: held };
+    }
+    for state in threads::all().filter(|s| s.pid == pid) {
+        // A checkpoint in progress finishes first (at most 1 s: the
+        // caller may be a handler that interrupted this library's writer).
+        let Some(guard) = lock_within(&state.writing, 1000) else {
+            continue;
+        };
+        if !state.finished.load(std::sync::atomic::Ordering::Acquire) && measured(state) {
+            sampling::note_times(state);
+            let profile = writer::build_profile(state);
+            crate::notices::publish(dir, &profile.stats.notices);
+            crate::profile_file::write(state, dir, &profile);
+        }
+        held.push(guard);
+    }
+    BeforeExec { _held: held }
+}
+
+/// True if the thread measured anything worth a file.
+fn measured(state: &threads::ThreadState) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    let s = &state.stats;
+    s.samples.load(Relaxed) > 0
+        || s.page_faults.load(Relaxed) > 0
+        || state.last_record.load(Relaxed) != 0
+        || state.file.get().is_some()
+}
+
+/// `lock`, waiting at most `ms` milliseconds.
+fn lock_within(
+    lock: &'static std::sync::Mutex<()>,
+    ms: u32,
+) -> Option<std::sync::MutexGuard<'static, ()>> {
+    use std::sync::TryLockError;
+    for _ in 0..=ms {
+        match lock.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+        }
+    }
+    None
+}

@@ -28,6 +28,7 @@
 //!    (stop and write everything), [`handler`] (the signal handler: decode,
 //!    unwind, classify, insert), and the C entry points: [`hooks`] (the
 //!    malloc family, `mmap`, `pthread_create`, `dlopen`, `_exit`),
+//!    [`exec`] (the `exec` family: the profiles are written first),
 //!    [`labels`] (`hpcrun_label`, `hpcrun_register`: `hpcrun.h`),
 //!    [`signal_hooks`] (`sigaction`, masks, `sigwait`).
 //! 5. **lifecycle** ([`lifecycle`]): start-up, fork, thread exit, `atexit`;
@@ -37,7 +38,7 @@
 //! memory never comes from the hooked functions (its global allocator is on
 //! glibc's `__libc_*` entry points); the signal handler neither allocates
 //! nor takes a lock; `unsafe` is denied at the crate root and allowed only
-//! in [`sys`], the C entry points ([`hooks`], [`labels`],
+//! in [`sys`], the C entry points ([`hooks`], [`exec`], [`labels`],
 //! [`signal_hooks`]), [`handler`], and on single items that say why (the
 //! `ZeroInit` impls, `ThreadState: Sync`, the unwinder reading `.eh_frame`
 //! in place); every unsafe block has its `// SAFETY:` line.
@@ -53,6 +54,7 @@ pub mod cct;
 pub mod checkpoint;
 pub mod code;
 pub mod config;
+pub mod exec;
 pub mod exit;
 pub mod filled;
 pub mod guard;

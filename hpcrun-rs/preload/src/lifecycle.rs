@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::*;
 use crate::code::modules;
 use crate::run::{self, code_only};
 use crate::{
-    anchors, checkpoint, config, exit, guard, handler, numa, objects, pages, pmu, sampling,
+    anchors, checkpoint, config, exec, exit, guard, handler, numa, objects, pages, pmu, sampling,
     signals, soft, sys, threads, writer,
 };
 
@@ -18,6 +18,9 @@ crate::on_load!(init);
 /// Runs at library load (from `.init_array`).
 fn init() {
     guard::without_hooks(|| {
+        // Also in a passive process (a launcher forks and execs): a forked
+        // child of a threaded process must find them without the loader.
+        exec::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
             // Loaded without hpcrun-rs: stay passive.

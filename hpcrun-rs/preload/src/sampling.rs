@@ -125,21 +125,7 @@ fn start_watches(state: &threads::ThreadState, cfg: &config::Config) {
 
 /// Stops a thread's sampling (from any thread).
 pub fn stop(state: &threads::ThreadState, close: bool) {
-    // The thread's CPU time: with the period, the samples it should have
-    // had (see notices.rs). From its CPU clock, not the task-clock event's
-    // count: the event stops at an overflow until its signal is handled,
-    // so a thread whose signal is blocked counts one period only.
-    let fd = state.perf_fd.load(Acquire);
-    let timer = state.cpu_timer.load(Acquire);
-    if (fd >= 0 || timer >= 0) && !run::hardware_active() {
-        if let Some(ns) = sys::thread_cpu_ns_of(state.tid).or_else(|| sys::read_counter(fd)) {
-            state.stats.cpu_time_ns.store(ns, Relaxed);
-        }
-        if let Some(ns) = sys::thread_user_ns_of(state.tid) {
-            state.stats.user_time_ns.store(ns, Relaxed);
-            state.stats.user_time_read.store(true, Relaxed);
-        }
-    }
+    note_times(state);
     let timer = state.cpu_timer.swap(-1, AcqRel);
     if timer >= 0 {
         if close {
@@ -174,6 +160,26 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     state.watch.stop(close);
     if close {
         pmu::sampler::stop_thread(&state.hw);
+    }
+}
+
+/// Reads a sampled thread's CPU and user time into its stats (from any
+/// thread; before its profile is written): with the period, the samples
+/// it should have had (see notices.rs). From its CPU clock, not the
+/// task-clock event's count: the event stops at an overflow until its
+/// signal is handled, so a thread whose signal is blocked counts one
+/// period only.
+pub fn note_times(state: &threads::ThreadState) {
+    let fd = state.perf_fd.load(Acquire);
+    let timer = state.cpu_timer.load(Acquire);
+    if (fd >= 0 || timer >= 0) && !run::hardware_active() {
+        if let Some(ns) = sys::thread_cpu_ns_of(state.tid).or_else(|| sys::read_counter(fd)) {
+            state.stats.cpu_time_ns.store(ns, Relaxed);
+        }
+        if let Some(ns) = sys::thread_user_ns_of(state.tid) {
+            state.stats.user_time_ns.store(ns, Relaxed);
+            state.stats.user_time_read.store(true, Relaxed);
+        }
     }
 }
 

@@ -50,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "writer",
             "checkpoint",
             "exit",
+            "exec",
             "attribute",
             "handler",
             "hooks",

@@ -207,3 +207,16 @@ pub fn thread_user_ns_of(tid: u32) -> Option<u64> {
     // CPUCLOCK_VIRT (1) | CPUCLOCK_PERTHREAD_MASK (4), tid inverted << 3.
     clock_ns(((!(tid as libc::clockid_t)) << 3) | 5)
 }
+
+extern "C" {
+    /// glibc's environment of the process.
+    static mut environ: *const *const std::ffi::c_char;
+}
+
+/// The process's environment (`environ`), as the `exec` functions without
+/// an environment argument pass it on.
+pub fn environment() -> *const *const std::ffi::c_char {
+    // SAFETY: reads the pointer glibc keeps (a plain global, which
+    // `setenv` may replace: read, never referenced).
+    unsafe { std::ptr::addr_of!(environ).read() }
+}

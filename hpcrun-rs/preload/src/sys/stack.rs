@@ -74,6 +74,12 @@ fn query_altstack() -> Option<libc::stack_t> {
     }
 }
 
+/// True while the calling thread runs on an alternate signal stack (in
+/// a signal handler installed with `SA_ONSTACK`).
+pub fn on_signal_stack() -> bool {
+    query_altstack().is_some_and(|s| s.ss_flags & libc::SS_ONSTACK != 0)
+}
+
 /// `sigaltstack(new, old)` as the raw system call (glibc's is a plain
 /// wrapper; the interposed one is the program's). Returns 0 or -1 with
 /// errno.

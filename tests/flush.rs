@@ -1,0 +1,126 @@
+//! Nothing measured is dropped without a word (issue 33 #10, #11): what a
+//! process measured before it execs is written and merged with what the
+//! exec'd image measures; a failed exec leaves the program sampled; a run
+//! killed early keeps its first checkpoint. Sample counts are asserted
+//! only as fractions of the CPU time the programs spend (their work loops
+//! run for a fixed CPU time, not wall time), so a loaded machine only
+//! makes them slower.
+
+use std::path::Path;
+use std::process::Command;
+
+use formats::measurement::ThreadProfile;
+use pipeline_tests::*;
+
+/// Periods a profile's samples stand for.
+fn periods(p: &ThreadProfile) -> u64 {
+    p.stats.samples + p.stats.timer_overruns
+}
+
+/// hpcprof-rs's summary line for `measurements` merged into `dir/db`.
+fn merge(dir: &Path, measurements: &Path) -> String {
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("-o")
+        .arg(dir.join("db"))
+        .arg(measurements));
+    assert!(out.status.success(), "hpcprof-rs: {out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout)
+}
+
+/// The number after `label` in `text` ("samples: 779," -> 779).
+fn number_after(text: &str, label: &str) -> u64 {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label:?} in {text}"));
+    text[at + label.len()..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {text}"))
+}
+
+/// A program that works 1 s of CPU time, execs itself (`execl`), works
+/// 1 s, execs itself again (`execv`), then tries an exec that fails,
+/// works 1 s and exits: the three images' main-thread profiles are all
+/// there, final (not checkpoints), each with the samples of its second
+/// of work (the last one's taken after the failed exec), and hpcprof-rs
+/// merges all three. Before, only the last image's profile was written.
+#[test]
+fn each_image_of_an_exec_chain_keeps_its_profile() {
+    let dir = scratch("exec-chain");
+    let exe = compile_test_program("exec_self.c", &dir, &[]);
+    let native = run(&mut Command::new(&exe));
+    assert_eq!(native.status.code(), Some(0), "native: {native:?}");
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&native.stdout),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let profiles = read_profiles(&measurements);
+    let image = |p: &ThreadProfile| p.process.command.get(1).cloned().unwrap_or_default();
+    let mut images: Vec<String> = profiles.iter().map(image).collect();
+    images.sort();
+    assert_eq!(images, ["", "1", "2"], "one profile per image");
+    // 1 s of CPU time at the default 2 ms period is 500 periods; a fifth
+    // of that leaves room for the periods a loaded machine's tick misses.
+    for p in &profiles {
+        assert_eq!(p.stats.checkpoints, 0, "image {:?}: final", image(p));
+        assert!(
+            periods(p) >= 100,
+            "image {:?}: {} periods",
+            image(p),
+            periods(p)
+        );
+    }
+    let summary = merge(&dir, &measurements);
+    assert!(summary.contains("merged 3 profiles"), "{summary}");
+    let total: u64 = profiles.iter().map(|p| p.stats.samples).sum();
+    assert_eq!(number_after(&summary, "samples:"), total, "{summary}");
+}
+
+/// A threaded program killed with SIGKILL a few seconds after it starts,
+/// with the default checkpoint interval (10 s): the first checkpoint,
+/// one second after start, is there. Before, the first came after 10 s
+/// and a run killed earlier left nothing.
+#[test]
+fn a_run_killed_after_a_few_seconds_keeps_its_first_checkpoint() {
+    let dir = scratch("killed-early");
+    let exe = compile_test_program("threads_killed.c", &dir, &["-pthread"]);
+    let measurements = dir.join("measurements");
+    let mut child = Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&measurements)
+        .arg(&exe)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start hpcrun-rs");
+    // Waits up to 7 s of wall time for the profiles (due 1 s after the
+    // start; the next would come at 10 s).
+    let start = std::time::Instant::now();
+    let mut found = 0;
+    while start.elapsed() < std::time::Duration::from_secs(7) && found < 9 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        found = std::fs::read_dir(&measurements)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "hpcrun"))
+                    .count()
+            })
+            .unwrap_or(0);
+    }
+    // The program (the launcher's child), as a batch system's kill would.
+    let pids = run(Command::new("pgrep").args(["-P", &child.id().to_string()]));
+    for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+        run(Command::new("kill").args(["-KILL", pid]));
+    }
+    let _ = child.wait();
+    assert_eq!(found, 9, "checkpoints of the main thread and 8 workers");
+    let profiles = read_profiles(&measurements);
+    assert!(profiles.iter().all(|p| p.stats.checkpoints == 1));
+}
