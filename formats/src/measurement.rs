@@ -226,6 +226,16 @@ pub struct ThreadInfo {
     pub stack: (u64, u64),
     pub start_unix_ns: u64,
     pub end_unix_ns: u64,
+    /// Where the thread was created: the call path of the
+    /// `pthread_create` call that started it, in the creating thread,
+    /// innermost first (call-site addresses, as `AllocSite::frames`),
+    /// followed by the creating thread's own `created_at` (so that a
+    /// thread created by a worker reaches back to `main`). Empty for the
+    /// main thread and for threads not started through `pthread_create`.
+    /// `hpcprof-rs` hangs the thread's call paths below it. (Added in
+    /// format version 1 with a default: older files read it empty.)
+    #[serde(default)]
+    pub created_at: Vec<u64>,
 }
 
 /// A sample source that ran.

@@ -47,6 +47,18 @@ impl Resolver<'_> {
         c
     }
 
+    /// Where a thread was created (`ThreadInfo::created_at`, innermost
+    /// first): root first, inline chains expanded; empty for the main
+    /// thread.
+    pub(super) fn creation_path(&mut self, frames: &[u64]) -> Vec<u32> {
+        let mut path = Vec::new();
+        for &a in frames.iter().rev() {
+            let chain = self.chain(self.addrs.locate(a));
+            path.extend_from_slice(&chain);
+        }
+        path
+    }
+
     /// Allocation path of a site: root first, inline chains expanded.
     pub(super) fn alloc_path(&mut self, p: &ThreadProfile, site: u32) -> Vec<u32> {
         let Some(site) = p.alloc_sites.get(site as usize) else {

@@ -185,33 +185,7 @@ fn track_here(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
         return;
     };
     let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
-    // SAFETY: the hook cache is used only by this thread's hooks, and
-    // the IN_HOOK guard excludes nested use.
-    let cache = unsafe { &mut *state.hook_cache.get() };
-    let got = match caller {
-        Some(c) => unwind::unwind_from_call(
-            unwinder,
-            cache,
-            &state.stack,
-            c.ret,
-            c.sp,
-            c.bp,
-            &mut frames,
-        ),
-        None => {
-            let (pc, sp, bp) = current_registers();
-            unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames)
-        }
-    };
-    // Drop the frames inside this library (the hook itself, and the
-    // thread trampoline at the root of a thread's paths).
-    let mut len = 0;
-    for i in 0..got.len {
-        if !snap.is_own_code(frames[i]) {
-            frames[len] = frames[i];
-            len += 1;
-        }
-    }
+    let len = program_path(state, unwinder, snap, caller, &mut frames);
     let path = &frames[..len];
     let head = state.last_record.load(Ordering::Relaxed);
     let id = match entry {
@@ -229,6 +203,39 @@ fn track_here(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
         // Release: a checkpoint on another thread reads the log.
         state.last_record.store(id, Ordering::Release);
     }
+}
+
+/// Unwinds the program's call path (from `caller`, else from here) into
+/// `frames`, innermost first, leaving out the frames inside this library
+/// (the hook itself, and the thread trampoline at the root of a thread's
+/// paths); returns how many it wrote. Runs inside [`guarded`].
+fn program_path(
+    state: &threads::ThreadState,
+    unwinder: &unwind::Unwind,
+    snap: &modules::Snapshot,
+    caller: Option<Caller>,
+    frames: &mut [u64],
+) -> usize {
+    // SAFETY: the hook cache is used only by this thread's hooks, and
+    // the IN_HOOK guard excludes nested use.
+    let cache = unsafe { &mut *state.hook_cache.get() };
+    let got = match caller {
+        Some(c) => {
+            unwind::unwind_from_call(unwinder, cache, &state.stack, c.ret, c.sp, c.bp, frames)
+        }
+        None => {
+            let (pc, sp, bp) = current_registers();
+            unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, frames)
+        }
+    };
+    let mut len = 0;
+    for i in 0..got.len {
+        if !snap.is_own_code(frames[i]) {
+            frames[len] = frames[i];
+            len += 1;
+        }
+    }
+    len
 }
 
 /// Records the file-backed or shared mapping `[ptr, ptr+size)` named
@@ -521,14 +528,27 @@ extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
     (tramp.start)(tramp.arg)
 }
 
+hook_entry! {
+    /// # Safety
+    /// POSIX's pthread_create contract.
+    pthread_create(
+        thread: *mut libc::pthread_t,
+        attr: *const libc::pthread_attr_t,
+        start: StartRoutine,
+        arg: *mut c_void
+    ) -> c_int => pthread_create_at, "r8", "r9"
+}
+
 /// # Safety
-/// POSIX's pthread_create contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_create(
+/// POSIX's pthread_create contract; `entry_sp`/`entry_bp` as
+/// [`Caller::at_entry`] wants them.
+unsafe extern "C" fn pthread_create_at(
     thread: *mut libc::pthread_t,
     attr: *const libc::pthread_attr_t,
     start: StartRoutine,
     arg: *mut c_void,
+    entry_sp: u64,
+    entry_bp: u64,
 ) -> c_int {
     let real = sys::next_symbol(c"pthread_create");
     if real.is_null() {
@@ -546,10 +566,14 @@ pub unsafe extern "C" fn pthread_create(
     // The program's second thread: checkpoints move to a helper thread
     // (none in a single-threaded program).
     crate::checkpoint::program_goes_multithreaded();
+    let index = threads::next_index();
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
+    guarded(|| record_creator(index, caller));
     let tramp = Box::into_raw(Box::new(Trampoline {
         start,
         arg,
-        index: threads::next_index(),
+        index,
         blocked: crate::signals::blocked_bits(),
     }));
     // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
@@ -557,8 +581,30 @@ pub unsafe extern "C" fn pthread_create(
     if rc != 0 {
         // SAFETY: the thread was not created, so the box is still ours.
         drop(unsafe { Box::from_raw(tramp) });
+        crate::creators::remove(index);
     }
     rc
+}
+
+/// Records where thread `index` is being created: the program's call path
+/// of its `pthread_create` call, continued by the creating thread's own
+/// creation path ([`crate::creators`]). Unwinds on the handler stack, as
+/// [`track`] does.
+fn record_creator(index: u32, caller: Caller) {
+    let Some(state) = threads::current() else {
+        return;
+    };
+    state.handler_stack.run(&mut || {
+        let _section = sys::reading();
+        let (Some(unwinder), Some(snap)) = (unwind::get(), modules::get()) else {
+            return;
+        };
+        let mut frames = [0u64; crate::creators::MAX_FRAMES];
+        let len = program_path(state, unwinder, snap, Some(caller), &mut frames);
+        let mut path = frames[..len].to_vec();
+        path.extend(crate::creators::get(state.index));
+        crate::creators::set(index, &path);
+    });
 }
 
 /// # Safety

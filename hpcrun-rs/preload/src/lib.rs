@@ -20,6 +20,7 @@
 //!    [`pmu`] (PEBS, IBS, SPE: ring buffer, records, data sources, sysfs).
 //! 3. **state**: [`config`] (the run configuration from the environment),
 //!    [`run`] (process-wide run flags, metric columns, warnings),
+//!    [`creators`] (where each thread was created),
 //!    [`threads`] (per-thread state and registry), [`signals`] (the
 //!    profiler's signals kept the profiler's, the program's forwarded).
 //! 4. **measure**: [`sampling`] (per-thread perf events), [`notices`],
@@ -54,6 +55,7 @@ pub mod cct;
 pub mod checkpoint;
 pub mod code;
 pub mod config;
+pub mod creators;
 pub mod exec;
 pub mod exit;
 pub mod filled;

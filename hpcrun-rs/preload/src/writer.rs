@@ -132,6 +132,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             stack: state.stack.range(),
             start_unix_ns: state.start_ns,
             end_unix_ns: sys::now_unix_ns(),
+            created_at: crate::creators::get(state.index),
         },
         events: events(cfg),
         metrics: columns

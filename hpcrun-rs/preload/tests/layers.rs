@@ -39,7 +39,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // Run settings, per-thread state, the profiler's signal bookkeeping.
-    ("state", &["config", "run", "threads", "signals"]),
+    ("state", &["config", "run", "creators", "threads", "signals"]),
     // Sampling, the writer, the signal handler, the C entry points.
     (
         "measure",
