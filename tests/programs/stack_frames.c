@@ -1,0 +1,115 @@
+/* stack_frames: hot arrays on the stack, in the frames of known functions.
+ *
+ *   single  main calls hot_locals(), whose local array (32 KiB of doubles)
+ *           it reads at random: the stack samples are in hot_locals's frame.
+ *   caller  main calls owns_array(), whose local array reads_array() (a
+ *           callee) reads at random: the samples are in owns_array's frame,
+ *           one frame above the sampled function.
+ *   threads two threads, one in left_locals(), one in right_locals(), each
+ *           reading its own local array: two functions' frames are hot.
+ *
+ * Known answer: the stack rows name the function that owns the array.
+ *
+ * Run: ./stack_frames single|caller|threads [ROUNDS, default 40000000]
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 4096
+
+/* Random reads of `buf`: an LCG picks each index. */
+__attribute__((noipa)) static double reads_array(const double *buf, long rounds) {
+    double s = 0;
+    unsigned x = 12345;
+    for (long r = 0; r < rounds; r++) {
+        x = x * 1103515245u + 12345u;
+        s += buf[(x >> 8) % N];
+    }
+    return s;
+}
+
+__attribute__((noipa)) static double hot_locals(long rounds) {
+    double buf[N];
+    for (int i = 0; i < N; i++)
+        buf[i] = i * 0.5;
+    double s = 0;
+    unsigned x = 777;
+    for (long r = 0; r < rounds; r++) {
+        x = x * 1103515245u + 12345u;
+        s += buf[(x >> 8) % N];
+    }
+    return s;
+}
+
+__attribute__((noipa)) static double owns_array(long rounds) {
+    double buf[N];
+    for (int i = 0; i < N; i++)
+        buf[i] = i * 0.25;
+    return reads_array(buf, rounds);
+}
+
+__attribute__((noipa)) static double left_locals(long rounds) {
+    double left[N];
+    for (int i = 0; i < N; i++)
+        left[i] = i * 1.5;
+    double s = 0;
+    unsigned x = 99;
+    for (long r = 0; r < rounds; r++) {
+        x = x * 1103515245u + 12345u;
+        s += left[(x >> 8) % N];
+    }
+    return s;
+}
+
+__attribute__((noipa)) static double right_locals(long rounds) {
+    double right[N];
+    for (int i = 0; i < N; i++)
+        right[i] = i * 2.5;
+    double s = 0;
+    unsigned x = 4242;
+    for (long r = 0; r < rounds; r++) {
+        x = x * 1664525u + 1013904223u;
+        s -= right[(x >> 8) % N];
+    }
+    return s;
+}
+
+static long rounds;
+static double results[2];
+
+static void *left_thread(void *arg) {
+    (void)arg;
+    results[0] = left_locals(rounds);
+    return NULL;
+}
+
+static void *right_thread(void *arg) {
+    (void)arg;
+    results[1] = right_locals(rounds);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "single";
+    rounds = argc > 2 ? atol(argv[2]) : 40000000L;
+    double s;
+    if (strcmp(mode, "single") == 0) {
+        s = hot_locals(rounds);
+    } else if (strcmp(mode, "caller") == 0) {
+        s = owns_array(rounds);
+    } else if (strcmp(mode, "threads") == 0) {
+        pthread_t a, b;
+        if (pthread_create(&a, NULL, left_thread, NULL) || pthread_create(&b, NULL, right_thread, NULL))
+            return 1;
+        pthread_join(a, NULL);
+        pthread_join(b, NULL);
+        s = results[0] + results[1];
+    } else {
+        fprintf(stderr, "usage: stack_frames single|caller|threads [ROUNDS]\n");
+        return 2;
+    }
+    printf("stack_frames %s s=%g\n", mode, s);
+    return 0;
+}
