@@ -5,8 +5,9 @@
 //!
 //! Known answers: with C contiguous the program is several times faster,
 //! so the memory samples (fixed period of CPU time) fall a lot, and C's
-//! share falls from dominant to a minority. Swapped, `--fail-if-worse`
-//! fails.
+//! share falls from dominant to a minority, and the diff warns that the
+//! totals differ beyond sampling noise. Swapped, `--fail-if-worse` fails;
+//! a database against itself neither warns nor fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -87,9 +88,32 @@ fn diff_abc_contiguous_c_share_and_memory_time_fall() {
         .expect("compute in functions");
     assert_eq!(compute["status"], "matched");
 
+    // The totals differ far beyond sampling noise (3 sqrt(before +
+    // after)): the JSON and stderr say so.
+    let warnings = d["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("more than sampling noise")),
+        "{warnings:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("hpcprof-rs: warning: the runs' total samples"),
+        "{out:?}"
+    );
+    // A database against itself: no warning, and nothing is worse.
+    let same = diff(&before, &before, &["--fail-if-worse", "0"]);
+    assert_eq!(same.status.code(), Some(0), "{same:?}");
+    assert!(
+        !String::from_utf8_lossy(&same.stderr).contains("warning"),
+        "{same:?}"
+    );
+
     // Text says the same. (No --fail-if-worse here: B's own samples may
     // rise once C no longer hides its stalls.)
     let text = ok_stdout(&diff(&before, &after, &[]), "hpcprof-rs diff");
+    assert!(text.contains("warning: the runs' total samples"), "{text}");
     assert!(text.contains("total memory time:") && text.contains("measure:"));
     assert!(text
         .lines()
@@ -104,7 +128,10 @@ fn diff_abc_contiguous_c_share_and_memory_time_fall() {
     let out = diff(&after, &before, &["--fail-if-worse", "20"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(stderr.contains("total memory time rose"), "{stderr}");
+    assert!(
+        stderr.contains("total memory time rose") && stderr.contains("application's objects"),
+        "{stderr}"
+    );
     assert!(stderr.contains("object C"), "{stderr}");
 }
 

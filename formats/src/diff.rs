@@ -13,6 +13,24 @@
 //! (which, at a fixed sampling period, are proportional to the time
 //! spent), not samples per second; `measure` in the output says so.
 //!
+//!
+//! **Noise.** A sample count N is a Poisson count: it varies by about
+//! sqrt(N) from run to run of the same work. The totals of two runs differ
+//! by more than their noise when `|after - before| > 3 sqrt(before +
+//! after)` ([`beyond_noise`]; three standard deviations of the difference,
+//! so two runs of the same work warn about once in 370 diffs). Their run
+//! times (the sampled threads' CPU time, recorded in every profile) differ
+//! by more than their noise when the relative difference exceeds what the
+//! samples can resolve, `3 sqrt(1/N_before + 1/N_after)` of all samples.
+//! Either way [`Diff::warnings`] says so: the runs did different work or
+//! ran under different conditions (machine load, input, period), and
+//! shares are then the fairer comparison.
+//!
+//! **`--fail-if-worse`** ([`worse`]) judges the application's objects:
+//! heap objects and static variables that are not a runtime's
+//! ([`DataObject::runtime`], `crate::runtimes`), not thread stacks, and not
+//! the `<...>` buckets (small heap objects, unknown addresses, sections).
+//!
 //! ```
 //! use formats::database::Database;
 //! let d = formats::diff::diff(&Database::default(), &Database::default());
@@ -24,7 +42,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::database::{DataObject, Database, Frame};
+use crate::database::{DataObject, Database, Frame, ObjectKind};
 use crate::views;
 
 /// Value of the top-level `format` field.
@@ -34,7 +52,7 @@ pub const VERSION: u32 = 1;
 
 /// What [`diff`] says about the measure it compares.
 pub const MEASURE: &str = "samples of the primary metric (at a fixed sampling period: time); \
-the databases record no run time, so samples are compared, not samples per second";
+the databases record no wall-clock time, so samples are compared, not samples per second";
 
 /// The allocation site of a heap object: the one hpcprof-rs chose
 /// (`DataObject::alloc_site`, outside allocator wrappers); for databases
@@ -131,6 +149,41 @@ pub struct Row {
     pub delta_samples: i64,
     /// Relative change of the samples in percent; `None` when new.
     pub change_pct: Option<f64>,
+    /// Objects: false for a runtime's objects (MPI, OpenMP), thread
+    /// stacks and the `<...>` buckets, which `--fail-if-worse` does not
+    /// judge ([`is_application_object`]); true for functions and lines.
+    pub application: bool,
+}
+
+/// Whether an object is the application's own: a heap object or static
+/// variable that no runtime owns (`runtime` is `DataObject::runtime`),
+/// not a `<...>` bucket (small heap objects, unknown addresses, a
+/// module's section). Thread stacks and unknown data are not.
+pub fn is_application_object(kind: ObjectKind, name: &str, runtime: Option<&str>) -> bool {
+    matches!(kind, ObjectKind::Heap | ObjectKind::Static)
+        && runtime.is_none()
+        && !name.starts_with('<')
+}
+
+/// Standard deviations of the difference of two sample counts beyond
+/// which [`beyond_noise`] calls it real.
+pub const NOISE_SIGMAS: f64 = 3.0;
+
+/// True when two sample counts differ by more than their sampling noise:
+/// `|a - b| > 3 sqrt(a + b)` (each a Poisson count).
+pub fn beyond_noise(a: u64, b: u64) -> bool {
+    let (a, b) = (a as f64, b as f64);
+    (a - b).abs() > NOISE_SIGMAS * (a + b).sqrt()
+}
+
+/// The relative difference of two run times that `samples_before` and
+/// `samples_after` samples can resolve: `3 sqrt(1/N_b + 1/N_a)`
+/// (infinite without samples).
+pub fn time_resolution(samples_before: u64, samples_after: u64) -> f64 {
+    if samples_before == 0 || samples_after == 0 {
+        return f64::INFINITY;
+    }
+    NOISE_SIGMAS * (1.0 / samples_before as f64 + 1.0 / samples_after as f64).sqrt()
 }
 
 /// Totals of the two runs.
@@ -146,6 +199,16 @@ pub struct Total {
     pub cpu_before: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_after: Option<u64>,
+    /// The sampled threads' CPU time in nanoseconds (the run time the
+    /// profiles record; `None` when not recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_time_before_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_time_after_ns: Option<u64>,
+    /// The application objects' samples ([`is_application_object`]):
+    /// what `--fail-if-worse` judges.
+    pub application_before: u64,
+    pub application_after: u64,
 }
 
 /// The JSON document of `hpcprof-rs diff --format json`.
@@ -163,6 +226,9 @@ pub struct Diff {
     pub functions: Vec<Row>,
     /// Source lines, largest absolute change first.
     pub lines: Vec<Row>,
+    /// The runs' total samples or run times differ by more than their
+    /// noise (see the module documentation); empty otherwise.
+    pub warnings: Vec<String>,
 }
 
 fn change_pct(before: u64, after: u64) -> Option<f64> {
@@ -189,6 +255,15 @@ impl Row {
             kind => format!("{kind}\u{0}{}\u{0}{}", self.name, self.site),
         }
     }
+}
+
+/// Keys of the application's objects ([`is_application_object`]).
+fn application_keys(db: &Database) -> std::collections::BTreeSet<String> {
+    db.objects
+        .iter()
+        .filter(|o| is_application_object(o.kind, &o.name, o.runtime.as_deref()))
+        .map(|o| object_key(db, o))
+        .collect()
 }
 
 fn object_table(db: &Database) -> Table {
@@ -276,6 +351,7 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
                 delta_share: a.share - b.share,
                 delta_samples: a.samples as i64 - b.samples as i64,
                 change_pct: change_pct(b.samples, a.samples),
+                application: true,
             },
             None => Row {
                 status: Status::Vanished,
@@ -288,6 +364,7 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
                 delta_share: -b.share,
                 delta_samples: -(b.samples as i64),
                 change_pct: change_pct(b.samples, 0),
+                application: true,
             },
         };
         out.push(row);
@@ -304,6 +381,7 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
             delta_share: a.share,
             delta_samples: a.samples as i64,
             change_pct: None,
+            application: true,
         });
     }
     out.sort_by(|x, y| {
@@ -332,42 +410,102 @@ pub fn diff(before: &Database, after: &Database) -> Diff {
     let (fb, lb) = code_tables(before);
     let (fa, la) = code_tables(after);
     let (tb, ta) = (data_total(before), data_total(after));
+    let mut app = application_keys(before);
+    app.extend(application_keys(after));
+    let mut objects = rows(object_table(before), object_table(after));
+    for r in &mut objects {
+        r.application = app.contains(&r.key());
+    }
+    let app_total = |side: fn(&Row) -> Option<Side>| -> u64 {
+        objects
+            .iter()
+            .filter(|r| r.application)
+            .filter_map(|r| side(r).map(|s| s.samples))
+            .sum()
+    };
+    let time = |db: &Database| Some(db.info.stats.cpu_time_ns).filter(|&t| t > 0);
+    let total = Total {
+        before: tb,
+        after: ta,
+        change_pct: change_pct(tb, ta),
+        cpu_before: cpu_samples(before),
+        cpu_after: cpu_samples(after),
+        cpu_time_before_ns: time(before),
+        cpu_time_after_ns: time(after),
+        application_before: app_total(|r| r.before),
+        application_after: app_total(|r| r.after),
+    };
     Diff {
         format: FORMAT,
         version: VERSION,
         metric: after.primary_metric_name().to_string(),
         measure: MEASURE,
-        total: Total {
-            before: tb,
-            after: ta,
-            change_pct: change_pct(tb, ta),
-            cpu_before: cpu_samples(before),
-            cpu_after: cpu_samples(after),
-        },
-        objects: rows(object_table(before), object_table(after)),
+        total,
+        warnings: noise_warnings(&total),
+        objects,
         functions: rows(fb, fa),
         lines: rows(lb, la),
     }
 }
 
-/// Reasons to fail `--fail-if-worse PCT`: the total memory time, or the
-/// samples of a matched object holding at least `min_share` of either
-/// run, rose by more than `pct` percent. Empty when nothing got worse.
+/// What [`Diff::warnings`] says (see the module documentation).
+fn noise_warnings(t: &Total) -> Vec<String> {
+    let mut out = Vec::new();
+    // All samples when the event counts them (cpu_samples), else the
+    // memory samples.
+    let (b, a) = match (t.cpu_before, t.cpu_after) {
+        (Some(b), Some(a)) => (b, a),
+        _ => (t.before, t.after),
+    };
+    if beyond_noise(b, a) {
+        out.push(format!(
+            "the runs' total samples differ by more than sampling noise: {b} -> {a} ({}), \
+             noise is within {:.0} samples (3 sqrt(before + after)); the runs did different \
+             work or ran under different conditions (machine load, input, period): compare \
+             shares (d.share) rather than sample counts",
+            pct_text(change_pct(b, a)),
+            NOISE_SIGMAS * ((a + b) as f64).sqrt()
+        ));
+    }
+    if let (Some(tb), Some(ta)) = (t.cpu_time_before_ns, t.cpu_time_after_ns) {
+        let rel = (ta as f64 - tb as f64).abs() / (0.5 * (ta + tb) as f64);
+        let resolution = time_resolution(b, a);
+        if rel > resolution {
+            out.push(format!(
+                "the runs' CPU times differ by more than their noise: {:.2} s -> {:.2} s ({}), \
+                 more than the {:.1}% these samples resolve (3 sqrt(1/N_before + 1/N_after))",
+                tb as f64 / 1e9,
+                ta as f64 / 1e9,
+                pct_text(change_pct(tb, ta)),
+                100.0 * resolution
+            ));
+        }
+    }
+    out
+}
+
+/// Reasons to fail `--fail-if-worse PCT`: the memory time of the
+/// application's objects, or the samples of a matched application object
+/// ([`is_application_object`]) holding at least `min_share` of either run,
+/// rose by more than `pct` percent. Thread stacks, runtime objects and
+/// the `<...>` buckets are not judged. Empty when nothing got worse.
 pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
     let mut out = Vec::new();
     let limit = 1.0 + pct / 100.0;
-    if d.total.after as f64 > d.total.before as f64 * limit && d.total.after > 0 {
+    let (tb, ta) = (d.total.application_before, d.total.application_after);
+    if ta as f64 > tb as f64 * limit && ta > 0 {
         out.push(format!(
-            "total memory time rose from {} to {} samples ({})",
-            d.total.before,
-            d.total.after,
-            pct_text(d.total.change_pct)
+            "total memory time rose from {tb} to {ta} samples in the application's objects ({})",
+            pct_text(change_pct(tb, ta))
         ));
     }
     for r in &d.objects {
         let (Some(b), Some(a)) = (r.before, r.after) else {
             continue;
         };
+        if !r.application {
+            continue;
+        }
         if b.share.max(a.share) < min_share {
             continue;
         }
@@ -420,6 +558,9 @@ pub fn to_text(d: &Diff, top: usize) -> String {
         ));
     }
     out.push('\n');
+    for w in &d.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     for (title, rows) in [
         ("data objects", &d.objects),
         ("functions", &d.functions),
@@ -501,121 +642,4 @@ pub fn to_csv(d: &Diff) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::database::{NodeKind, ObjectKind, TreeNode};
-
-    fn frame(function: &str, file: &str, line: u32) -> Frame {
-        Frame {
-            function: function.into(),
-            file: Some(file.into()),
-            line: Some(line),
-            module: "m".into(),
-            inlined: false,
-            offset: None,
-        }
-    }
-
-    /// A database with heap objects (name, malloc line, samples), all
-    /// allocated from main in `dir`/prog.c through glibc's malloc.
-    fn db(dir: &str, objects: &[(&str, u32, u64)]) -> Database {
-        let mut db = Database::default();
-        db.frames.push(frame("main", &format!("{dir}/prog.c"), 0));
-        db.frames.push(frame("malloc", "./malloc/malloc.c", 3300));
-        for (i, &(name, line, samples)) in objects.iter().enumerate() {
-            db.frames
-                .push(frame("main", &format!("{dir}/prog.c"), line));
-            let site = db.frames.len() as u32 - 1;
-            db.data.nodes.push(TreeNode {
-                parent: 0,
-                kind: NodeKind::Object(i as u32),
-                exclusive: vec![samples],
-                threads: None,
-                ranks: None,
-                by_rank: Vec::new(),
-            });
-            db.objects.push(DataObject {
-                kind: ObjectKind::Heap,
-                name: name.into(),
-                alloc_path: vec![site, 1],
-                // Written as before sites were chosen: the diff falls back
-                // to the innermost user frame.
-                bytes: 100,
-                allocations: 1,
-                node: db.data.nodes.len() as u32 - 1,
-                ..Default::default()
-            });
-        }
-        db
-    }
-
-    #[test]
-    fn alloc_site_skips_library_frames() {
-        let d = db("/home/u/build1", &[("A", 12, 5)]);
-        let site = alloc_site(&d, &d.objects[0]).unwrap();
-        assert_eq!(site_text(site), "prog.c:12");
-    }
-
-    #[test]
-    fn objects_match_by_name_and_site_across_directories() {
-        let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("T", 20, 5)]);
-        let after = db("/b", &[("A", 12, 30), ("B", 13, 20), ("T", 21, 5)]);
-        let d = diff(&before, &after);
-        let get = |name: &str, status: Status| {
-            d.objects
-                .iter()
-                .find(|r| r.name == name && r.status == status)
-                .unwrap_or_else(|| panic!("{name} {status:?} in {d:#?}"))
-        };
-        let b = get("B", Status::Matched);
-        assert_eq!(b.delta_samples, -70);
-        assert!((b.change_pct.unwrap() + 700.0 / 9.0).abs() < 1e-9);
-        assert_eq!(get("A", Status::Matched).delta_samples, 20);
-        // T moved to another line: vanished and new, not matched.
-        assert_eq!(get("T", Status::Vanished).site, "prog.c:20");
-        assert_eq!(get("T", Status::New).site, "prog.c:21");
-        assert_eq!((d.total.before, d.total.after), (105, 55));
-        // Largest absolute change first.
-        assert_eq!(d.objects[0].name, "B");
-    }
-
-    #[test]
-    fn row_keys_are_the_matching_keys() {
-        let before = db("/a", &[("A", 12, 10)]);
-        let after = db("/b", &[("A", 12, 30)]);
-        let d = diff(&before, &after);
-        assert_eq!(d.objects[0].key(), object_key(&after, &after.objects[0]));
-        assert_eq!(d.objects[0].key(), object_key(&before, &before.objects[0]));
-    }
-
-    #[test]
-    fn worse_names_the_total_and_objects_above_the_floor() {
-        let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("N", 14, 1)]);
-        let after = db("/a", &[("A", 12, 30), ("B", 13, 95), ("N", 14, 3)]);
-        let d = diff(&before, &after);
-        // A: +200%; B: +5.6%; N: +200% but below 1% in both... it is 1/101
-        // before and 3/128 after (2.3%), so it is checked at 1%, not at 5%.
-        let at1 = worse(&d, 10.0, 0.01);
-        assert!(at1.iter().any(|r| r.contains("total")), "{at1:?}");
-        assert!(at1.iter().any(|r| r.contains("object A")), "{at1:?}");
-        assert!(at1.iter().any(|r| r.contains("object N")), "{at1:?}");
-        assert!(!at1.iter().any(|r| r.contains("object B")), "{at1:?}");
-        let at5 = worse(&d, 10.0, 0.05);
-        assert!(!at5.iter().any(|r| r.contains("object N")), "{at5:?}");
-        assert!(worse(&d, 300.0, 0.01).is_empty());
-        assert!(worse(&diff(&after, &before), 10.0, 0.01).is_empty());
-    }
-
-    #[test]
-    fn csv_and_text_have_every_row() {
-        let before = db("/a", &[("A", 12, 10)]);
-        let after = db("/a", &[("A", 12, 30), ("X,y", 14, 3)]);
-        let d = diff(&before, &after);
-        let csv = to_csv(&d);
-        assert!(csv.contains("object,matched,heap,A,prog.c:12,100,10,1.000000,30,"));
-        assert!(csv.contains("object,new,heap,\"X,y\",prog.c:14,100,,,3,"));
-        let text = to_text(&d, 10);
-        assert!(text.starts_with("measure: samples:"), "{text}");
-        assert!(text.contains("total memory time: 10 -> 33 samples (+230.0%)"));
-    }
-}
+mod tests;

@@ -159,8 +159,15 @@ enum DiffFormatArg {
 ///
 /// Shows, per object, function and line, the samples and the share before
 /// and after, the change of share and of samples, and new and vanished
-/// objects. The databases record no run time: samples (at a fixed sampling
-/// period, time) are compared, not samples per second.
+/// objects. The databases record no wall-clock time: samples (at a fixed
+/// sampling period, time) are compared, not samples per second.
+///
+/// Noise: a sample count N varies by about sqrt(N) between runs of the same
+/// work. A warning says when the two runs' total samples differ by more
+/// than 3 sqrt(before + after), or their sampled CPU times by more than the
+/// 3 sqrt(1/N_before + 1/N_after) these samples resolve: the runs then did
+/// different work or ran under different load, and shares compare better
+/// than counts.
 #[derive(Debug, Parser)]
 #[command(
     name = "hpcprof-rs diff",
@@ -185,8 +192,10 @@ struct DiffArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     top: usize,
 
-    /// Exit with status 1 when the total memory time, or the samples of a
-    /// matched object, rose by more than PCT percent (for CI).
+    /// Exit with status 1 when the memory time of the application's
+    /// objects, or the samples of a matched application object, rose by
+    /// more than PCT percent (for CI). Thread stacks, MPI and OpenMP
+    /// runtime objects and the <...> buckets are not judged.
     #[arg(long, value_name = "PCT")]
     fail_if_worse: Option<f64>,
 
@@ -708,6 +717,9 @@ fn run_diff(args: DiffArgs) -> Result<ExitCode> {
         DiffFormatArg::Csv => formats::diff::to_csv(&d),
     };
     print_out(&text)?;
+    for w in &d.warnings {
+        eprintln!("hpcprof-rs: warning: {w}");
+    }
     if let Some(pct) = args.fail_if_worse {
         let reasons = formats::diff::worse(&d, pct, args.min_share / 100.0);
         for r in &reasons {

@@ -1,0 +1,222 @@
+//! Tests of the diff: matching, noise warnings, what `--fail-if-worse`
+//! judges, the text and CSV forms.
+
+use super::*;
+use crate::database::{NodeKind, TreeNode};
+
+fn frame(function: &str, file: &str, line: u32) -> Frame {
+    Frame {
+        function: function.into(),
+        file: Some(file.into()),
+        line: Some(line),
+        module: "m".into(),
+        inlined: false,
+        offset: None,
+    }
+}
+
+/// A database with heap objects (name, malloc line, samples), all
+/// allocated from main in `dir`/prog.c through glibc's malloc.
+fn db(dir: &str, objects: &[(&str, u32, u64)]) -> Database {
+    let mut db = Database::default();
+    db.frames.push(frame("main", &format!("{dir}/prog.c"), 0));
+    db.frames.push(frame("malloc", "./malloc/malloc.c", 3300));
+    for (i, &(name, line, samples)) in objects.iter().enumerate() {
+        db.frames
+            .push(frame("main", &format!("{dir}/prog.c"), line));
+        let site = db.frames.len() as u32 - 1;
+        db.data.nodes.push(TreeNode {
+            parent: 0,
+            kind: NodeKind::Object(i as u32),
+            exclusive: vec![samples],
+            threads: None,
+            ranks: None,
+            by_rank: Vec::new(),
+        });
+        db.objects.push(DataObject {
+            kind: ObjectKind::Heap,
+            name: name.into(),
+            alloc_path: vec![site, 1],
+            // Written as before sites were chosen: the diff falls back
+            // to the innermost user frame.
+            bytes: 100,
+            allocations: 1,
+            node: db.data.nodes.len() as u32 - 1,
+            ..Default::default()
+        });
+    }
+    db
+}
+
+#[test]
+fn alloc_site_skips_library_frames() {
+    let d = db("/home/u/build1", &[("A", 12, 5)]);
+    let site = alloc_site(&d, &d.objects[0]).unwrap();
+    assert_eq!(site_text(site), "prog.c:12");
+}
+
+#[test]
+fn objects_match_by_name_and_site_across_directories() {
+    let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("T", 20, 5)]);
+    let after = db("/b", &[("A", 12, 30), ("B", 13, 20), ("T", 21, 5)]);
+    let d = diff(&before, &after);
+    let get = |name: &str, status: Status| {
+        d.objects
+            .iter()
+            .find(|r| r.name == name && r.status == status)
+            .unwrap_or_else(|| panic!("{name} {status:?} in {d:#?}"))
+    };
+    let b = get("B", Status::Matched);
+    assert_eq!(b.delta_samples, -70);
+    assert!((b.change_pct.unwrap() + 700.0 / 9.0).abs() < 1e-9);
+    assert_eq!(get("A", Status::Matched).delta_samples, 20);
+    // T moved to another line: vanished and new, not matched.
+    assert_eq!(get("T", Status::Vanished).site, "prog.c:20");
+    assert_eq!(get("T", Status::New).site, "prog.c:21");
+    assert_eq!((d.total.before, d.total.after), (105, 55));
+    // Largest absolute change first.
+    assert_eq!(d.objects[0].name, "B");
+}
+
+#[test]
+fn row_keys_are_the_matching_keys() {
+    let before = db("/a", &[("A", 12, 10)]);
+    let after = db("/b", &[("A", 12, 30)]);
+    let d = diff(&before, &after);
+    assert_eq!(d.objects[0].key(), object_key(&after, &after.objects[0]));
+    assert_eq!(d.objects[0].key(), object_key(&before, &before.objects[0]));
+}
+
+#[test]
+fn worse_names_the_total_and_objects_above_the_floor() {
+    let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("N", 14, 1)]);
+    let after = db("/a", &[("A", 12, 30), ("B", 13, 95), ("N", 14, 3)]);
+    let d = diff(&before, &after);
+    // A: +200%; B: +5.6%; N: +200% but below 1% in both... it is 1/101
+    // before and 3/128 after (2.3%), so it is checked at 1%, not at 5%.
+    let at1 = worse(&d, 10.0, 0.01);
+    assert!(at1.iter().any(|r| r.contains("total")), "{at1:?}");
+    assert!(at1.iter().any(|r| r.contains("object A")), "{at1:?}");
+    assert!(at1.iter().any(|r| r.contains("object N")), "{at1:?}");
+    assert!(!at1.iter().any(|r| r.contains("object B")), "{at1:?}");
+    let at5 = worse(&d, 10.0, 0.05);
+    assert!(!at5.iter().any(|r| r.contains("object N")), "{at5:?}");
+    assert!(worse(&d, 300.0, 0.01).is_empty());
+    assert!(worse(&diff(&after, &before), 10.0, 0.01).is_empty());
+}
+
+#[test]
+fn csv_and_text_have_every_row() {
+    let before = db("/a", &[("A", 12, 10)]);
+    let after = db("/a", &[("A", 12, 30), ("X,y", 14, 3)]);
+    let d = diff(&before, &after);
+    let csv = to_csv(&d);
+    assert!(csv.contains("object,matched,heap,A,prog.c:12,100,10,1.000000,30,"));
+    assert!(csv.contains("object,new,heap,\"X,y\",prog.c:14,100,,,3,"));
+    let text = to_text(&d, 10);
+    assert!(text.starts_with("measure: samples:"), "{text}");
+    assert!(text.contains("total memory time: 10 -> 33 samples (+230.0%)"));
+}
+
+#[test]
+fn noise_warnings_only_beyond_noise() {
+    // 1000 -> 1050: 50 < 3 sqrt(2050) = 135.8; 1000 -> 1300: 300 > 144.
+    let mut before = db("/a", &[("A", 12, 1000)]);
+    let mut same = db("/a", &[("A", 12, 1050)]);
+    before.info.stats.cpu_time_ns = 1_000_000_000;
+    same.info.stats.cpu_time_ns = 1_050_000_000;
+    let d = diff(&before, &same);
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    assert!(!to_text(&d, 5).contains("warning:"));
+
+    let mut more = db("/a", &[("A", 12, 1300)]);
+    // CPU time +50%: beyond the 12.6% that 1000 and 1300 samples resolve.
+    more.info.stats.cpu_time_ns = 1_500_000_000;
+    let d = diff(&before, &more);
+    assert_eq!(d.warnings.len(), 2, "{:?}", d.warnings);
+    assert!(
+        d.warnings[0].contains("1000 -> 1300 (+30.0%)"),
+        "{:?}",
+        d.warnings
+    );
+    assert!(
+        d.warnings[0].contains("within 144 samples"),
+        "{:?}",
+        d.warnings
+    );
+    assert!(
+        d.warnings[1].contains("1.00 s -> 1.50 s"),
+        "{:?}",
+        d.warnings
+    );
+    let text = to_text(&d, 5);
+    assert!(text.contains("warning: the runs' total samples"), "{text}");
+    assert!(to_json(&d).contains("\"warnings\""));
+    assert!(beyond_noise(0, 10) && !beyond_noise(0, 9));
+    assert!(time_resolution(0, 5).is_infinite());
+}
+
+#[test]
+fn fail_if_worse_judges_application_objects_only() {
+    // A thread stack, a runtime's object and the unknown bucket rise
+    // tenfold; the application's A stays: nothing is worse.
+    let extra = |db: &mut Database, samples: [u64; 3]| {
+        for (i, (kind, name, runtime)) in [
+            (ObjectKind::Stack, "<stack: thread 1>", None),
+            (
+                ObjectKind::Heap,
+                "shared-memory transport",
+                Some("Open MPI"),
+            ),
+            (ObjectKind::Unknown, "<unknown address>", None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            db.data.nodes.push(TreeNode {
+                parent: 0,
+                kind: NodeKind::Object(db.objects.len() as u32),
+                exclusive: vec![samples[i]],
+                threads: None,
+                ranks: None,
+                by_rank: Vec::new(),
+            });
+            db.objects.push(DataObject {
+                kind,
+                name: name.into(),
+                runtime: runtime.map(Into::into),
+                node: db.data.nodes.len() as u32 - 1,
+                ..Default::default()
+            });
+        }
+    };
+    let mut before = db("/a", &[("A", 12, 100)]);
+    extra(&mut before, [10, 10, 10]);
+    let mut after = db("/a", &[("A", 12, 100)]);
+    extra(&mut after, [100, 100, 100]);
+    let d = diff(&before, &after);
+    let judged: Vec<_> = d.objects.iter().filter(|r| r.application).collect();
+    assert_eq!(judged.len(), 1, "{judged:?}");
+    assert_eq!(judged[0].name, "A");
+    assert_eq!(
+        (d.total.application_before, d.total.application_after),
+        (100, 100)
+    );
+    assert!(
+        worse(&d, 10.0, 0.01).is_empty(),
+        "{:?}",
+        worse(&d, 10.0, 0.01)
+    );
+    // The application's object rising is still caught.
+    let mut worse_a = db("/a", &[("A", 12, 200)]);
+    extra(&mut worse_a, [10, 10, 10]);
+    let reasons = worse(&diff(&before, &worse_a), 10.0, 0.01);
+    assert!(
+        reasons.iter().any(|r| r.contains("object A")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("application's objects")),
+        "{reasons:?}"
+    );
+}
