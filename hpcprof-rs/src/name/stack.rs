@@ -11,7 +11,13 @@ use super::frames::{module_base, short_function};
 /// name and the line of the function's entry; `(<module>)` without line
 /// information (nothing when the function name already says the module).
 pub fn stack_frame_name(frame: &Frame) -> String {
-    let function = short_function(&frame.function);
+    // A compiler's clone keeps its mark (`[clone ._omp_fn.0]`: the
+    // outlined body of an OpenMP parallel region), after the short name.
+    let (base, clone) = match frame.function.find(" [clone ") {
+        Some(i) => frame.function.split_at(i),
+        None => (frame.function.as_str(), ""),
+    };
+    let function = format!("{}{clone}", short_function(base));
     let file = frame.file.as_deref().map(|f| f.rsplit('/').next().unwrap_or(f));
     let module = module_base(&frame.module);
     let place = match (file, frame.line) {
@@ -48,6 +54,16 @@ mod tests {
         assert_eq!(
             stack_frame_name(&f),
             "stack: locals of CalcFBHourglassForceForElems (lulesh.cc:1024)"
+        );
+        let f = frame(
+            "CalcKinematicsForElems(Domain&, double, int) [clone ._omp_fn.0]",
+            Some("lulesh.cc"),
+            Some(1510),
+            "/bin/lulesh2.0",
+        );
+        assert_eq!(
+            stack_frame_name(&f),
+            "stack: locals of CalcKinematicsForElems [clone ._omp_fn.0] (lulesh.cc:1510)"
         );
         let f = frame("work", None, None, "/usr/lib/libx.so.1");
         assert_eq!(stack_frame_name(&f), "stack: locals of work (libx.so.1)");
