@@ -18,7 +18,10 @@ pub fn stack_frame_name(frame: &Frame) -> String {
         None => (frame.function.as_str(), ""),
     };
     let function = format!("{}{clone}", short_function(base));
-    let file = frame.file.as_deref().map(|f| f.rsplit('/').next().unwrap_or(f));
+    let file = frame
+        .file
+        .as_deref()
+        .map(|f| f.rsplit('/').next().unwrap_or(f));
     let module = module_base(&frame.module);
     let place = match (file, frame.line) {
         (Some(f), Some(l)) => format!(" ({f}:{l})"),
