@@ -35,6 +35,8 @@ pub struct Entry {
     pub truth_reads: f64,
     /// Simulated last-level-cache misses, when simulated.
     pub truth_misses: Option<f64>,
+    /// Simulated stall cycles (latency-weighted misses), when simulated.
+    pub truth_stall: Option<f64>,
     /// mem:soft: sampled loads + stores, sampled loads.
     pub prof_access: f64,
     pub prof_reads: f64,
@@ -106,10 +108,13 @@ pub fn join(records: &[Record], profile: &Profile, sim: Option<&[SimRecord]>) ->
         let stacks: Vec<&[String]> = sim.iter().map(|r| r.own.as_slice()).collect();
         for (r, key) in sim.iter().zip(record_keys(&stacks, &sites)) {
             let Some(key) = key else { continue };
-            *entry(&mut by_key, &key).truth_misses.get_or_insert(0.0) += r.llc_misses as f64;
+            let e = entry(&mut by_key, &key);
+            *e.truth_misses.get_or_insert(0.0) += r.llc_misses as f64;
+            *e.truth_stall.get_or_insert(0.0) += r.stall as f64;
         }
         for e in by_key.values_mut() {
             e.truth_misses.get_or_insert(0.0);
+            e.truth_stall.get_or_insert(0.0);
         }
     }
     let mut v: Vec<Entry> = by_key.into_values().collect();

@@ -215,6 +215,13 @@ fn measure(
             |e| e.prof_access,
         )
     });
+    let stall = sim.as_ref().map(|_| {
+        compare::agreement(
+            &entries,
+            |e| e.truth_stall.unwrap_or(0.0),
+            |e| e.prof_access,
+        )
+    });
     Ok(report::Outcome {
         name: w.name.to_string(),
         expect: w.expect,
@@ -222,6 +229,7 @@ fn measure(
         access,
         reads,
         misses,
+        stall,
         sim_command: sim.map(|s| s.1.join(" ")),
         profile: prof,
     })

@@ -21,6 +21,8 @@ pub struct Outcome {
     pub reads: Agreement,
     /// Against simulated LLC misses, when simulated.
     pub misses: Option<Agreement>,
+    /// Against simulated stall cycles (latency-weighted misses).
+    pub stall: Option<Agreement>,
     /// The (smaller) input lackey ran.
     pub sim_command: Option<String>,
     pub profile: Profile,
@@ -78,11 +80,13 @@ pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
         "| workload | objects | top (DHAT bytes) | top (mem:soft) | top-1 | ρ bytes | TVD bytes | ρ reads | TVD reads |",
     );
     if sim {
-        s.push_str(" top (sim. LLC misses) | top-1 | ρ misses | TVD misses |");
+        s.push_str(
+            " top (sim. LLC misses) | top-1 | ρ misses | TVD misses | top (sim. stall) | top-1 | ρ stall | TVD stall |",
+        );
     }
     s.push_str("\n|---|--:|---|---|---|--:|--:|--:|--:|");
     if sim {
-        s.push_str("---|---|--:|--:|");
+        s.push_str("---|---|--:|--:|---|---|--:|--:|");
     }
     s.push('\n');
     for o in outcomes {
@@ -101,18 +105,20 @@ pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
             opt(o.reads.tvd),
         );
         if sim {
-            match &o.misses {
-                Some(m) => {
-                    let _ = write!(
-                        s,
-                        " {} | {} | {} | {} |",
-                        name(&m.truth_top),
-                        top1(m),
-                        opt(m.spearman),
-                        opt(m.tvd)
-                    );
+            for a in [&o.misses, &o.stall] {
+                match a {
+                    Some(m) => {
+                        let _ = write!(
+                            s,
+                            " {} | {} | {} | {} |",
+                            name(&m.truth_top),
+                            top1(m),
+                            opt(m.spearman),
+                            opt(m.tvd)
+                        );
+                    }
+                    None => s.push_str(" - | - | - | - |"),
                 }
-                None => s.push_str(" - | - | - | - |"),
             }
         }
         s.push('\n');
@@ -164,6 +170,7 @@ pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
             sum(&|e| e.prof_access),
         );
         let tm = sum(&|e| e.truth_misses.unwrap_or(0.0));
+        let tst = sum(&|e| e.truth_stall.unwrap_or(0.0));
         let share = |x: f64, t: f64| if t > 0.0 { x / t } else { f64::NAN };
         let mut shown = 0;
         for e in &o.entries {
@@ -172,9 +179,13 @@ pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
                 continue;
             }
             shown += 1;
-            let misses = match e.truth_misses {
-                Some(m) => format!(", sim. LLC misses {}", pct(share(m, tm))),
-                None => String::new(),
+            let misses = match (e.truth_misses, e.truth_stall) {
+                (Some(m), Some(st)) => format!(
+                    ", sim. LLC misses {}, sim. stall {}",
+                    pct(share(m, tm)),
+                    pct(share(st, tst))
+                ),
+                _ => String::new(),
             };
             let _ = writeln!(
                 s,

@@ -29,6 +29,9 @@ pub struct SimRecord {
     pub own_files: Vec<String>,
     /// Last-level-cache misses of accesses into its blocks.
     pub llc_misses: u64,
+    /// Estimated cycles those accesses waited beyond L1 hits
+    /// ([`crate::cachesim::stall_cycles`]).
+    pub stall: u64,
 }
 
 /// Totals of a simulated run, for the report.
@@ -78,14 +81,18 @@ fn hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s, 16).ok()
 }
 
+/// Per stack: LLC misses and estimated stall cycles.
+type PerStack = HashMap<String, (u64, u64)>;
+
 /// Feeds one lackey/allocation-log stream through the caches; returns the
-/// per-stack LLC misses (keyed by the stack's frame text) and the totals.
-pub fn simulate(input: impl BufRead, caches: &[Cache]) -> Result<(HashMap<String, u64>, Totals)> {
+/// per-stack LLC misses and stall cycles (keyed by the stack's frame
+/// text) and the totals.
+pub fn simulate(input: impl BufRead, caches: &[Cache]) -> Result<(PerStack, Totals)> {
     let mut h = Hierarchy::new(caches);
     let mut blocks = Blocks::default();
     let mut stacks: Vec<String> = Vec::new();
     let mut ids: HashMap<String, usize> = HashMap::new();
-    let mut misses: Vec<u64> = Vec::new();
+    let mut misses: Vec<(u64, u64)> = Vec::new();
     let mut t = Totals::default();
     for line in input.split(b'\n') {
         let line = line?;
@@ -104,9 +111,12 @@ pub fn simulate(input: impl BufRead, caches: &[Cache]) -> Result<(HashMap<String
             let out = h.access(addr, size);
             if out.llc {
                 t.llc_misses += 1;
+            }
+            if out.stall > 0 {
                 if let Some(id) = blocks.find(addr) {
-                    misses[id] += 1;
-                    t.heap_llc_misses += 1;
+                    misses[id].0 += u64::from(out.llc);
+                    misses[id].1 += out.stall;
+                    t.heap_llc_misses += u64::from(out.llc);
                 }
             }
         } else if let Some(rest) = line.strip_prefix("A ") {
@@ -120,7 +130,7 @@ pub fn simulate(input: impl BufRead, caches: &[Cache]) -> Result<(HashMap<String
             };
             let id = *ids.entry(stack.to_string()).or_insert_with(|| {
                 stacks.push(stack.to_string());
-                misses.push(0);
+                misses.push((0, 0));
                 stacks.len() - 1
             });
             blocks.insert(addr, size, id);
@@ -187,7 +197,7 @@ fn resolve(addrs: &[(String, u64)]) -> HashMap<(String, u64), Vec<(String, u32)>
 }
 
 /// Turns per-stack misses into records with own-code frames.
-fn records(per_stack: HashMap<String, u64>) -> Vec<SimRecord> {
+fn records(per_stack: PerStack) -> Vec<SimRecord> {
     let parse = |f: &str| -> Option<(String, u64)> {
         let (m, off) = f.rsplit_once('+')?;
         Some((m.to_string(), hex(off)?))
@@ -201,9 +211,10 @@ fn records(per_stack: HashMap<String, u64>) -> Vec<SimRecord> {
     let frames = resolve(&addrs);
     per_stack
         .into_iter()
-        .map(|(stack, llc)| {
+        .map(|(stack, (llc, stall))| {
             let mut r = SimRecord {
                 llc_misses: llc,
+                stall,
                 ..SimRecord::default()
             };
             for a in stack.split(',').filter_map(parse) {
@@ -255,7 +266,7 @@ pub fn cached(
 ) -> Result<(Vec<SimRecord>, Totals)> {
     let stamp_file = dir.join("sim.stamp");
     let out = dir.join("sim.tsv");
-    let want = format!("{}{caches:?}\n", crate::dhat::stamp(command));
+    let want = format!("{}{caches:?} stall\n", crate::dhat::stamp(command));
     if !fresh && std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(want.as_str()) {
         if let Ok(text) = std::fs::read_to_string(&out) {
             return Ok((load(&text), Totals::default()));
@@ -267,11 +278,12 @@ pub fn cached(
     Ok((records, totals))
 }
 
-/// One record per line: misses, then key and file pairs, tab-separated.
+/// One record per line: misses and stall cycles (`misses/stall`), then
+/// key and file pairs, tab-separated.
 fn save(records: &[SimRecord]) -> String {
     let mut s = String::new();
     for r in records {
-        s.push_str(&r.llc_misses.to_string());
+        s.push_str(&format!("{}/{}", r.llc_misses, r.stall));
         for (k, f) in r.own.iter().zip(&r.own_files) {
             s.push('\t');
             s.push_str(k);
@@ -287,8 +299,10 @@ fn load(text: &str) -> Vec<SimRecord> {
     text.lines()
         .filter_map(|l| {
             let mut parts = l.split('\t');
+            let (misses, stall) = parts.next()?.split_once('/')?;
             let mut r = SimRecord {
-                llc_misses: parts.next()?.parse().ok()?,
+                llc_misses: misses.parse().ok()?,
+                stall: stall.parse().ok()?,
                 ..SimRecord::default()
             };
             while let (Some(k), Some(f)) = (parts.next(), parts.next()) {
@@ -350,7 +364,9 @@ mod tests {
         assert_eq!(t.llc_misses, 4);
         // 0x1000 and 0x1040 miss inside the block; 0x5000 and the access
         // after the free are outside it.
-        assert_eq!(per_stack["./p+10"], 2);
+        assert_eq!(per_stack["./p+10"].0, 2);
+        // A single level: every miss is a memory access.
+        assert_eq!(per_stack["./p+10"].1, 2 * crate::cachesim::LATENCY[2]);
         assert_eq!(t.heap_llc_misses, 2);
     }
 
@@ -360,6 +376,7 @@ mod tests {
             own: vec!["a.c:5".into(), "m.c:9".into()],
             own_files: vec!["/s/a.c".into(), "/s/m.c".into()],
             llc_misses: 42,
+            stall: 7,
         };
         let back = load(&save(&[r.clone(), SimRecord::default()]));
         assert_eq!(
@@ -367,5 +384,6 @@ mod tests {
             (r.own, r.own_files)
         );
         assert_eq!((back[0].llc_misses, back[1].llc_misses), (42, 0));
+        assert_eq!(back[0].stall, 7);
     }
 }

@@ -193,7 +193,10 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
     if let Some(l) = &cfg.lulesh {
         list.push(Workload {
             name: "lulesh",
-            sim_args: None,
+            // 20 iterations (lackey writes every access as text: about
+            // 20 minutes on the 2-core VM); the per-iteration pattern is
+            // the full run's, the start-up's compulsory misses weigh more.
+            sim_args: Some(["-s", "15", "-i", "20", "-q"].map(String::from).to_vec()),
             command: args(exe(l)?, &["-s", "15", "-q"]),
             hpcrun_opts: vec![],
             expect: "many arrays, none dominant",
