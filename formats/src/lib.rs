@@ -11,6 +11,8 @@
 //! * [`views`] and [`export`]: the derived tables (objects, functions) and the
 //!   stable JSON/CSV export contract (`hpcprof-rs export`).
 //! * [`diff`]: two databases compared (`hpcprof-rs diff`).
+//! * [`hatchet`]: the code-centric and data-centric trees in the literal
+//!   format of LLNL Hatchet (`hpcprof-rs export --format hatchet`).
 //! * [`advice`]: placement in fast memory, NUMA advice and hot ranges
 //!   (`hpcprof-rs advise`, the viewer's detail pane).
 //! * [`patterns`]: access patterns (strides per access site) and their
@@ -41,6 +43,7 @@ pub mod database;
 pub mod diff;
 pub mod envelope;
 pub mod export;
+pub mod hatchet;
 pub mod inspect;
 pub mod measurement;
 pub mod patterns;

@@ -118,9 +118,13 @@ enum FormatArg {
     Json,
     /// One row per object or function, with a header line.
     Csv,
+    /// The code-centric (`--view code`) or data-centric (`--view data`)
+    /// tree in the literal format of LLNL Hatchet's
+    /// `GraphFrame.from_literal` (docs/FORMATS.md).
+    Hatchet,
 }
 
-/// Print a database as JSON or CSV on standard output.
+/// Print a database as JSON, CSV or a Hatchet literal on standard output.
 ///
 /// The JSON document is a stable interface for scripts: fields are only ever
 /// added; its `version` changes if one must go.
@@ -681,6 +685,16 @@ fn run_export(args: ExportArgs) -> Result<ExitCode> {
     let text = match args.format {
         FormatArg::Json => export::to_json(&db, view, args.top),
         FormatArg::Csv => export::to_csv(&db, view, args.top),
+        FormatArg::Hatchet => {
+            let tree = match view {
+                View::Code => formats::hatchet::Tree::Code,
+                View::Data => formats::hatchet::Tree::Data,
+                View::Bottleneck | View::Threads => {
+                    anyhow::bail!("--format hatchet writes a tree: use --view code or --view data")
+                }
+            };
+            formats::hatchet::to_literal(&db, tree, args.top)
+        }
     };
     print_out(&text)?;
     Ok(ExitCode::SUCCESS)
