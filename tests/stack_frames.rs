@@ -1,8 +1,8 @@
 //! Stack accesses are named by the frame that holds them (issue 32 item
 //! 1), through the real pipeline (hpcrun-rs -e mem:soft, hpcprof-rs,
 //! export): tests/programs/stack_frames.c reads big local arrays at
-//! random, in the function that declares them, in a callee, and in two
-//! threads. The stack rows must be `stack: locals of <the function that
+//! random, in the function that declares them, in a callee, in two
+//! threads, and from a thread that reads another thread's array. The stack rows must be `stack: locals of <the function that
 //! owns the array> (stack_frames.c:<its first line>)`, never
 //! `<stack: thread N>`. Each assertion is a share that sampling noise on
 //! a loaded machine cannot flip (the owner holds nearly all the stack
@@ -159,5 +159,23 @@ fn two_threads_name_two_functions() {
             .map(|t| t["thread"].clone())
     };
     assert_ne!(thread_of(left), thread_of(right));
+    assert!(whole_stack_share(&data) <= 0.1, "{data:#}");
+}
+
+#[test]
+fn another_threads_array_is_named_by_its_frame_there() {
+    let data = measure("shared");
+    let total = stack_total(&data);
+    // Both threads read shares_array's array: the main thread in its own
+    // stack, the other thread in the main thread's.
+    let row = frame_row(&data, "shares_array");
+    let share = accesses(row) as f64 / total as f64;
+    assert!(share >= 0.8, "shares_array holds {share:.2} of {total}");
+    let threads = row["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 2, "{threads:#?}");
+    for t in threads {
+        let part = samples(t) as f64 / samples(row) as f64;
+        assert!(part >= 0.2, "{} holds {part:.2} of {row:#}", t["thread"]);
+    }
     assert!(whole_stack_share(&data) <= 0.1, "{data:#}");
 }

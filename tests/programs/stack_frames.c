@@ -7,10 +7,14 @@
  *           one frame above the sampled function.
  *   threads two threads, one in left_locals(), one in right_locals(), each
  *           reading its own local array: two functions' frames are hot.
+ *   shared  main calls shares_array(), which starts a thread and then, like
+ *           the thread, reads its local array through reads_array(): the
+ *           thread reads another thread's stack (as OpenMP workers read the
+ *           shared variables in the master's frame).
  *
  * Known answer: the stack rows name the function that owns the array.
  *
- * Run: ./stack_frames single|caller|threads [ROUNDS, default 40000000]
+ * Run: ./stack_frames single|caller|threads|shared [ROUNDS, default 40000000]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -76,6 +80,32 @@ __attribute__((noipa)) static double right_locals(long rounds) {
     return s;
 }
 
+/* The array another thread reads, and what it found. */
+struct share {
+    const double *buf;
+    long rounds;
+    double s;
+};
+
+static void *reads_shared(void *arg) {
+    struct share *sh = arg;
+    sh->s = reads_array(sh->buf, sh->rounds);
+    return NULL;
+}
+
+__attribute__((noipa)) static double shares_array(long rounds) {
+    double shared[N];
+    for (int i = 0; i < N; i++)
+        shared[i] = i * 0.75;
+    struct share sh = {shared, rounds, 0};
+    pthread_t t;
+    if (pthread_create(&t, NULL, reads_shared, &sh))
+        return -1;
+    double mine = reads_array(shared, rounds);
+    pthread_join(t, NULL);
+    return mine + sh.s;
+}
+
 static long rounds;
 static double results[2];
 
@@ -106,8 +136,10 @@ int main(int argc, char **argv) {
         pthread_join(a, NULL);
         pthread_join(b, NULL);
         s = results[0] + results[1];
+    } else if (strcmp(mode, "shared") == 0) {
+        s = shares_array(rounds);
     } else {
-        fprintf(stderr, "usage: stack_frames single|caller|threads [ROUNDS]\n");
+        fprintf(stderr, "usage: stack_frames single|caller|threads|shared [ROUNDS]\n");
         return 2;
     }
     printf("stack_frames %s s=%g\n", mode, s);

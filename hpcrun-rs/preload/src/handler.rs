@@ -486,8 +486,18 @@ pub fn classify(
             None => Target::of(cct::UNKNOWN, cct::TAG_STACK, state.index as u64),
         });
     }
+    // Another thread's stack: the frame that held the address when that
+    // thread was last sampled (an OpenMP worker reading the shared
+    // variables in the master's frame), else its whole stack.
     if let Some(owner) = threads::stack_owner(addr) {
-        return Some(Target::of(cct::UNKNOWN, cct::TAG_STACK, owner as u64));
+        let frame = owner
+            .frames_seen
+            .owner(addr)
+            .and_then(|f| program_function(snap, f));
+        return Some(match frame {
+            Some(function) => Target::of(cct::UNKNOWN, cct::TAG_STACK_FRAME, function),
+            None => Target::of(cct::UNKNOWN, cct::TAG_STACK, owner.index as u64),
+        });
     }
     if objects::in_small_heap(addr) {
         return Some(Target::of(cct::HEAP, cct::TAG_SMALL_HEAP, 0));
@@ -527,18 +537,18 @@ fn call_path_owning<'a>(
     // SAFETY: the handler cache is used only by this thread's handler, and
     // `in_handler` excludes re-entry.
     let cache = unsafe { &mut *state.handler_cache.get() };
-    let stack = &state.stack;
-    let got = match data {
-        Some(d) => unwind::owning_frame(unwinder, cache, stack, (regs.rip, *sp, *bp), d, frames),
-        None => unwind::unwind(unwinder, cache, stack, regs.rip, *sp, *bp, frames),
-    };
+    // (The walk also publishes the frames' ranges, for other threads'
+    // samples of this stack.)
+    let got = unwind::owning_frame(
+        unwinder,
+        cache,
+        &state.stack,
+        (regs.rip, *sp, *bp),
+        data,
+        (frames, &state.frames_seen),
+    );
     frames[0] = leaf;
-    // (The thread trampoline's frame is the library's: no owner.)
-    let owner = got
-        .owner
-        .map(|i| frames[i])
-        .filter(|&a| !snap.is_own_code(a))
-        .map(|a| snap.function_start(a).unwrap_or(a));
+    let owner = got.owner.and_then(|i| program_function(snap, frames[i]));
     // Callers inside this library (the thread trampoline) are left out.
     let mut depth = 1;
     for i in 1..got.len {
@@ -557,6 +567,13 @@ fn call_path_owning<'a>(
         }
     }
     Some((&frames[..depth], owner))
+}
+
+/// The start of the function at lookup address `frame` (the address
+/// itself when its module has no symbol there), as a stack frame's
+/// owner; `None` for this library's code (the thread trampoline's frame).
+fn program_function(snap: &Snapshot, frame: u64) -> Option<u64> {
+    (!snap.is_own_code(frame)).then(|| snap.function_start(frame).unwrap_or(frame))
 }
 
 /// Marker "frame" at the root end of a call path whose unwinding stopped

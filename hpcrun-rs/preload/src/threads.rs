@@ -209,6 +209,9 @@ pub struct ThreadState {
     /// The handler's frame buffer (not on the signal stack: no 1 KiB
     /// zeroing per sample).
     pub handler_frames: UnsafeCell<[u64; MAX_FRAMES]>,
+    /// The frames of this thread's stack at its latest sample, for other
+    /// threads' samples of addresses on it.
+    pub frames_seen: unwind::FrameRanges,
     /// The tree nodes of the previous sample's callers (handler only).
     pub handler_paths: UnsafeCell<cct::PathCache>,
     /// Unwind cache used only by the allocation hooks (never by the handler,
@@ -326,6 +329,7 @@ fn build_current(
         finished: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
         handler_frames: UnsafeCell::new([0; MAX_FRAMES]),
+        frames_seen: unwind::FrameRanges::default(),
         handler_paths: UnsafeCell::new(cct::PathCache::default()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
         hw: crate::pmu::sampler::ThreadHw::new(),
@@ -375,13 +379,13 @@ pub fn reset_after_fork() {
     clear_current();
 }
 
-/// The thread whose stack contains `addr` (its index), for stack objects.
-pub fn stack_owner(addr: u64) -> Option<u32> {
+/// The thread whose stack contains `addr`, for stack objects.
+pub fn stack_owner(addr: u64) -> Option<&'static ThreadState> {
     let reg = registry();
     let n = (reg.count.load(Acquire) as usize).min(reg.slots.len());
     reg.slots[..n].iter().find_map(|s| {
         let st = s.get()?;
-        (!st.finished.load(Relaxed) && st.stack.contains(addr)).then_some(st.index)
+        (!st.finished.load(Relaxed) && st.stack.contains(addr)).then_some(st)
     })
 }
 

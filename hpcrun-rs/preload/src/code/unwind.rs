@@ -8,7 +8,11 @@
 //! The walk also tells which frame owns a stack address ([`owning_frame`]):
 //! frame `i` occupies `[SP_i, CFA_i)`, where the CFA (the caller's stack
 //! pointer) is what unwinding the frame yields; the interrupted frame
-//! also owns the red zone below its stack pointer.
+//! also owns the red zone below its stack pointer. The sample handler's
+//! walk publishes those ranges ([`FrameRanges`]) so that another thread's
+//! sample of an address on this thread's stack finds its frame too.
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering::*};
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{
@@ -89,30 +93,109 @@ pub struct Unwound {
 pub const RED_ZONE: u64 = 128;
 
 /// Unwinds as [`unwind`] and also finds the frame that owns the stack
-/// address `data`: the first frame `i` with `data < CFA_i`, provided
-/// `data >= SP_0 - RED_ZONE` (the interrupted frame's red zone). An
-/// address above the last unwound frame's CFA, or any address when the
-/// interrupted frame could not be unwound, has no owner.
+/// address `data`, if given: the first frame `i` with `data < CFA_i`,
+/// provided `data >= SP_0 - RED_ZONE` (the interrupted frame's red
+/// zone). An address above the last unwound frame's CFA, or any address
+/// when the interrupted frame could not be unwound, has no owner. The
+/// frames' ranges are published in `publish` (the thread's own table).
 pub fn owning_frame(
     unwinder: &Unwind,
     cache: &mut Cache,
     stack: &StackBounds,
     (pc, sp, bp): (u64, u64, u64),
-    data: u64,
-    out: &mut [u64],
+    data: Option<u64>,
+    (out, publish): (&mut [u64], &FrameRanges),
 ) -> Unwound {
     let regs = UnwindRegsX86_64::new(pc, sp, bp);
     let lowest = sp.saturating_sub(RED_ZONE);
-    let owner = (data >= lowest).then_some(data);
-    walk(
+    let owner = data.filter(|&d| d >= lowest);
+    publish.begin(lowest);
+    let got = walk(
         unwinder,
         cache,
         stack,
         FrameAddress::from_instruction_pointer(pc),
         regs,
-        owner,
+        (owner, Some(publish)),
         out,
-    )
+    );
+    publish.end();
+    got
+}
+
+/// Frames of a thread's stack as its latest sample unwound them: the
+/// frame's end (CFA) and its lookup address, innermost first, from the
+/// interrupted SP minus the red zone. Written by the thread's own
+/// handler, read by other threads' handlers (a sequence counter, odd
+/// while written: a reader that meets a write finds nothing). Frames an
+/// older sample saw may have returned since: the table says where the
+/// frames were then, which holds for the long-lived ones (`main`, a
+/// function around a parallel region) whose variables other threads read.
+pub struct FrameRanges {
+    seq: AtomicU64,
+    len: AtomicU32,
+    lowest: AtomicU64,
+    cfa: [AtomicU64; PUBLISHED_FRAMES],
+    address: [AtomicU64; PUBLISHED_FRAMES],
+}
+
+/// Frames a [`FrameRanges`] keeps (the innermost ones).
+pub const PUBLISHED_FRAMES: usize = 64;
+
+impl Default for FrameRanges {
+    fn default() -> Self {
+        FrameRanges {
+            seq: AtomicU64::new(0),
+            len: AtomicU32::new(0),
+            lowest: AtomicU64::new(0),
+            cfa: std::array::from_fn(|_| AtomicU64::new(0)),
+            address: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+impl FrameRanges {
+    fn begin(&self, lowest: u64) {
+        self.seq.fetch_add(1, Relaxed);
+        fence(Release);
+        self.len.store(0, Relaxed);
+        self.lowest.store(lowest, Relaxed);
+    }
+
+    /// Frame `i` (lookup `address`) ends at `cfa`.
+    fn set(&self, i: usize, cfa: u64, address: u64) {
+        if i < PUBLISHED_FRAMES {
+            self.cfa[i].store(cfa, Relaxed);
+            self.address[i].store(address, Relaxed);
+            self.len.store(i as u32 + 1, Relaxed);
+        }
+    }
+
+    fn end(&self) {
+        self.seq.fetch_add(1, Release);
+    }
+
+    /// The lookup address of the frame that held `addr` at the latest
+    /// published sample; `None` if none did, or the table was being
+    /// written.
+    pub fn owner(&self, addr: u64) -> Option<u64> {
+        let before = self.seq.load(Acquire);
+        if before % 2 == 1 {
+            return None;
+        }
+        let n = (self.len.load(Relaxed) as usize).min(PUBLISHED_FRAMES);
+        let found = (addr >= self.lowest.load(Relaxed))
+            .then(|| {
+                (0..n)
+                    .find(|&i| addr < self.cfa[i].load(Relaxed))
+                    .map(|i| self.address[i].load(Relaxed))
+            })
+            .flatten();
+        fence(Acquire);
+        (self.seq.load(Relaxed) == before)
+            .then_some(found)
+            .flatten()
+    }
 }
 
 /// Unwinds from (pc, sp, bp) into `out`: `out[0]` = pc, then lookup
@@ -133,7 +216,7 @@ pub fn unwind(
         stack,
         FrameAddress::from_instruction_pointer(pc),
         regs,
-        None,
+        (None, None),
         out,
     )
 }
@@ -158,17 +241,18 @@ pub fn unwind_from_call(
         };
     };
     let regs = UnwindRegsX86_64::new(ret, sp, bp);
-    walk(unwinder, cache, stack, address, regs, None, out)
+    walk(unwinder, cache, stack, address, regs, (None, None), out)
 }
 
-/// The walk; `data`: the stack address whose owning frame is wanted.
+/// The walk; `data`: the stack address whose owning frame is wanted;
+/// `publish`: where the frames' ranges go.
 fn walk(
     unwinder: &Unwind,
     cache: &mut Cache,
     stack: &StackBounds,
     mut address: FrameAddress,
     mut regs: UnwindRegsX86_64,
-    mut data: Option<u64>,
+    (mut data, publish): (Option<u64>, Option<&FrameRanges>),
     out: &mut [u64],
 ) -> Unwound {
     let mut read = |addr: u64| stack.read(addr).ok_or(());
@@ -185,8 +269,11 @@ fn walk(
         let step = unwinder.unwind_frame(address, &mut regs, cache, &mut read);
         // Unwound, `regs.sp()` is the caller's stack pointer: this frame's
         // CFA, the end of its range.
-        if let (Ok(Some(_)), Some(d)) = (&step, data) {
-            if d < regs.sp() {
+        if let Ok(Some(_)) = &step {
+            if let Some(p) = publish {
+                p.set(len - 1, regs.sp(), out[len - 1]);
+            }
+            if data.is_some_and(|d| d < regs.sp()) {
                 owner = Some(len - 1);
                 data = None;
             }
@@ -201,4 +288,34 @@ fn walk(
         }
     }
     end(len, false, owner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_frames_own_their_ranges() {
+        let r = FrameRanges::default();
+        assert_eq!(r.owner(0x1000), None);
+        // Frame 0 from 0x1000 (SP minus the red zone) to 0x1100, frame 1
+        // to 0x1400.
+        r.begin(0x1000);
+        r.set(0, 0x1100, 0xa0);
+        r.set(1, 0x1400, 0xb0);
+        // Being written: nothing.
+        assert_eq!(r.owner(0x1010), None);
+        r.end();
+        assert_eq!(r.owner(0xff8), None);
+        assert_eq!(r.owner(0x1000), Some(0xa0));
+        assert_eq!(r.owner(0x10ff), Some(0xa0));
+        assert_eq!(r.owner(0x1100), Some(0xb0));
+        assert_eq!(r.owner(0x1400), None);
+        // The next sample replaces them.
+        r.begin(0x1300);
+        r.set(0, 0x1400, 0xb0);
+        r.end();
+        assert_eq!(r.owner(0x1100), None);
+        assert_eq!(r.owner(0x1300), Some(0xb0));
+    }
 }
