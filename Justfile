@@ -17,6 +17,11 @@ test:
 ci:
     bash .ci/run
 
+# Rewrite docs/VIEWER.md's screen captures from the viewer's snapshot
+# tests (hpcview-tui/tests/doc_captures.rs checks that they match)
+viewer-docs:
+    HPCVIEW_UPDATE_DOCS=1 cargo test -q -p hpcview-tui --test doc_captures
+
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings

@@ -65,6 +65,15 @@ fn data_pane_object_expanded() {
 }
 
 #[test]
+fn hot_path() {
+    let mut app = app("hot-path");
+    // One keystroke from the top object to the line that reads it.
+    keys(&mut app, &[Action::HotPath]);
+    let s = screen(&mut app, 100, 30);
+    insta::assert_snapshot!("hot_path", s);
+}
+
+#[test]
 fn data_pane_80x24() {
     let mut app = app("data-80");
     let s = screen(&mut app, 80, 24);

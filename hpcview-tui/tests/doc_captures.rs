@@ -1,0 +1,91 @@
+//! docs/VIEWER.md's screen captures are the snapshot tests' screens
+//! (`tests/panes.rs`, `tests/snapshots/panes__*.snap`): every ```text
+//! block that follows a `<!-- snapshot: NAME -->` line must equal the body
+//! of `panes__NAME.snap`, so that the docs show what the viewer draws
+//! today. After a change of the screens, `just viewer-docs` (this test
+//! with `HPCVIEW_UPDATE_DOCS=1`) rewrites those blocks from the snapshots.
+
+use std::path::{Path, PathBuf};
+
+/// The environment variable that makes the test rewrite VIEWER.md.
+const UPDATE: &str = "HPCVIEW_UPDATE_DOCS";
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The screen stored in snapshot `name` (without insta's header).
+fn snapshot(name: &str) -> String {
+    let path = crate_dir().join(format!("tests/snapshots/panes__{name}.snap"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    // Header: "---", its fields, "---"; then the screen.
+    let mut parts = text.splitn(3, "---\n");
+    let (_, _, body) = (parts.next(), parts.next(), parts.next());
+    body.unwrap_or_else(|| panic!("{} has no insta header", path.display()))
+        .trim_end_matches('\n')
+        .to_string()
+}
+
+/// VIEWER.md with every marked capture replaced by its snapshot; the
+/// names of the captures that differed.
+fn regenerate(doc: &str) -> (String, Vec<String>, usize) {
+    let mut out = Vec::new();
+    let mut stale = Vec::new();
+    let mut marked = 0;
+    let mut lines = doc.lines().peekable();
+    while let Some(line) = lines.next() {
+        out.push(line.to_string());
+        let Some(name) = line
+            .strip_prefix("<!-- snapshot: ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        marked += 1;
+        assert_eq!(
+            lines.next(),
+            Some("```text"),
+            "the snapshot marker {name} is not followed by a ```text block"
+        );
+        let mut old = Vec::new();
+        for l in lines.by_ref() {
+            if l == "```" {
+                break;
+            }
+            old.push(l);
+        }
+        let new = snapshot(name);
+        if old.join("\n") != new {
+            stale.push(name.to_string());
+        }
+        out.push("```text".into());
+        out.push(new);
+        out.push("```".into());
+    }
+    let mut text = out.join("\n");
+    if doc.ends_with('\n') {
+        text.push('\n');
+    }
+    (text, stale, marked)
+}
+
+#[test]
+fn viewer_md_captures_are_the_snapshots() {
+    let path: &Path = &crate_dir().join("../docs/VIEWER.md");
+    let doc = std::fs::read_to_string(path).expect("read docs/VIEWER.md");
+    let (text, stale, marked) = regenerate(&doc);
+    assert!(marked >= 7, "only {marked} snapshot markers in VIEWER.md");
+    if std::env::var_os(UPDATE).is_some() {
+        if text != doc {
+            std::fs::write(path, &text).expect("write docs/VIEWER.md");
+            eprintln!("docs/VIEWER.md: rewrote {stale:?}");
+        }
+        return;
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/VIEWER.md's captures {stale:?} differ from the snapshots; run `just viewer-docs` \
+         ({UPDATE}=1 cargo test -p hpcview-tui --test doc_captures)"
+    );
+}
