@@ -151,12 +151,13 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
         enter(context, |state, ctx| watch_trap(state, ctx, slot));
         return;
     }
-    // A CPU-time timer's signal stands for 1 + its overrun periods.
-    let overrun = timer_overrun(info);
+    // A CPU-time timer's signal stands for the periods of user time
+    // since the last one (at least 1 + its overrun).
+    let weight = timer_overrun(info).map(timer_weight);
     let t0 = handler_time::start();
     let mut sampled = false;
     enter(context, |state, ctx| {
-        let extra = u64::from(overrun.unwrap_or(0));
+        let extra = weight.unwrap_or(1) - 1;
         if extra > 0 {
             state.stats.timer_overruns.fetch_add(extra, Relaxed);
             let largest = &threads::LARGEST_TIMER_WEIGHT;
@@ -176,6 +177,31 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
         keep_clock_running(state, overflow_stopped_clock(info), spent_ns);
         sys::set_errno(saved_errno);
     }
+}
+
+/// The periods a CPU-time timer's signal with overrun count `overrun`
+/// stands for: all periods of the thread's user time (its kernel clock,
+/// the timer's own) that no earlier signal stood for, at least
+/// `1 + overrun`. The kernel's count leaves out the period that expired
+/// at the very tick that sent the signal (the timer is re-armed at that
+/// expiry, which the next tick reports): a thread that ends before its
+/// next tick lost it, and a 2 ms thread at a 2 ms period whose only tick
+/// charged it 4 ms of user time (HZ=250) counted 1 period of 2. One clock
+/// read (a system call) per sample.
+fn timer_weight(overrun: u32) -> u64 {
+    let kernel = 1 + u64::from(overrun);
+    let Some(state) = threads::current() else {
+        return kernel;
+    };
+    let period = crate::config::get().period_ns.max(1);
+    let s = &state.stats;
+    let credited = s.timer_periods.load(Relaxed);
+    let elapsed = sys::thread_user_ns_of(state.tid)
+        .map(|ns| ns.saturating_sub(s.user_time_at_start_ns.load(Relaxed)) / period)
+        .unwrap_or(0);
+    let weight = kernel.max(elapsed.saturating_sub(credited));
+    s.timer_periods.store(credited + weight, Relaxed);
+    weight
 }
 
 /// The overrun count of a CPU-time timer's signal (`None`: not one).

@@ -64,6 +64,9 @@ pub struct Stats {
     /// the time after it can earn samples (with a CPU-time timer, a tick
     /// of a thread's start-up may fall before its timer exists).
     pub user_time_at_start_ns: AtomicU64,
+    /// Periods of user time the CPU-time timer's signals stood for so far
+    /// (`handler::timer_weight`), sampled or dropped.
+    pub timer_periods: AtomicU64,
     /// Load samples (the primary metric).
     pub memory: AtomicU64,
     /// Store-only samples.
