@@ -4,6 +4,8 @@
 //! of `panes__NAME.snap`, so that the docs show what the viewer draws
 //! today. After a change of the screens, `just viewer-docs` (this test
 //! with `HPCVIEW_UPDATE_DOCS=1`) rewrites those blocks from the snapshots.
+//! And every key of the help popup (`view::KEYS`) is in VIEWER.md's key
+//! table.
 
 use std::path::{Path, PathBuf};
 
@@ -88,4 +90,29 @@ fn viewer_md_captures_are_the_snapshots() {
         "docs/VIEWER.md's captures {stale:?} differ from the snapshots; run `just viewer-docs` \
          ({UPDATE}=1 cargo test -p hpcview-tui --test doc_captures)"
     );
+}
+
+#[test]
+fn every_key_of_the_help_is_in_viewer_md() {
+    let doc = std::fs::read_to_string(crate_dir().join("../docs/VIEWER.md")).unwrap();
+    let table: String = doc
+        .split("## Keys")
+        .nth(1)
+        .expect("a Keys section")
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.split('|').nth(1).unwrap_or("").to_lowercase() + "\n")
+        .collect();
+    for (keys, what) in hpcview_tui::view::KEYS {
+        for key in keys
+            .split_whitespace()
+            .filter(|k| *k != "/" || keys.starts_with('/'))
+        {
+            assert!(
+                table.contains(&format!("`{}`", key.to_lowercase())),
+                "VIEWER.md's key table lacks `{key}` ({what})"
+            );
+        }
+    }
 }

@@ -25,6 +25,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+pub use popup::KEYS;
 pub use theme::Theme;
 
 use crate::state::{AppState, Focus};
