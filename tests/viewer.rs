@@ -63,10 +63,9 @@ fn panes_on_a_real_abc_database() {
     let (name, share) = top_object(&app);
     assert_eq!(name, "C");
     assert!(share >= 0.70, "C holds only {:.1}%", 100.0 * share);
-    // Tall enough that the detail pane shows every line even when the
-    // checkout's path (wrapped in the detail pane) is long and the run
-    // filled more metric lines than usual (a fresh-clone check once lost
-    // the histogram line off a 60-line screen).
+    // Wide and tall; the detail pane (at most 12 lines) is scrolled
+    // below to reach its histogram line, however many metric lines the
+    // run filled.
     let s = screen(&mut app, 120, 90);
     let pct = format!("{:.1}%", 100.0 * share);
     let row = s
@@ -91,10 +90,24 @@ fn panes_on_a_real_abc_database() {
     // The real histogram: C is read evenly (every bucket sampled), by the
     // one thread; no page-fault or NUMA data in this run.
     let detail = hpcview_tui::view::detail::lines(&app).join("\n");
+    // The detail pane is at most 12 lines tall: scroll it (Down in the
+    // focused detail pane, which stops at its last line) until the
+    // histogram line is on screen.
+    app.apply(Action::NextPane);
+    app.apply(Action::NextPane);
+    let mut s = s;
+    for _ in 0..60 {
+        if s.contains("offset histogram") {
+            break;
+        }
+        app.apply(Action::Down);
+        s = screen(&mut app, 120, 90);
+    }
     assert!(
         s.contains("offset histogram"),
         "{s}\ndetail pane's lines:\n{detail}"
     );
+    app.apply(Action::NextPane);
     let bars = detail
         .lines()
         .find_map(|l| l.strip_prefix("offset histogram |"))
