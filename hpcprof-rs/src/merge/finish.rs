@@ -192,7 +192,14 @@ pub(super) fn finish(
             if let Some(f) = stack_frames[o] {
                 let f = frame_map[f as usize];
                 obj.frame = Some(f);
-                obj.name = crate::name::stack_frame_name(&frames[f as usize]);
+                let frame = &frames[f as usize];
+                obj.name = crate::name::stack_frame_name(frame);
+                // A runtime's own frames (libgomp's barrier) are the
+                // runtime's memory, named and hidden as such.
+                if let Some(r) = formats::runtimes::of_module(&frame.module) {
+                    obj.name = format!("{}: {}", r.name, obj.name);
+                    obj.runtime = Some(r.name.to_string());
+                }
             }
             if let Some(layout) = layout.filter(|_| !extra.histogram.is_empty()) {
                 obj.histogram = Some(ObjectHistogram {

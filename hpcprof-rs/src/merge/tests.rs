@@ -361,6 +361,7 @@ fn stack_frames_are_one_object_per_function_below_the_stacks_group() {
     assert_eq!(values, [4, 5]);
     let whole = stacks.iter().find(|o| o.frame.is_none()).unwrap();
     assert_eq!(whole.name, "<stack: thread 0>");
+    assert!(stacks.iter().all(|o| o.runtime.is_none()));
     // Every stack object hangs below the stacks group of the unknown root.
     for o in &stacks {
         let group = db.data.nodes[o.node as usize].parent as usize;
@@ -374,6 +375,29 @@ fn stack_frames_are_one_object_per_function_below_the_stacks_group() {
             NodeKind::Root(UNKNOWN_ROOT.into())
         );
     }
+}
+
+#[test]
+fn a_runtimes_stack_frames_are_the_runtimes() {
+    let mut a = thread(1, 1, 0, 1);
+    a.modules = vec![formats::measurement::Module {
+        path: "/nonexistent/libgomp.so.1".into(),
+        build_id: None,
+        bias: 0x10_0000,
+        ranges: vec![(0x10_0000, 0x20_0000)],
+    }];
+    a.unknown = cct(vec![
+        node(0, NodeKey::Object(ObjectRef::StackFrame(0x10_1234)), 0),
+        node(1, NodeKey::Call(0x3000), 3),
+    ]);
+    let db = merge(&[a], Vec::new()).db;
+    let stacks = object(&db, ObjectKind::Stack);
+    assert_eq!(stacks.len(), 1);
+    assert_eq!(
+        stacks[0].name,
+        "OpenMP runtime: stack: locals of libgomp.so.1+0x1234"
+    );
+    assert_eq!(stacks[0].runtime.as_deref(), Some("OpenMP runtime"));
 }
 
 #[test]
