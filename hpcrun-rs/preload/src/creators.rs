@@ -10,7 +10,10 @@
 //! `pthread_create` (the creating thread, ordinary context) and the
 //! profile writer touch the table, never the signal handler; the writer
 //! only tries the lock (a fatal signal may interrupt its holder) and
-//! writes an empty path if it is busy.
+//! writes an empty path if it is busy. `set` and `remove` try it for a
+//! bounded time and then give up (the path is left out): a child forked
+//! while another thread of its parent held the lock would otherwise
+//! block forever on its first `pthread_create`.
 //!
 //! ```
 //! use hpcrun_preload::creators;
@@ -20,7 +23,7 @@
 //! assert!(creators::get(7).is_empty());
 //! ```
 
-use std::sync::{Mutex, TryLockError};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// The deepest creation path kept (frames beyond it, the outermost, are
 /// left out).
@@ -30,10 +33,26 @@ pub const MAX_FRAMES: usize = 512;
 /// order, so the table is dense).
 static PATHS: Mutex<Vec<Box<[u64]>>> = Mutex::new(Vec::new());
 
+/// The table, if its lock can be taken within about 10,000 tries
+/// (yielding between them); the lock is held only for a few
+/// microseconds at a time.
+fn lock() -> Option<MutexGuard<'static, Vec<Box<[u64]>>>> {
+    for _ in 0..10_000 {
+        match PATHS.try_lock() {
+            Ok(all) => return Some(all),
+            Err(TryLockError::Poisoned(e)) => return Some(e.into_inner()),
+            Err(TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+    None
+}
+
 /// Records `path` (innermost first) as where thread `index` was created.
 pub fn set(index: u32, path: &[u64]) {
     let path: Box<[u64]> = path[..path.len().min(MAX_FRAMES)].into();
-    let mut all = PATHS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut all) = lock() else {
+        return;
+    };
     let i = index as usize;
     if all.len() <= i {
         all.resize_with(i + 1, Box::default);
@@ -43,7 +62,9 @@ pub fn set(index: u32, path: &[u64]) {
 
 /// Forgets thread `index`'s path (its creation failed).
 pub fn remove(index: u32) {
-    let mut all = PATHS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut all) = lock() else {
+        return;
+    };
     if let Some(p) = all.get_mut(index as usize) {
         *p = Box::default();
     }
