@@ -112,23 +112,34 @@ fn hostname() -> String {
 /// A process of run `run_id` still runs on this host: one whose
 /// environment holds `HPCRUN_RUN_ID=run_id` (a program whose launcher was
 /// killed keeps measuring into the directory). Processes whose environment
-/// cannot be read (another user's) are not seen.
+/// cannot be read (another user's) are not seen. A process in the middle
+/// of an `exec` shows an empty environment for a moment (the new image's
+/// is not set up yet): when none is found, /proc is read twice more,
+/// 20 ms apart.
 fn run_alive_here(run_id: &str) -> bool {
     if run_id.is_empty() {
         return false;
     }
     let needle = format!("{}={run_id}", hpcrun_abi::env::RUN_ID);
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return false;
+    let found = || {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return false;
+        };
+        procs.flatten().any(|p| {
+            let name = p.file_name();
+            let is_pid = name
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+            is_pid
+                && std::fs::read(p.path().join("environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+        })
     };
-    procs.flatten().any(|p| {
-        let name = p.file_name();
-        let is_pid = name
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
-        is_pid
-            && std::fs::read(p.path().join("environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+    (0..3).any(|round| {
+        if round > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        found()
     })
 }
 
