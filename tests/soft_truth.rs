@@ -25,7 +25,31 @@ fn measure_exe(
 ) -> (serde_json::Value, serde_json::Value) {
     let p = profile(dir, "mem:soft", exe, args);
     assert!(!p.program_stdout.is_empty(), "{name} printed nothing");
+    rules_add_up_per_line(&export_json(&p.db, "code"));
     (export_json(&p.db, "data"), export_json(&p.db, "bottleneck"))
+}
+
+/// Every function and line of the code view says how its samples were
+/// attributed: its `rule_*` columns add up to its CPU samples (each
+/// sample is decided by exactly one rule, counted where it is recorded).
+fn rules_add_up_per_line(code: &serde_json::Value) {
+    let functions = code["functions"].as_array().expect("functions");
+    assert!(!functions.is_empty(), "{code:#}");
+    let rows = functions.iter().chain(
+        functions
+            .iter()
+            .flat_map(|f| f["lines"].as_array().unwrap()),
+    );
+    for row in rows {
+        let m = row["metrics"].as_object().expect("metrics");
+        let by_rule: u64 = m
+            .iter()
+            .filter(|(k, _)| k.starts_with("rule_"))
+            .map(|(_, v)| v.as_u64().unwrap_or(0))
+            .sum();
+        let cpu = m["cpu_samples"].as_u64().unwrap_or(0);
+        assert_eq!(by_rule, cpu, "rule columns vs cpu_samples: {row:#}");
+    }
 }
 
 fn objects(export: &serde_json::Value) -> &[serde_json::Value] {

@@ -57,6 +57,11 @@ pub const M_SRC_REMOTE_CACHE: usize = 14;
 pub const M_SRC_HITM: usize = 15;
 pub const M_SRC_OTHER: usize = 16;
 pub const M_TLB_MISS: usize = 17;
+/// mem:soft (no hardware source fills the data-source columns): the
+/// samples each attribution rule decided, `blame::Rule` order, in the
+/// columns from here on (`M_SRC_L1` ..= `M_SRC_HITM`): per node, so per
+/// code line and per object, how its samples were attributed.
+pub const M_RULE_FIRST: usize = M_SRC_L1;
 /// mem:soft: summed operand size of the sampled accesses whose address was
 /// recovered.
 pub const M_ACCESS_BYTES: usize = 18;

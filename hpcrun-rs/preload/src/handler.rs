@@ -772,8 +772,11 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
     // Data-tree metrics: the access, its width, whether it spans two
     // cache lines, its NUMA placement; the code tree gets the same plus
     // the CPU sample.
-    let mut data = [(metric, weight), (0, 0), (0, 0), (0, 0)];
-    let mut n = 1;
+    // The rule that decided it (mem:soft), in both trees: per code line
+    // and per object, how its samples were attributed.
+    let by_rule = (cct::M_RULE_FIRST + rule as usize, weight);
+    let mut data = [(metric, weight), by_rule, (0, 0), (0, 0), (0, 0)];
+    let mut n = if run::code_only() { 1 } else { 2 };
     if let Access::Address { addr, size, .. } = access {
         if size > 0 {
             data[n] = (cct::M_ACCESS_BYTES, u64::from(size) * weight);
@@ -796,12 +799,15 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
         }
     }
     let data = &data[..n];
-    let mut code = [(cct::M_CPU_SAMPLES, weight), (0, 0), (0, 0), (0, 0), (0, 0)];
+    let mut code = [(cct::M_CPU_SAMPLES, weight), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0)];
     let code_metrics = if target.is_some() {
         code[1..=n].copy_from_slice(data);
         &code[..=n]
-    } else {
+    } else if run::code_only() {
         &code[..1]
+    } else {
+        code[1] = by_rule;
+        &code[..2]
     };
     // The access site: the instruction whose address was computed (its
     // loop gives the decoder stride). An address taken from the next

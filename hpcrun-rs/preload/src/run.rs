@@ -66,9 +66,59 @@ pub fn metric_columns() -> [(&'static str, &'static str, &'static str); cct::MET
         cols[cct::M_SAMPLES].2 = "hardware load samples (Intel PEBS mem-loads above the latency threshold, AMD IBS ops that load); each stands for one sampling period of such events";
         cols[cct::M_STORE_SAMPLES].2 =
             "hardware store samples (Intel PEBS mem-stores, AMD IBS ops that store)";
+    } else {
+        for (rule, column) in RULE_COLUMNS.iter().enumerate() {
+            cols[cct::M_RULE_FIRST + rule] = *column;
+        }
     }
     cols
 }
+
+/// The attribution rule columns of mem:soft (`cct::M_RULE_FIRST`), in
+/// `blame::Rule` order: the samples each rule decided, in sampling
+/// periods (see docs/GUIDE.md, "How mem:soft attributes a sample").
+const RULE_COLUMNS: [(&str, &str, &str); crate::blame::Rule::COUNT] = [
+    (
+        "rule_landed",
+        "samples",
+        "mem:soft samples whose interrupted instruction's predecessor accesses memory: attributed to that access",
+    ),
+    (
+        "rule_walked_back",
+        "samples",
+        "mem:soft samples attributed to the load whose result the landed instruction consumes (register data flow, walked back)",
+    ),
+    (
+        "rule_split",
+        "samples",
+        "mem:soft samples whose landed instruction consumes several loads: attributed to each in turn",
+    ),
+    (
+        "rule_retire_group",
+        "samples",
+        "mem:soft samples attributed to the nearest memory access a few instructions before a cheap one",
+    ),
+    (
+        "rule_compute",
+        "samples",
+        "mem:soft samples on a divide, square root or floating-point chain fed by no load: compute time",
+    ),
+    (
+        "rule_constant",
+        "samples",
+        "mem:soft samples whose only memory operand is a compiler constant (read-only data): not a data access",
+    ),
+    (
+        "rule_other",
+        "samples",
+        "mem:soft samples with no memory access and no arithmetic chain before them: other work",
+    ),
+    (
+        "rule_unrecovered",
+        "samples",
+        "mem:soft samples attributed to a memory access whose address could not be recovered",
+    ),
+];
 
 fn soft_metric_columns() -> [(&'static str, &'static str, &'static str); cct::METRICS] {
     [
@@ -157,6 +207,7 @@ pub fn active_columns() -> Vec<usize> {
     }
     if !hardware_active() && cfg.period_ns > 0 && !code_only() {
         cols.extend([cct::M_ACCESS_BYTES, cct::M_MISALIGNED]);
+        cols.extend(cct::M_RULE_FIRST..cct::M_RULE_FIRST + crate::blame::Rule::COUNT);
     }
     if cfg.page_faults.is_some() {
         cols.extend([cct::M_PAGE_FAULTS, cct::M_FIRST_TOUCH]);
