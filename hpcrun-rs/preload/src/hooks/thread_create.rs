@@ -1,0 +1,116 @@
+//! `pthread_create`: the new thread runs a trampoline that starts its
+//! measurement (state, perf event) before the program's start routine,
+//! and the creating thread records where it created it
+//! ([`crate::creators`]): the program's call path of the call, continued
+//! by the creator's own creation path.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
+
+use super::{guarded, program_path, without_hooks, Caller, READY};
+use crate::code::{modules, unwind};
+use crate::{config, sys, threads};
+
+type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
+type PthreadCreate = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    StartRoutine,
+    *mut c_void,
+) -> c_int;
+
+struct Trampoline {
+    start: StartRoutine,
+    arg: *mut c_void,
+    index: u32,
+    /// The creator's program-blocked profiler signals (a new thread
+    /// inherits its creator's signal mask).
+    blocked: u8,
+}
+
+extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
+    // SAFETY: `raw` is the Box we leaked in pthread_create below.
+    let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
+    crate::signals::set_blocked_bits(tramp.blocked);
+    without_hooks(|| crate::sampling::start_thread(tramp.index));
+    (tramp.start)(tramp.arg)
+}
+
+hook_entry! {
+    /// # Safety
+    /// POSIX's pthread_create contract.
+    pthread_create(
+        thread: *mut libc::pthread_t,
+        attr: *const libc::pthread_attr_t,
+        start: StartRoutine,
+        arg: *mut c_void
+    ) -> c_int => pthread_create_at, "r8", "r9"
+}
+
+/// # Safety
+/// POSIX's pthread_create contract; `entry_sp`/`entry_bp` as
+/// [`Caller::at_entry`] wants them.
+unsafe extern "C" fn pthread_create_at(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: StartRoutine,
+    arg: *mut c_void,
+    entry_sp: u64,
+    entry_bp: u64,
+) -> c_int {
+    let real = sys::next_symbol(c"pthread_create");
+    if real.is_null() {
+        return libc::EAGAIN;
+    }
+    // SAFETY: RTLD_NEXT's pthread_create has this signature.
+    let real: PthreadCreate = unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) };
+    if !READY.load(Ordering::Acquire)
+        || config::get().out_dir.is_none()
+        || crate::checkpoint::spawning()
+    {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { real(thread, attr, start, arg) };
+    }
+    // The program's second thread: checkpoints move to a helper thread
+    // (none in a single-threaded program).
+    crate::checkpoint::program_goes_multithreaded();
+    let index = threads::next_index();
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
+    guarded(|| record_creator(index, caller));
+    let tramp = Box::into_raw(Box::new(Trampoline {
+        start,
+        arg,
+        index,
+        blocked: crate::signals::blocked_bits(),
+    }));
+    // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
+    let rc = unsafe { real(thread, attr, thread_start, tramp as *mut c_void) };
+    if rc != 0 {
+        // SAFETY: the thread was not created, so the box is still ours.
+        drop(unsafe { Box::from_raw(tramp) });
+        crate::creators::remove(index);
+    }
+    rc
+}
+
+/// Records where thread `index` is being created: the program's call path
+/// of its `pthread_create` call, continued by the creating thread's own
+/// creation path ([`crate::creators`]). Unwinds on the handler stack, as
+/// [`track`] does.
+fn record_creator(index: u32, caller: Caller) {
+    let Some(state) = threads::current() else {
+        return;
+    };
+    state.handler_stack.run(&mut || {
+        let _section = sys::reading();
+        let (Some(unwinder), Some(snap)) = (unwind::get(), modules::get()) else {
+            return;
+        };
+        let mut frames = [0u64; crate::creators::MAX_FRAMES];
+        let len = program_path(state, unwinder, snap, Some(caller), &mut frames);
+        let mut path = frames[..len].to_vec();
+        path.extend(crate::creators::get(state.index));
+        crate::creators::set(index, &path);
+    });
+}
