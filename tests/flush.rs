@@ -17,6 +17,17 @@ fn periods(p: &ThreadProfile) -> u64 {
     p.stats.samples + p.stats.timer_overruns
 }
 
+/// The main thread's count of threads that ended before their first
+/// sample and got no file.
+fn unwritten(profiles: &[ThreadProfile]) -> u64 {
+    let main = profiles.iter().find(|p| p.thread.index == 0).expect("main");
+    main.stats
+        .notices
+        .iter()
+        .find(|(text, _)| text.contains("ended before their first sample"))
+        .map_or(0, |(_, &n)| n)
+}
+
 /// hpcprof-rs's summary line for `measurements` merged into `dir/db`.
 fn merge(dir: &Path, measurements: &Path) -> String {
     let out = run(Command::new(tool("hpcprof-rs"))
@@ -126,14 +137,15 @@ fn a_run_killed_after_a_few_seconds_keeps_its_first_checkpoint() {
 }
 
 /// 2,000 threads of about 2 ms of CPU time each, two at a time, at the
-/// default 2 ms period: their samples stand for more than half of the
+/// default 2 ms period: their samples stand for at least 47% of the
 /// periods of the threads' own work (the program measures it with each
 /// thread's CPU clock). The CPU-time timer's kernel count left out the
 /// period that expired at the tick that sent each signal, so a thread
 /// whose only tick charged it 4 ms of user time (HZ=250) counted 1 period
-/// of 2: such threads got 37-40% of their periods (0.17 with a work loop
-/// that read its clock often), now 70-85% (the rest: ticks that fell in
-/// the thread's start-up and exit, or in kernel mode).
+/// of 2: such threads got 37-42% of their periods (0.17 with a work loop
+/// that read its clock often), now 51-85% on the loaded 2-core VM (the
+/// rest: ticks that fell in the thread's start-up and exit, or in kernel
+/// mode). Statistical: the margins are 5 and 4 points.
 #[test]
 fn short_lived_threads_get_their_samples() {
     let dir = scratch("short-threads");
@@ -143,11 +155,45 @@ fn short_lived_threads_get_their_samples() {
     let work_us = number_after(&stdout, "work_us");
     let profiles = read_profiles(&measurements);
     let workers: Vec<&ThreadProfile> = profiles.iter().filter(|p| p.thread.index > 0).collect();
-    assert_eq!(workers.len(), 2000);
+    // Threads without a sample have no file, only a count.
+    assert_eq!(workers.len() as u64 + unwritten(&profiles), 2000);
     let got: u64 = workers.iter().map(|p| periods(p)).sum();
     let nominal = work_us / 2000; // default period: 2 ms
     assert!(
-        got * 100 >= nominal * 55,
+        got * 100 >= nominal * 47,
         "got {got} of {nominal} periods of the threads' work"
+    );
+}
+
+/// A program that creates and joins 600 threads of about 40 us each
+/// (benches/programs/thread_churn.c): a thread that ended before its
+/// first sample gets no file (creating and writing one was most of what
+/// such a thread cost), and the count is told, as a note, by hpcrun-rs's
+/// closing lines, the main thread's profile and hpcprof-rs's summary.
+/// Before, every thread wrote a file.
+#[test]
+fn threads_that_measured_nothing_get_no_file_and_are_counted() {
+    let dir = scratch("churn");
+    // (tests/programs/../../benches/programs: the benchmark's own program.)
+    let exe = compile_test_program("../../benches/programs/thread_churn.c", &dir, &["-pthread"]);
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["600"]);
+    ok_stdout(&out, "thread_churn");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let profiles = read_profiles(&measurements);
+    let skipped = unwritten(&profiles);
+    // 600 x 40 us of CPU time is 12 periods of 2 ms: most threads have
+    // no sample.
+    assert!(skipped >= 400, "{skipped} threads without a file; {stderr}");
+    assert_eq!(profiles.len() as u64 - 1 + skipped, 600);
+    assert!(
+        stderr.contains("hpcrun-rs: note: short-lived threads ended before their first sample")
+            && stderr.contains(&format!("({skipped} threads)")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let summary = merge(&dir, &measurements);
+    assert!(
+        summary.contains("hpcprof-rs: note: short-lived threads ended before their first sample"),
+        "{summary}"
     );
 }

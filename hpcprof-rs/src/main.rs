@@ -490,7 +490,10 @@ fn notes(info: &DbInfo) -> Vec<String> {
         .iter()
         .map(|(notice, n)| {
             let threads = if *n == 1 { "thread" } else { "threads" };
-            format!("hpcprof-rs: warning: {notice} ({n} {threads})")
+            match notice.strip_prefix("note: ") {
+                Some(note) => format!("hpcprof-rs: note: {note} ({n} {threads})"),
+                None => format!("hpcprof-rs: warning: {notice} ({n} {threads})"),
+            }
         })
         .collect();
     if s.signal_blocks > 0 {

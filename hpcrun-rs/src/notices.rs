@@ -2,7 +2,8 @@
 //! (`.hpcrun-notices`: a count, a tab and a text per line, appended by
 //! every measured process): a measurement the program damaged or left
 //! empty, with its cause and fix. The launcher prints each distinct text
-//! once, with the number of threads that reported it.
+//! once, with the number of threads that reported it (as a warning, or
+//! as a note when the text opens with `note: `).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,7 +32,10 @@ pub fn lines(dir: &Path) -> Vec<String> {
         .into_iter()
         .map(|(notice, n)| {
             let threads = if n == 1 { "thread" } else { "threads" };
-            format!("hpcrun-rs: warning: {notice} ({n} {threads})")
+            match notice.strip_prefix("note: ") {
+                Some(note) => format!("hpcrun-rs: note: {note} ({n} {threads})"),
+                None => format!("hpcrun-rs: warning: {notice} ({n} {threads})"),
+            }
         })
         .collect()
 }

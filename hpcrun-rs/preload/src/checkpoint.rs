@@ -310,7 +310,9 @@ fn checkpoint(state: &ThreadState, dir: &str) {
         return;
     }
     let sig = signature(state);
-    if state.checkpointed.load(Relaxed) == sig {
+    // A thread that measured nothing yet gets no file (`writer::finish`;
+    // the main thread's carries the process's counts).
+    if state.checkpointed.load(Relaxed) == sig || (state.index != 0 && !writer::measured(state)) {
         return;
     }
     let mut profile = writer::build_profile(state);

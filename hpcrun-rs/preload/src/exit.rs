@@ -20,7 +20,12 @@ pub fn flush_all() {
     for state in threads::all().filter(|s| s.pid == pid) {
         sampling::stop(state, false);
     }
-    for state in threads::all().filter(|s| s.pid == pid) {
+    // The main thread last: its profile counts the threads that ended
+    // without a file (`writer::finish`).
+    for state in threads::all().filter(|s| s.pid == pid && s.index != 0) {
+        writer::finish(state);
+    }
+    for state in threads::all().filter(|s| s.pid == pid && s.index == 0) {
         writer::finish(state);
     }
 }
@@ -55,7 +60,7 @@ pub fn before_exec() -> BeforeExec {
         let Some(guard) = lock_within(&state.writing, 1000) else {
             continue;
         };
-        if !state.finished.load(std::sync::atomic::Ordering::Acquire) && measured(state) {
+        if !state.finished.load(std::sync::atomic::Ordering::Acquire) && writer::measured(state) {
             sampling::note_times(state);
             let profile = writer::build_profile(state);
             crate::notices::publish(dir, &profile.stats.notices);
@@ -64,16 +69,6 @@ pub fn before_exec() -> BeforeExec {
         held.push(guard);
     }
     BeforeExec { _held: held }
-}
-
-/// True if the thread measured anything worth a file.
-fn measured(state: &threads::ThreadState) -> bool {
-    use std::sync::atomic::Ordering::Relaxed;
-    let s = &state.stats;
-    s.samples.load(Relaxed) > 0
-        || s.page_faults.load(Relaxed) > 0
-        || state.last_record.load(Relaxed) != 0
-        || state.file.get().is_some()
 }
 
 /// `lock`, waiting at most `ms` milliseconds.

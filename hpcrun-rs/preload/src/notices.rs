@@ -12,6 +12,8 @@
 //!   counted as "signal queue full"), the notice says so and names
 //!   `ulimit -i`.
 //! * The profiler's handler is no longer installed (a raw `rt_sigaction`).
+//! * (A note, not a warning: `note: ` opens its text.) Threads that
+//!   ended before their first sample got no file (`writer::finish`).
 //! * The program closed the profiler's perf event descriptors
 //!   (`close_range`, `closefrom`): found when sampling stopped
 //!   (`sys::owns_event`); the task-clock event's lost periods are counted
@@ -104,6 +106,16 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
 
 /// Process-wide notices and counts (written into the main thread's file).
 pub fn process_wide(stats: &mut SampleStats) {
+    let unwritten = crate::writer::UNWRITTEN_THREADS.load(Relaxed);
+    if unwritten > 0 {
+        stats.notices.insert(
+            format!(
+                "note: short-lived threads ended before their first sample ({:.1} ms of CPU time in all): no profile was written for them (they measured nothing)",
+                crate::writer::UNWRITTEN_CPU_NS.load(Relaxed) as f64 / 1e6
+            ),
+            unwritten,
+        );
+    }
     stats.signal_blocks = signals::BLOCKS.load(Relaxed);
     stats.program_signals = signals::FORWARDED.load(Relaxed) + signals::HELD_BACK.load(Relaxed);
     let waited = signals::WAIT_DROPPED.load(Relaxed);

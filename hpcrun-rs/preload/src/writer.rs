@@ -69,8 +69,29 @@ pub fn wait_for_writer(state: &ThreadState) -> Option<std::sync::MutexGuard<'_, 
     None
 }
 
+/// Threads of this process that ended having measured nothing (no
+/// sample, no page fault, no allocation record, no checkpoint) and lost
+/// nothing (no notice, no dropped count), for which no file was written,
+/// and their CPU time (ns): told in the main thread's profile
+/// (`notices::process_wide`).
+pub static UNWRITTEN_THREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub static UNWRITTEN_CPU_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// True if the thread measured anything worth a file (or has one).
+pub fn measured(state: &ThreadState) -> bool {
+    let s = &state.stats;
+    s.samples.load(Relaxed) > 0
+        || s.page_faults.load(Relaxed) > 0
+        || s.watch_traps.load(Relaxed) > 0
+        || state.last_record.load(Relaxed) != 0
+        || state.file.get().is_some()
+}
+
 /// Stops sampling for `state` and writes its profile (once; it replaces
-/// the thread's last checkpoint, if any).
+/// the thread's last checkpoint, if any). A thread other than the main
+/// one that measured nothing (a short-lived thread that ended before its
+/// first sample) gets no file, only a count: creating and writing a file
+/// was most of what a short thread cost (issue 33 #18).
 pub fn finish(state: &ThreadState) {
     if state.pid != sys::getpid() || state.finished.swap(true, AcqRel) {
         return;
@@ -81,6 +102,16 @@ pub fn finish(state: &ThreadState) {
     };
     // A checkpoint of this thread being written finishes first.
     let _writing = wait_for_writer(state);
+    // Nothing measured, nothing lost, nothing to tell: no file.
+    let quiet = || {
+        crate::notices::of_thread(state).is_empty()
+            && state.stats.dropped.iter().all(|d| d.load(Relaxed) == 0)
+    };
+    if state.index != 0 && !measured(state) && quiet() {
+        UNWRITTEN_THREADS.fetch_add(1, Relaxed);
+        UNWRITTEN_CPU_NS.fetch_add(state.stats.cpu_time_ns.load(Relaxed), Relaxed);
+        return;
+    }
     let profile = build_profile(state);
     crate::notices::publish(dir, &profile.stats.notices);
     crate::profile_file::write(state, dir, &profile);
