@@ -20,7 +20,7 @@
 //!   as dropped.
 
 use std::io::Write;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use formats::measurement::SampleStats;
 
@@ -104,14 +104,28 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
     out
 }
 
+/// Threads of this process that ended having measured nothing (no
+/// sample, no page fault, no allocation record, no checkpoint) and lost
+/// nothing (no notice, no dropped count), for which no file was written
+/// (`writer::finish`), and their CPU time (ns): told in the main thread's
+/// profile ([`process_wide`]).
+static UNWRITTEN_THREADS: AtomicU64 = AtomicU64::new(0);
+static UNWRITTEN_CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a thread that got no file, with its CPU time (ns).
+pub fn count_unwritten(cpu_ns: u64) {
+    UNWRITTEN_THREADS.fetch_add(1, Relaxed);
+    UNWRITTEN_CPU_NS.fetch_add(cpu_ns, Relaxed);
+}
+
 /// Process-wide notices and counts (written into the main thread's file).
 pub fn process_wide(stats: &mut SampleStats) {
-    let unwritten = crate::writer::UNWRITTEN_THREADS.load(Relaxed);
+    let unwritten = UNWRITTEN_THREADS.load(Relaxed);
     if unwritten > 0 {
         stats.notices.insert(
             format!(
                 "note: short-lived threads ended before their first sample ({:.1} ms of CPU time in all): no profile was written for them (they measured nothing)",
-                crate::writer::UNWRITTEN_CPU_NS.load(Relaxed) as f64 / 1e6
+                UNWRITTEN_CPU_NS.load(Relaxed) as f64 / 1e6
             ),
             unwritten,
         );

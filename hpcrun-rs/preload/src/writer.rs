@@ -69,14 +69,6 @@ pub fn wait_for_writer(state: &ThreadState) -> Option<std::sync::MutexGuard<'_, 
     None
 }
 
-/// Threads of this process that ended having measured nothing (no
-/// sample, no page fault, no allocation record, no checkpoint) and lost
-/// nothing (no notice, no dropped count), for which no file was written,
-/// and their CPU time (ns): told in the main thread's profile
-/// (`notices::process_wide`).
-pub static UNWRITTEN_THREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-pub static UNWRITTEN_CPU_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// True if the thread measured anything worth a file (or has one).
 pub fn measured(state: &ThreadState) -> bool {
     let s = &state.stats;
@@ -108,8 +100,7 @@ pub fn finish(state: &ThreadState) {
             && state.stats.dropped.iter().all(|d| d.load(Relaxed) == 0)
     };
     if state.index != 0 && !measured(state) && quiet() {
-        UNWRITTEN_THREADS.fetch_add(1, Relaxed);
-        UNWRITTEN_CPU_NS.fetch_add(state.stats.cpu_time_ns.load(Relaxed), Relaxed);
+        crate::notices::count_unwritten(state.stats.cpu_time_ns.load(Relaxed));
         return;
     }
     let profile = build_profile(state);
