@@ -197,3 +197,36 @@ fn threads_that_measured_nothing_get_no_file_and_are_counted() {
         "{summary}"
     );
 }
+
+/// A program that allocates 40 blocks of 4 MiB with a second thread
+/// running fits under `ulimit -v 400000` natively (it needs about
+/// 190,000 KiB) and now also measured: under a limit the library's tables
+/// take at most a sixteenth of it. Before, they reserved about 150 MiB
+/// per process and 15 MiB per thread, and the program got 18 blocks.
+#[test]
+fn a_program_that_fits_under_ulimit_v_natively_fits_measured() {
+    let dir = scratch("ulimit-v");
+    let exe = compile_test_program("address_space.c", &dir, &["-pthread"]);
+    let limited = |cmd: String| {
+        run(Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -v 400000 && exec {cmd}")))
+    };
+    let native = limited(exe.display().to_string());
+    assert_eq!(String::from_utf8_lossy(&native.stdout), "blocks 40\n");
+    let measurements = dir.join("measurements");
+    let out = limited(format!(
+        "{} -o {} {}",
+        tool("hpcrun-rs").display(),
+        measurements.display(),
+        exe.display()
+    ));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "blocks 40\n",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!read_profiles(&measurements).is_empty());
+}

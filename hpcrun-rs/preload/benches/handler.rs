@@ -106,7 +106,7 @@ static STATIC_TABLE: [u64; 64] = [7; 64];
 
 fn handler_benches(c: &mut Criterion) {
     // What the library's start-up does before the first sample.
-    assert!(objects::init(false));
+    assert!(objects::init(false, 0));
     modules::refresh(None);
     // The snapshot and unwinder stay valid while a read section is open;
     // nothing replaces them during the benchmarks, so one section serves all.

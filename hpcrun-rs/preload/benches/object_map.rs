@@ -8,7 +8,7 @@ use hpcrun_preload::objects;
 use std::hint::black_box;
 
 fn object_map(c: &mut Criterion) {
-    assert!(objects::init(false));
+    assert!(objects::init(false, 0));
     let map = objects::get().unwrap();
     let site = map.site(&[0x1000, 0x2000, 0x3000]).unwrap();
     let mut live = 0u64;

@@ -32,7 +32,8 @@ fn init() {
             // measured themselves.
             return;
         }
-        if !objects::init(cfg.alloc_log) {
+        let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
+        if !objects::init(cfg.alloc_log, shift) {
             return;
         }
         sys::resolve_usable_size();

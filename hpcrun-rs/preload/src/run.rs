@@ -8,10 +8,44 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
 use formats::measurement::HistogramLayout;
 
-use crate::{cct, config, numa, pmu};
+use crate::{cct, config, numa, pmu, sys};
 
-/// Nodes per thread (all four trees).
+/// Nodes per thread (all four trees) without an address-space limit.
 pub const TREE_CAPACITY: usize = 1 << 16;
+
+/// Address space the library's tables may reserve in a process under an
+/// address-space limit (`ulimit -v`): this share of it (1/16), so that a
+/// program that fits under its limit natively with some margin still
+/// fits measured.
+pub const LIMITED_SHARE: u64 = 16;
+
+/// How many times (a power of two, as a shift) the library's tables are
+/// made smaller than their full size, which reserves about `full_bytes`
+/// (0 without a limit, or when they fit in its share): more heap blocks
+/// may go untracked and deep trees fill, both counted in the profiles.
+pub fn table_shift(full_bytes: u64) -> u32 {
+    let Some(limit) = sys::address_space_limit() else {
+        return 0;
+    };
+    let budget = (limit / LIMITED_SHARE).max(1);
+    let mut shift = 0;
+    while shift < 8 && full_bytes >> shift > budget {
+        shift += 1;
+    }
+    shift
+}
+
+/// Nodes per thread: [`TREE_CAPACITY`], smaller under an address-space
+/// limit (at least 4,096). Read once.
+pub fn tree_capacity() -> usize {
+    static CAPACITY: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CAPACITY.get_or_init(|| {
+        // A thread's tables: 192-byte nodes, their index, and the
+        // histogram, strides and caches (about 3 MiB), for a few threads.
+        let per_thread = TREE_CAPACITY as u64 * (192 + 8) + (3 << 20);
+        (TREE_CAPACITY >> table_shift(4 * per_thread)).max(1 << 12)
+    })
+}
 
 /// Below this period (1 ms) the task-clock event samples one overflow at
 /// a time (re-armed by each sample's handler, an `ioctl` per sample), so

@@ -28,7 +28,7 @@ pub fn start_thread(index: u32) {
     if !run::active() {
         return;
     }
-    let Some(state) = threads::start_current(index, run::TREE_CAPACITY) else {
+    let Some(state) = threads::start_current(index, run::tree_capacity()) else {
         run::warn("could not map memory for a thread's profile; thread not measured");
         return;
     };

@@ -192,13 +192,30 @@ enum Map {
 
 static OBJECTS: OnceLock<Objects> = OnceLock::new();
 
+/// Bytes the tables of [`init`] reserve at full size (with the allocation
+/// log when `log`), for `run::table_shift`.
+pub fn full_bytes(log: bool) -> u64 {
+    let slot = std::mem::size_of::<granules::Slot>() as u64;
+    let mut bytes = (SITE_CAPACITY * std::mem::size_of::<Site>()) as u64
+        + (SITE_CAPACITY * 2 * 4) as u64
+        + slot * ((1u64 << granules::SMALL.1) + (1u64 << granules::MEDIUM.1));
+    if log {
+        bytes += (RECORD_CAPACITY * std::mem::size_of::<Record>()) as u64;
+    }
+    bytes
+}
+
 /// Creates the tables (at library load); `log`: keep the allocation log.
-pub fn init(log: bool) -> bool {
+/// Under an address-space limit (`ulimit -v`) the tables are made smaller
+/// by `shift` (a power of two: `run::table_shift` of their full size):
+/// blocks that find no slot stay untracked, counted.
+pub fn init(log: bool, shift: u32) -> bool {
     let records = if log {
-        sys::map_zeroed::<Record>(RECORD_CAPACITY)
+        sys::map_zeroed::<Record>(RECORD_CAPACITY >> shift)
     } else {
         Some(&[][..])
     };
+    let (small, medium) = (granules::SMALL, granules::MEDIUM);
     let (
         Some(sites),
         Some(site_index),
@@ -208,11 +225,11 @@ pub fn init(log: bool) -> bool {
         Some(big),
         Some(registered),
     ) = (
-        sys::map_zeroed::<Site>(SITE_CAPACITY),
-        sys::map_zeroed::<AtomicU32>(SITE_CAPACITY * 2),
+        sys::map_zeroed::<Site>(SITE_CAPACITY >> shift),
+        sys::map_zeroed::<AtomicU32>((SITE_CAPACITY * 2) >> shift),
         records,
-        granules::Granules::new(granules::SMALL),
-        granules::Granules::new(granules::MEDIUM),
+        granules::Granules::new((small.0, small.1 - shift)),
+        granules::Granules::new((medium.0, medium.1 - shift)),
         big::BigBlocks::new(),
         big::BigBlocks::new(),
     )
@@ -642,7 +659,7 @@ mod tests {
 
     #[test]
     fn blocks_of_both_sizes_are_found_and_forgotten() {
-        assert!(init(true) || get().is_some());
+        assert!(init(true, 0) || get().is_some());
         let objs = get().unwrap();
         let a = objs.site(&[1, 2, 3]).unwrap();
         let b = objs.site(&[4, 5]).unwrap();
@@ -670,7 +687,7 @@ mod tests {
 
     #[test]
     fn medium_blocks_live_in_their_own_table_next_to_small_ones() {
-        assert!(init(true) || get().is_some());
+        assert!(init(true, 0) || get().is_some());
         let objs = get().unwrap();
         let m = objs.site(&[31, 32]).unwrap();
         let s = objs.site(&[33]).unwrap();
@@ -712,7 +729,7 @@ mod tests {
 
     #[test]
     fn labels_are_part_of_a_sites_identity() {
-        assert!(init(true) || get().is_some());
+        assert!(init(true, 0) || get().is_some());
         let objs = get().unwrap();
         let plain = objs.site(&[71, 72]).unwrap();
         let a = objs.labelled_site(&[71, 72], b"particles").unwrap();
@@ -739,7 +756,7 @@ mod tests {
 
     #[test]
     fn registered_ranges_win_over_the_blocks_around_them() {
-        assert!(init(true) || get().is_some());
+        assert!(init(true, 0) || get().is_some());
         let objs = get().unwrap();
         let pool_site = objs.site(&[81]).unwrap();
         let inner = objs.labelled_site(&[82], b"inner").unwrap();
@@ -796,7 +813,7 @@ mod tests {
 
     #[test]
     fn many_small_blocks_and_churn() {
-        assert!(init(true) || get().is_some());
+        assert!(init(true, 0) || get().is_some());
         let objs = get().unwrap();
         let s = objs.site(&[9, 9, 9]).unwrap();
         let base = 0x5000_0000_0000u64;

@@ -43,6 +43,16 @@ pub fn open_files_limit() -> Option<u64> {
     limit.filter(|&l| l != libc::RLIM_INFINITY)
 }
 
+/// The address-space limit (`ulimit -v`, RLIMIT_AS) in bytes, if any.
+pub fn address_space_limit() -> Option<u64> {
+    // SAFETY: getrlimit writes into a valid, owned struct.
+    let limit = unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        (libc::getrlimit(libc::RLIMIT_AS, &mut l) == 0).then_some(l.rlim_cur)
+    };
+    limit.filter(|&l| l != libc::RLIM_INFINITY)
+}
+
 /// Wall-clock time in ns since the epoch.
 pub fn now_unix_ns() -> u64 {
     clock_ns(libc::CLOCK_REALTIME).unwrap_or(0)

@@ -1,0 +1,31 @@
+/* A program that fits under `ulimit -v` (issue 33 #6): a second thread,
+ * then argv[1] blocks of 4 MiB (default 40), each written, then freed.
+ * Prints "blocks N" with the number of blocks it got. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void *idle(void *arg) {
+    usleep(200000);
+    return arg;
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 40;
+    pthread_t t;
+    pthread_create(&t, NULL, idle, NULL);
+    char **blocks = calloc(n, sizeof *blocks);
+    int got = 0;
+    for (int i = 0; i < n; i++) {
+        blocks[i] = malloc(4 << 20);
+        if (!blocks[i]) break;
+        memset(blocks[i], i, 4 << 20);
+        got++;
+    }
+    pthread_join(t, NULL);
+    for (int i = 0; i < got; i++) free(blocks[i]);
+    printf("blocks %d\n", got);
+    return got == n ? 0 : 1;
+}
