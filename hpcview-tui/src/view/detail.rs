@@ -99,18 +99,32 @@ pub fn lines_in(app: &AppState, width: usize) -> Vec<String> {
         // (cpu_samples in the data tree) are left out.
         let order = std::iter::once(model.primary)
             .chain((0..model.columns).filter(|&m| m != model.primary));
+        // mem:soft's per-rule counts (`rule_*`) go on one line of their own.
+        let mut rules = Vec::new();
         for m in order {
             let total = pane.totals.get(m).copied().unwrap_or(0);
             if total == 0 && m != model.primary {
                 continue;
             }
             let (i, e) = (item.inc[m], item.exc[m]);
+            if let Some(rule) = model.metric_name(m).strip_prefix("rule_") {
+                if i > 0 {
+                    rules.push(format!("{} {}", rule.replace('_', " "), count(i)));
+                }
+                continue;
+            }
             out.push(format!(
                 "{}: {} ({}) · excl {}",
                 model.metric_name(m),
                 count(i),
                 percent(i, total),
                 count(e),
+            ));
+        }
+        if !rules.is_empty() {
+            out.push(format!(
+                "attributed by (mem:soft rules): {}",
+                rules.join(" · ")
             ));
         }
         let b = pane.bottleneck(model, id);
