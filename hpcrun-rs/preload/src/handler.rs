@@ -799,7 +799,14 @@ pub fn sample(state: &ThreadState, ctx: (Regs, u64, u64), weight: u64) {
         }
     }
     let data = &data[..n];
-    let mut code = [(cct::M_CPU_SAMPLES, weight), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0)];
+    let mut code = [
+        (cct::M_CPU_SAMPLES, weight),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+        (0, 0),
+    ];
     let code_metrics = if target.is_some() {
         code[1..=n].copy_from_slice(data);
         &code[..=n]

@@ -39,7 +39,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     // Run settings, per-thread state, the profiler's signal bookkeeping.
-    ("state", &["config", "run", "creators", "threads", "signals"]),
+    (
+        "state",
+        &["config", "run", "creators", "threads", "signals"],
+    ),
     // Sampling, the writer, the signal handler, the C entry points.
     (
         "measure",
