@@ -119,6 +119,9 @@ fn check(dir: &Path, measurements: &Path) {
         hpcview_tui::state::model::Model::open(&dir.join("db")).expect("open db"),
     );
     app.filter = hpcview_tui::state::Filter::Rank(1);
+    // The detail pane scrolled past the object's name and site (which
+    // wrap with a long checkout path), to its metric and rank lines.
+    app.detail_scroll = 4;
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(140, 50)).unwrap();
     term.draw(|f| hpcview_tui::view::draw(f, &mut app, hpcview_tui::view::Theme { color: false }))
         .unwrap();
