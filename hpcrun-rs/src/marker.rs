@@ -314,6 +314,11 @@ fn try_create(dir: &Path, path: &Path, me: &Owner) -> Result<Option<File>> {
     let written = file
         .write_all(me.text().as_bytes())
         .with_context(|| format!("cannot write {}", tmp.display()));
+    // Locked before it becomes the marker: another launch that opens it
+    // at once must find it held, not take it for a stale one and remove
+    // it (both launches were then accepted, seen once in a fresh-clone
+    // test run under load). Where flock is unsupported `acquire` says so.
+    let _ = flock(&file, libc::LOCK_SH);
     let linked = written.and_then(|()| match std::fs::hard_link(&tmp, path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
