@@ -88,17 +88,26 @@ type ExecveFn = unsafe extern "C" fn(*const c_char, Argv, Argv) -> c_int;
 type FexecveFn = unsafe extern "C" fn(c_int, Argv, Argv) -> c_int;
 type ExecveatFn = unsafe extern "C" fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int;
 
+/// The body of an interposed exec function: the real one in `$slot`
+/// (of type `$ty`), called as `$call` by [`around_exec`]; ENOSYS when it
+/// was not found.
+macro_rules! forward {
+    ($slot:ident as $ty:ty, |$f:ident| $call:expr) => {{
+        let Some(f) = real(&$slot) else {
+            return enosys();
+        };
+        // SAFETY: the symbol found under this name has this signature.
+        let $f = unsafe { std::mem::transmute::<usize, $ty>(f) };
+        // SAFETY: forwarding the caller's arguments.
+        around_exec(|| unsafe { $call })
+    }};
+}
+
 /// # Safety
 /// POSIX's execve contract.
 #[no_mangle]
 pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real(&REAL_EXECVE) else {
-        return enosys();
-    };
-    // SAFETY: RTLD_NEXT's execve has this signature.
-    let f: ExecveFn = unsafe { std::mem::transmute::<usize, ExecveFn>(f) };
-    // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { f(path, argv, envp) })
+    forward!(REAL_EXECVE as ExecveFn, |f| f(path, argv, envp))
 }
 
 /// # Safety
@@ -113,13 +122,7 @@ pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
 /// glibc's execvpe contract.
 #[no_mangle]
 pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real(&REAL_EXECVPE) else {
-        return enosys();
-    };
-    // SAFETY: RTLD_NEXT's execvpe has this signature.
-    let f: ExecveFn = unsafe { std::mem::transmute::<usize, ExecveFn>(f) };
-    // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { f(file, argv, envp) })
+    forward!(REAL_EXECVPE as ExecveFn, |f| f(file, argv, envp))
 }
 
 /// # Safety
@@ -134,13 +137,7 @@ pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
 /// POSIX's fexecve contract.
 #[no_mangle]
 pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
-    let Some(f) = real(&REAL_FEXECVE) else {
-        return enosys();
-    };
-    // SAFETY: RTLD_NEXT's fexecve has this signature.
-    let f: FexecveFn = unsafe { std::mem::transmute::<usize, FexecveFn>(f) };
-    // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { f(fd, argv, envp) })
+    forward!(REAL_FEXECVE as FexecveFn, |f| f(fd, argv, envp))
 }
 
 /// # Safety
@@ -153,13 +150,9 @@ pub unsafe extern "C" fn execveat(
     envp: Argv,
     flags: c_int,
 ) -> c_int {
-    let Some(f) = real(&REAL_EXECVEAT) else {
-        return enosys();
-    };
-    // SAFETY: RTLD_NEXT's execveat has this signature.
-    let f: ExecveatFn = unsafe { std::mem::transmute::<usize, ExecveatFn>(f) };
-    // SAFETY: forwarding the caller's arguments.
-    around_exec(|| unsafe { f(dirfd, path, argv, envp, flags) })
+    forward!(REAL_EXECVEAT as ExecveatFn, |f| f(
+        dirfd, path, argv, envp, flags
+    ))
 }
 
 /// Which variadic function [`exec_list`] stands for.
@@ -167,12 +160,13 @@ const EXECL: u64 = 0;
 const EXECLP: u64 = 1;
 const EXECLE: u64 = 2;
 
-/// Defines the variadic `$name(const char *, const char *, ...)` as a
+/// Defines each variadic `$name(const char *, const char *, ...)` as a
 /// naked entry (x86-64 System V: the first six arguments in registers,
 /// the rest on the stack) that saves its six argument registers in order
-/// on the stack and calls `exec_list(registers, stack arguments, $kind)`.
-macro_rules! list_entry {
-    ($(#[$doc:meta])* $name:ident, $kind:expr) => {
+/// on the stack and calls `exec_list(registers, stack arguments, $kind)`:
+/// one trampoline, three symbols.
+macro_rules! list_entries {
+    ($($(#[$doc:meta])* $name:ident = $kind:expr;)*) => {$(
         $(#[$doc])*
         #[unsafe(naked)]
         #[no_mangle]
@@ -195,27 +189,20 @@ macro_rules! list_entry {
                 imp = sym exec_list,
             )
         }
-    };
+    )*};
 }
 
-list_entry!(
+list_entries! {
     /// # Safety
     /// POSIX's execl contract.
-    execl,
-    EXECL
-);
-list_entry!(
+    execl = EXECL;
     /// # Safety
     /// POSIX's execlp contract.
-    execlp,
-    EXECLP
-);
-list_entry!(
+    execlp = EXECLP;
     /// # Safety
     /// POSIX's execle contract.
-    execle,
-    EXECLE
-);
+    execle = EXECLE;
+}
 
 /// Arguments of a list call kept on the stack (more go to a mapping).
 const ON_STACK: usize = 256;
