@@ -18,14 +18,13 @@ fn periods(p: &ThreadProfile) -> u64 {
 }
 
 /// The main thread's count of threads that ended before their first
-/// sample and got no file.
-fn unwritten(profiles: &[ThreadProfile]) -> u64 {
+/// sample and got no file, and their CPU time (ns).
+fn unwritten(profiles: &[ThreadProfile]) -> (u64, u64) {
     let main = profiles.iter().find(|p| p.thread.index == 0).expect("main");
-    main.stats
-        .notices
-        .iter()
-        .find(|(text, _)| text.contains("ended before their first sample"))
-        .map_or(0, |(_, &n)| n)
+    (
+        main.stats.short_lived_threads,
+        main.stats.short_lived_cpu_ns,
+    )
 }
 
 /// hpcprof-rs's summary line for `measurements` merged into `dir/db`.
@@ -156,7 +155,7 @@ fn short_lived_threads_get_their_samples() {
     let profiles = read_profiles(&measurements);
     let workers: Vec<&ThreadProfile> = profiles.iter().filter(|p| p.thread.index > 0).collect();
     // Threads without a sample have no file, only a count.
-    assert_eq!(workers.len() as u64 + unwritten(&profiles), 2000);
+    assert_eq!(workers.len() as u64 + unwritten(&profiles).0, 2000);
     let got: u64 = workers.iter().map(|p| periods(p)).sum();
     let nominal = work_us / 2000; // default period: 2 ms
     assert!(
@@ -168,9 +167,11 @@ fn short_lived_threads_get_their_samples() {
 /// A program that creates and joins 600 threads of about 40 us each
 /// (benches/programs/thread_churn.c): a thread that ended before its
 /// first sample gets no file (creating and writing one was most of what
-/// such a thread cost), and the count is told, as a note, by hpcrun-rs's
-/// closing lines, the main thread's profile and hpcprof-rs's summary.
-/// Before, every thread wrote a file.
+/// such a thread cost); the count and their CPU time are fields of the
+/// main thread's stats and of the database's (`export` stats), and, as
+/// their CPU time is most of the run's, a note of hpcrun-rs's closing
+/// lines and hpcprof-rs's summary says so with its share. Before, every
+/// thread wrote a file.
 #[test]
 fn threads_that_measured_nothing_get_no_file_and_are_counted() {
     let dir = scratch("churn");
@@ -180,22 +181,33 @@ fn threads_that_measured_nothing_get_no_file_and_are_counted() {
     ok_stdout(&out, "thread_churn");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let profiles = read_profiles(&measurements);
-    let skipped = unwritten(&profiles);
+    let (skipped, skipped_ns) = unwritten(&profiles);
     // 600 x 40 us of CPU time is 12 periods of 2 ms: most threads have
     // no sample.
     assert!(skipped >= 400, "{skipped} threads without a file; {stderr}");
     assert_eq!(profiles.len() as u64 - 1 + skipped, 600);
+    // Each ran at least its 40 us of work.
+    assert!(skipped_ns >= skipped * 40_000, "{skipped_ns} ns");
+    // The main thread only creates and joins: the threads' CPU time is
+    // most of the run's (measured 75-78%), well over 1% and 5 periods.
+    let note = "note: short-lived threads ended before their first sample: their ";
     assert!(
-        stderr.contains("hpcrun-rs: note: short-lived threads ended before their first sample")
+        stderr.contains(&format!("hpcrun-rs: {note}"))
+            && stderr.contains("% of all threads' CPU time) went unsampled")
             && stderr.contains(&format!("({skipped} threads)")),
         "{stderr}"
     );
     assert!(!stderr.contains("warning"), "{stderr}");
     let summary = merge(&dir, &measurements);
     assert!(
-        summary.contains("hpcprof-rs: note: short-lived threads ended before their first sample"),
+        summary.contains(&format!("hpcprof-rs: {note}"))
+            && summary.contains(&format!("({skipped} threads)")),
         "{summary}"
     );
+    let stats = &export_json(&dir.join("db"), "data")["stats"];
+    assert_eq!(stats["short_lived_threads"], skipped, "{stats}");
+    assert_eq!(stats["short_lived_cpu_ns"], skipped_ns, "{stats}");
+    assert_eq!(stats["timer_period_ns"], 2_000_000, "{stats}");
 }
 
 /// A program that allocates 40 blocks of 4 MiB with a second thread

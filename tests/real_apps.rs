@@ -68,13 +68,11 @@ fn native_and_profiled(dir: &Path, event: &str, argv: &[String]) -> (Output, Out
     // session's library alike): the notice is then hpcrun-rs's to print,
     // not a change of the program's stderr.
     // The same threads, when they end without a sample, get no file and
-    // are told as short-lived threads (with their CPU time).
+    // are counted in the statistics, without a note: their 0.3-4 ms of
+    // CPU time are far below 1% of a rank's.
     let summary: Vec<&String> = own
         .iter()
-        .filter(|l| {
-            !l.contains("received almost none")
-                && !l.contains("short-lived threads ended before their first sample")
-        })
+        .filter(|l| !l.contains("received almost none"))
         .collect();
     assert_eq!(summary.len(), 1, "{own:?}");
     (native, profiled, measurements)

@@ -169,6 +169,15 @@ pub struct Stats {
     pub attribution: std::collections::BTreeMap<String, u64>,
     /// The measuring machine's data caches (`SampleStats::cache_bytes`).
     pub cache_bytes: crate::measurement::CacheBytes,
+    /// Threads that ended before their first sample and got no file
+    /// (`SampleStats::short_lived_threads`; 0 for older databases).
+    pub short_lived_threads: u64,
+    /// Their CPU time (ns), not part of `cpu_time_ns`
+    /// (`SampleStats::short_lived_cpu_ns`).
+    pub short_lived_cpu_ns: u64,
+    /// The timer source's sampling period (ns; 0 for other sources and
+    /// older databases; `SampleStats::timer_period_ns`).
+    pub timer_period_ns: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -417,6 +426,9 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             recovered_base_only: stats.recovered_base_only,
             attribution: stats.attribution.clone(),
             cache_bytes: stats.cache_bytes,
+            short_lived_threads: stats.short_lived_threads,
+            short_lived_cpu_ns: stats.short_lived_cpu_ns,
+            timer_period_ns: stats.timer_period_ns,
         },
         objects: None,
         functions: None,

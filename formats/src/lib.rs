@@ -21,6 +21,8 @@
 //!   watchpoint analyses (`-e sharing`, `-e reuse`).
 //! * [`runtimes`]: MPI and OpenMP runtimes: their modules, their memory's
 //!   names, the CPU time spent inside them.
+//! * [`notes`]: notes printed from the measurement's counts, and when
+//!   they are worth printing (short-lived threads).
 //! * [`inspect`]: what a path is (measurements, database, one file of
 //!   either), so that each tool can say which command takes it.
 //!
@@ -46,6 +48,7 @@ pub mod export;
 pub mod hatchet;
 pub mod inspect;
 pub mod measurement;
+pub mod notes;
 pub mod patterns;
 pub mod runtimes;
 pub mod views;

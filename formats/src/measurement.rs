@@ -466,6 +466,21 @@ pub struct SampleStats {
     /// profiles are merged.
     #[serde(default)]
     pub cache_bytes: CacheBytes,
+    /// Threads that ended before their first sample, having measured and
+    /// lost nothing: they got no file, only this count (process-wide, in
+    /// the main thread's file; older files read 0 and may tell them in a
+    /// `notices` text instead).
+    #[serde(default)]
+    pub short_lived_threads: u64,
+    /// Their CPU time (ns; 0 when unknown, e.g. with hardware sources).
+    /// Not part of `cpu_time_ns`, which counts the threads with a file.
+    #[serde(default)]
+    pub short_lived_cpu_ns: u64,
+    /// The timer source's sampling period (ns; `mem:soft`, `cpu-time`),
+    /// 0 for other sources and older files; the largest seen when
+    /// profiles are merged.
+    #[serde(default)]
+    pub timer_period_ns: u64,
 }
 
 /// Data cache sizes of the measuring machine (from sysfs).
@@ -657,6 +672,19 @@ impl SampleStats {
         self.cache_bytes.l1d = self.cache_bytes.l1d.max(other.cache_bytes.l1d);
         self.cache_bytes.l2 = self.cache_bytes.l2.max(other.cache_bytes.l2);
         self.cache_bytes.llc = self.cache_bytes.llc.max(other.cache_bytes.llc);
+        self.short_lived_threads += other.short_lived_threads;
+        self.short_lived_cpu_ns += other.short_lived_cpu_ns;
+        self.timer_period_ns = self.timer_period_ns.max(other.timer_period_ns);
+    }
+
+    /// [`crate::notes::short_lived`] for these (merged) counts.
+    pub fn short_lived_note(&self) -> Option<String> {
+        crate::notes::short_lived(
+            self.short_lived_threads,
+            self.short_lived_cpu_ns,
+            self.cpu_time_ns,
+            self.timer_period_ns,
+        )
     }
 }
 

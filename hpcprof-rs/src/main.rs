@@ -481,8 +481,9 @@ fn summary(info: &DbInfo, out: &Path, skipped: usize) -> String {
 }
 
 /// Lines after the summary: what the measurement notices say (a program
-/// that damaged its own measurement), signals the program blocked, and
-/// checkpoints of runs that did not finish.
+/// that damaged its own measurement), short-lived threads when they took a
+/// measurable share of the run (`formats::notes::short_lived`), signals
+/// the program blocked, and checkpoints of runs that did not finish.
 fn notes(info: &DbInfo) -> Vec<String> {
     let s = &info.stats;
     let mut out: Vec<String> = s
@@ -496,6 +497,12 @@ fn notes(info: &DbInfo) -> Vec<String> {
             }
         })
         .collect();
+    if let Some(note) = s.short_lived_note() {
+        let n = s.short_lived_threads;
+        let threads = if n == 1 { "thread" } else { "threads" };
+        let note = note.strip_prefix("note: ").unwrap_or(&note);
+        out.push(format!("hpcprof-rs: note: {note} ({n} {threads})"));
+    }
     if s.signal_blocks > 0 {
         out.push(format!(
             "hpcprof-rs: note: the program asked {} time(s) to block the profiler's sampling signal; hpcrun-rs kept it unblocked so that sampling went on (the program's own signals of that number were held back as it asked)",

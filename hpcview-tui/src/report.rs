@@ -189,7 +189,8 @@ fn delta_cell(d: Option<Delta>) -> String {
     d.map(|d| format!("  {:>6}", d.text())).unwrap_or_default()
 }
 
-/// One line: events, processes, threads, primary metric, recovery rate.
+/// One line: events, processes, threads (and short-lived threads without
+/// a file), primary metric, recovery rate.
 pub fn header(db: &Database) -> String {
     let info = &db.info;
     let s = &info.stats;
@@ -213,8 +214,19 @@ pub fn header(db: &Database) -> String {
     } else {
         format!(" | ranks: {}", info.ranks.len())
     };
+    // Threads that ended before their first sample have no file: not in
+    // `threads`, counted beside it.
+    let short_lived = if s.short_lived_threads == 0 {
+        String::new()
+    } else {
+        format!(
+            " (+{} short-lived without samples, {:.1} ms of CPU time)",
+            s.short_lived_threads,
+            s.short_lived_cpu_ns as f64 / 1e6
+        )
+    };
     let mut line = format!(
-        "events: {events} | processes: {}{ranks} | threads: {} | metric: {} | address recovery: {recovery}",
+        "events: {events} | processes: {}{ranks} | threads: {}{short_lived} | metric: {} | address recovery: {recovery}",
         info.processes,
         info.threads,
         db.primary_metric_name()
@@ -800,6 +812,19 @@ Code-centric view: top 1 of 1 functions by samples
         assert_eq!(rows.len(), 1, "{text}");
         assert!(rows[0].contains("15"), "{text}");
         assert!(text.contains("top 2 of 2 objects"), "{text}");
+    }
+
+    #[test]
+    fn header_counts_short_lived_threads() {
+        let mut db = sample_db();
+        assert!(!header(&db).contains("short-lived"));
+        db.info.stats.short_lived_threads = 598;
+        db.info.stats.short_lived_cpu_ns = 24_000_000;
+        let line = header(&db);
+        assert!(
+            line.contains("(+598 short-lived without samples, 24.0 ms of CPU time) | metric"),
+            "{line}"
+        );
     }
 
     #[test]

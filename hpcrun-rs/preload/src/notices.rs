@@ -13,7 +13,11 @@
 //!   `ulimit -i`.
 //! * The profiler's handler is no longer installed (a raw `rt_sigaction`).
 //! * (A note, not a warning: `note: ` opens its text.) Threads that
-//!   ended before their first sample got no file (`writer::finish`).
+//!   ended before their first sample got no file (`writer::finish`): they
+//!   are counted in the main thread's stats (`short_lived_threads`,
+//!   `short_lived_cpu_ns`) and told to the launcher only when they took
+//!   a measurable share of the process's CPU time
+//!   ([`short_lived_note`]).
 //! * The program closed the profiler's perf event descriptors
 //!   (`close_range`, `closefrom`): found when sampling stopped
 //!   (`sys::owns_event`); the task-clock event's lost periods are counted
@@ -118,18 +122,45 @@ pub fn count_unwritten(cpu_ns: u64) {
     UNWRITTEN_CPU_NS.fetch_add(cpu_ns, Relaxed);
 }
 
+/// The timer source's period (ns), 0 without one (hardware sources).
+fn timer_period_ns() -> u64 {
+    if crate::run::hardware_active() {
+        0
+    } else {
+        config::get().period_ns
+    }
+}
+
+/// The note on this process's short-lived threads for the launcher's
+/// closing lines, when it matters (`formats::notes::short_lived`: against
+/// the CPU time of the process's other threads, as their stats hold it
+/// when the main thread's profile is written, last), with their number.
+pub fn short_lived_note() -> Option<(String, u64)> {
+    let threads_n = UNWRITTEN_THREADS.load(Relaxed);
+    if threads_n == 0 {
+        return None;
+    }
+    // Every thread of the process, less the short-lived ones.
+    let pid = sys::getpid();
+    let all: u64 = threads::all()
+        .filter(|s| s.pid == pid)
+        .map(|s| s.stats.cpu_time_ns.load(Relaxed))
+        .sum();
+    let cpu_ns = UNWRITTEN_CPU_NS.load(Relaxed);
+    let note = formats::notes::short_lived(
+        threads_n,
+        cpu_ns,
+        all.saturating_sub(cpu_ns),
+        timer_period_ns(),
+    )?;
+    Some((note, threads_n))
+}
+
 /// Process-wide notices and counts (written into the main thread's file).
 pub fn process_wide(stats: &mut SampleStats) {
-    let unwritten = UNWRITTEN_THREADS.load(Relaxed);
-    if unwritten > 0 {
-        stats.notices.insert(
-            format!(
-                "note: short-lived threads ended before their first sample ({:.1} ms of CPU time in all): no profile was written for them (they measured nothing)",
-                UNWRITTEN_CPU_NS.load(Relaxed) as f64 / 1e6
-            ),
-            unwritten,
-        );
-    }
+    stats.short_lived_threads = UNWRITTEN_THREADS.load(Relaxed);
+    stats.short_lived_cpu_ns = UNWRITTEN_CPU_NS.load(Relaxed);
+    stats.timer_period_ns = timer_period_ns();
     stats.signal_blocks = signals::BLOCKS.load(Relaxed);
     stats.program_signals = signals::FORWARDED.load(Relaxed) + signals::HELD_BACK.load(Relaxed);
     let waited = signals::WAIT_DROPPED.load(Relaxed);

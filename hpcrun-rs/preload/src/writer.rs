@@ -105,6 +105,12 @@ pub fn finish(state: &ThreadState) {
     }
     let profile = build_profile(state);
     crate::notices::publish(dir, &profile.stats.notices);
+    // The main thread is written last: every other thread is finished.
+    if state.index == 0 {
+        if let Some((note, threads)) = crate::notices::short_lived_note() {
+            crate::notices::publish(dir, &[(note, threads)].into());
+        }
+    }
     crate::profile_file::write(state, dir, &profile);
 }
 
