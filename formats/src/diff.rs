@@ -541,6 +541,41 @@ fn side_text(s: Option<Side>) -> String {
     }
 }
 
+/// The text tables' name and site columns are as wide as their longest
+/// shown value, at least these widths (characters) ...
+const NAME_MIN: usize = 24;
+const SITE_MIN: usize = 20;
+/// ... and at most these: a longer value is cut in the middle with `…`
+/// (both ends stay: a C++ name's class and method, a clone mark, a site's
+/// file and line), so the numbers stay in their columns.
+const NAME_MAX: usize = 48;
+const SITE_MAX: usize = 32;
+
+/// `s` in at most `max` characters, cut in the middle with `…`.
+fn elide_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let tail = (max - 1) / 2;
+    let mut t: String = s.chars().take(max - 1 - tail).collect();
+    t.push('…');
+    t.extend(s.chars().skip(n - tail));
+    t
+}
+
+/// Width of a column of `values`: the longest, within `min..=max`.
+fn column_width<'a>(values: impl Iterator<Item = &'a str>, min: usize, max: usize) -> usize {
+    values
+        .map(|v| v.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(min, max)
+}
+
 /// The diff as a text report, at most `top` rows per table.
 pub fn to_text(d: &Diff, top: usize) -> String {
     let mut out = String::new();
@@ -566,16 +601,19 @@ pub fn to_text(d: &Diff, top: usize) -> String {
         ("functions", &d.functions),
         ("lines", &d.lines),
     ] {
+        let shown = &rows[..top.min(rows.len())];
+        let name_w = column_width(shown.iter().map(|r| r.name.as_str()), NAME_MIN, NAME_MAX);
+        let site_w = column_width(shown.iter().map(|r| r.site.as_str()), SITE_MIN, SITE_MAX);
         out.push_str(&format!(
-            "\n{title}:\n{:<9} {:<24} {:<20} {:>17} {:>17} {:>9} {:>8}\n",
+            "\n{title}:\n{:<9} {:<name_w$} {:<site_w$} {:>17} {:>17} {:>9} {:>8}\n",
             "status", "name", "site", "before", "after", "d.share", "change"
         ));
-        for r in rows.iter().take(top) {
+        for r in shown {
             out.push_str(&format!(
-                "{:<9} {:<24} {:<20} {} {} {:>+8.1}% {:>8}\n",
+                "{:<9} {:<name_w$} {:<site_w$} {} {} {:>+8.1}% {:>8}\n",
                 r.status.as_str(),
-                r.name,
-                r.site,
+                elide_middle(&r.name, name_w),
+                elide_middle(&r.site, site_w),
                 side_text(r.before),
                 side_text(r.after),
                 100.0 * r.delta_share,

@@ -119,6 +119,47 @@ fn csv_and_text_have_every_row() {
 }
 
 #[test]
+fn text_columns_stay_aligned_with_long_names() {
+    let long = "stack: locals of CalcKinematicsForElems [clone ._omp_fn.0] (lulesh.cc:1510)";
+    let before = db("/a", &[("A", 12, 10), (long, 13, 90)]);
+    let after = db("/a", &[("A", 12, 30), (long, 13, 70), ("new_one", 14, 5)]);
+    let text = to_text(&diff(&before, &after), 10);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "data objects:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 4, "{text}");
+    // Every row ends its `change` column where the header does, and its
+    // site column starts where the header's does.
+    let width = |l: &str| l.chars().count();
+    let site_at = |l: &str| {
+        l.chars()
+            .collect::<Vec<_>>()
+            .windows(7)
+            .position(|w| w.iter().collect::<String>() == "prog.c:")
+    };
+    let header_site = table[0].find("site").unwrap();
+    for row in &table[1..] {
+        assert_eq!(width(row), width(table[0]), "{text}");
+        assert_eq!(site_at(row), Some(header_site), "{text}");
+    }
+    // The long name is cut in the middle: both ends stay.
+    let cut = table
+        .iter()
+        .find(|l| l.contains('…'))
+        .expect("an elided name");
+    assert!(
+        cut.contains("stack: locals of CalcKin") && cut.contains("n.0] (lulesh.cc:1510)"),
+        "{text}"
+    );
+    assert_eq!(elide_middle("abcdefgh", 5), "ab…gh");
+    assert_eq!(elide_middle("abcdefgh", 4), "ab…h");
+    assert_eq!(elide_middle("abc", 3), "abc");
+}
+
+#[test]
 fn noise_warnings_only_beyond_noise() {
     // 1000 -> 1050: 50 < 3 sqrt(2050) = 135.8; 1000 -> 1300: 300 > 144.
     let mut before = db("/a", &[("A", 12, 1000)]);
