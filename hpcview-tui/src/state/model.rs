@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use formats::advice::NumaFinding;
-use formats::database::{Database, Frame, NodeKind, Tree, FILE_NAME};
+use formats::database::{Database, Frame, NodeKind, ObjectKind, Tree, FILE_NAME};
 use formats::views::mem_time_share;
 
 /// Children lists and inclusive metrics of one tree.
@@ -219,43 +219,13 @@ impl Model {
                 data_mem[p].1 += x;
             }
         }
-        // The shared rule of `formats::views::bottleneck` (what `hpcprof-rs
-        // export --view bottleneck` prints) for objects and functions,
-        // computed here on ids instead of strings so that a database of a
-        // million nodes still opens within a second; a test checks that both
-        // agree. Rows that rule leaves out (nothing sampled) have a proxy of
-        // 0 when cpu_samples exist.
-        let zero = cpu_metric.map(|_| 0.0);
-        let mut object_mem = vec![zero; db.objects.len()];
-        let mut function_bottleneck = vec![zero; functions];
-        if cpu_metric.is_some() {
-            let ratio = |num: u64, den: u64| mem_time_share(num, den, true);
-            for (f, &(s, c)) in function_mem.iter().enumerate() {
-                function_bottleneck[f] = ratio(s, c);
-            }
-            // The functions whose instructions accessed each object.
-            let n = db.data.nodes.len();
-            let mut owner = vec![u32::MAX; n];
-            let mut accessors: Vec<Vec<u32>> = vec![Vec::new(); db.objects.len()];
-            for (i, node) in db.data.nodes.iter().enumerate().skip(1) {
-                owner[i] = match node.kind {
-                    NodeKind::Object(o) => o,
-                    _ => owner[node.parent as usize],
-                };
-                if let (o, NodeKind::Frame(f)) = (owner[i], &node.kind) {
-                    if o != u32::MAX && data.exclusive(i as u32).iter().any(|&v| v > 0) {
-                        accessors[o as usize].push(frame_function[*f as usize]);
-                    }
-                }
-            }
-            for (o, mut fns) in accessors.into_iter().enumerate() {
-                fns.sort_unstable();
-                fns.dedup();
-                let den: u64 = fns.iter().map(|&f| function_mem[f as usize].1).sum();
-                let num = data.inclusive(db.objects[o].node)[primary];
-                object_mem[o] = ratio(num, den);
-            }
-        }
+        let (object_mem, function_bottleneck) = Self::proxies(
+            &db,
+            &data,
+            &frame_function,
+            &function_mem,
+            cpu_metric.is_some(),
+        );
         let numa = formats::advice::numa(&db);
         Model {
             numa,
@@ -275,6 +245,101 @@ impl Model {
             object_mem,
             function_bottleneck,
         }
+    }
+
+    /// The memory-boundness proxies of every object and every function (by
+    /// function id): the shared rule of `formats::views::bottleneck` (what
+    /// `hpcprof-rs export --view bottleneck` prints), computed here on ids
+    /// instead of strings so that a database of a million nodes still opens
+    /// within a second; a test checks that both agree. An object's proxy is
+    /// the memory samples of the functions that accessed it over their
+    /// `cpu_samples`; with the measuring machine's L2 size (mem:soft), a
+    /// function's samples of heap and static data count as memory only when
+    /// the data it accessed does not fit in L2, stack data never, other data
+    /// always. Rows that rule leaves out (nothing sampled) have a proxy of 0
+    /// when cpu_samples exist.
+    fn proxies(
+        db: &Database,
+        data: &TreeIndex,
+        frame_function: &[u32],
+        function_mem: &[(u64, u64)],
+        has_cpu: bool,
+    ) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
+        let primary = db.info.primary_metric as usize;
+        let zero = has_cpu.then_some(0.0);
+        let mut object_mem = vec![zero; db.objects.len()];
+        let mut function_bottleneck = vec![zero; function_mem.len()];
+        if !has_cpu {
+            return (object_mem, function_bottleneck);
+        }
+        let ratio = |num: u64, den: u64| mem_time_share(num, den, true);
+        // The functions whose instructions accessed each object, with the
+        // object's samples at each.
+        let n = db.data.nodes.len();
+        let mut owner = vec![u32::MAX; n];
+        let mut accessors: Vec<Vec<(u32, u64)>> = vec![Vec::new(); db.objects.len()];
+        for (i, node) in db.data.nodes.iter().enumerate().skip(1) {
+            owner[i] = match node.kind {
+                NodeKind::Object(o) => o,
+                _ => owner[node.parent as usize],
+            };
+            if let (o, NodeKind::Frame(f)) = (owner[i], &node.kind) {
+                let exc = data.exclusive(i as u32);
+                if o != u32::MAX && exc.iter().any(|&v| v > 0) {
+                    let v = exc.get(primary).copied().unwrap_or(0);
+                    accessors[o as usize].push((frame_function[*f as usize], v));
+                }
+            }
+        }
+        // Memory samples per function (None: every sample is memory time).
+        let l2 = db.info.stats.cache_bytes.l2;
+        let memory: Option<Vec<u64>> =
+            (l2 != 0 && !db.info.stats.attribution.is_empty()).then(|| {
+                let sized = |o: &formats::database::DataObject| {
+                    matches!(o.kind, ObjectKind::Heap | ObjectKind::Static)
+                };
+                let mut working_set = vec![0u64; function_mem.len()];
+                for (o, acc) in db.objects.iter().zip(&accessors) {
+                    if sized(o) {
+                        let mut fns: Vec<u32> = acc.iter().map(|a| a.0).collect();
+                        fns.sort_unstable();
+                        fns.dedup();
+                        for f in fns {
+                            working_set[f as usize] += o.bytes;
+                        }
+                    }
+                }
+                let mut memory = vec![0u64; function_mem.len()];
+                for (o, acc) in db.objects.iter().zip(&accessors) {
+                    for &(f, v) in acc {
+                        let resident = match o.kind {
+                            ObjectKind::Stack => true,
+                            _ if sized(o) => working_set[f as usize] <= l2,
+                            _ => false,
+                        };
+                        if !resident {
+                            memory[f as usize] += v;
+                        }
+                    }
+                }
+                memory
+            });
+        for (f, &(s, c)) in function_mem.iter().enumerate() {
+            let num = memory.as_ref().map_or(s, |m| m[f]);
+            function_bottleneck[f] = ratio(num, c);
+        }
+        for (o, acc) in accessors.into_iter().enumerate() {
+            let mut fns: Vec<u32> = acc.iter().map(|a| a.0).collect();
+            fns.sort_unstable();
+            fns.dedup();
+            let den: u64 = fns.iter().map(|&f| function_mem[f as usize].1).sum();
+            let num = match &memory {
+                Some(m) => fns.iter().map(|&f| m[f as usize]).sum(),
+                None => data.inclusive(db.objects[o].node)[primary],
+            };
+            object_mem[o] = ratio(num, den);
+        }
+        (object_mem, function_bottleneck)
     }
 
     /// Reads a database directory (or its `profile.db` file) and indexes it.
@@ -407,5 +472,14 @@ mod tests {
         let mut no_cpu = fixtures::abc();
         no_cpu.info.metrics.truncate(1);
         agrees(no_cpu);
+        // With the machine's L2 size and mem:soft's rule counters, cache-
+        // resident data is compute and an object shares its loop's memory
+        // time (abc's A, B and C are read in one function).
+        for l2 in [1 << 20, 1 << 40] {
+            let mut cached = fixtures::abc();
+            cached.info.stats.cache_bytes.l2 = l2;
+            cached.info.stats.attribution.insert("landed".into(), 1);
+            agrees(cached);
+        }
     }
 }
