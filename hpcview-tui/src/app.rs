@@ -62,6 +62,7 @@ pub fn keymap(app: &AppState, key: KeyEvent) -> Option<Action> {
         KeyCode::Char('f') => Action::FilterNext,
         KeyCode::Char('F') => Action::FilterPrev,
         KeyCode::Char('x') => Action::HotPath,
+        KeyCode::Char('H') => Action::HideRuntime,
         KeyCode::Char('?') => Action::Help,
         KeyCode::Esc => Action::Escape,
         _ => Action::Other,
@@ -72,14 +73,17 @@ pub fn keymap(app: &AppState, key: KeyEvent) -> Option<Action> {
 /// (a hidden test hook: tests/viewer.rs checks the terminal comes back).
 pub const TEST_PANIC_ENV: &str = "HPCVIEW_TEST_PANIC";
 
-/// Runs the viewer on a loaded model (compared with `baseline`, if any)
-/// until the user quits.
-pub fn run(model: Model, baseline: Option<Baseline>) -> Result<()> {
+/// Runs the viewer on a loaded model (compared with `baseline`, if any;
+/// runtime rows hidden with `hide_runtime`) until the user quits.
+pub fn run(model: Model, baseline: Option<Baseline>, hide_runtime: bool) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         anyhow::bail!("standard input/output is not a terminal; use --report for a text report");
     }
     let mut app = AppState::new(model);
     app.baseline = baseline;
+    if hide_runtime {
+        app.set_runtime_hidden(true);
+    }
     let theme = Theme::from_env();
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     let panic_after_draw = std::env::var_os(TEST_PANIC_ENV).is_some_and(|v| !v.is_empty());

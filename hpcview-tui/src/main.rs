@@ -65,7 +65,7 @@ struct Args {
     #[arg(long, value_enum, default_value = "both")]
     view: ViewArg,
 
-    /// Rows per table.
+    /// Rows per table; 0 shows every row.
     #[arg(long, value_name = "N", default_value_t = 10)]
     top: usize,
 
@@ -75,8 +75,10 @@ struct Args {
     #[arg(long, value_name = "BEFORE_DB")]
     baseline: Option<PathBuf>,
 
-    /// Leave memory that MPI libraries and OpenMP runtimes allocated out
-    /// of the report's data-centric table (a summary line stays).
+    /// Leave the rows of MPI libraries and OpenMP runtimes (the memory they
+    /// allocated, the functions of their modules) out of the report's
+    /// tables and the viewer's panes (in the viewer `H` shows them again);
+    /// the runtime-memory and waiting lines stay.
     #[arg(long)]
     hide_runtime: bool,
 }
@@ -126,7 +128,7 @@ fn run(args: &Args) -> Result<ExitCode> {
             Some(path) => Some(baseline(path, &model.db)?),
             None => None,
         };
-        hpcview_tui::app::run(model, base)?;
+        hpcview_tui::app::run(model, base, args.hide_runtime)?;
         return Ok(ExitCode::SUCCESS);
     }
     let db = model::load(&args.db)?;
@@ -143,9 +145,15 @@ fn run(args: &Args) -> Result<ExitCode> {
     let options = report::Options {
         hide_runtime: args.hide_runtime,
     };
+    // `--top 0`: every row (a report of no rows is never what was asked
+    // for).
+    let top = match args.top {
+        0 => usize::MAX,
+        n => n,
+    };
     let text = match base.as_mut() {
-        Some(b) => report::render_compared_with_options(&db, tables, args.top, b, options),
-        None => report::render_with_options(&db, tables, args.top, options),
+        Some(b) => report::render_compared_with_options(&db, tables, top, b, options),
+        None => report::render_with_options(&db, tables, top, options),
     };
     let mut stdout = std::io::stdout().lock();
     match stdout

@@ -17,14 +17,13 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
 fn db_dir(name: &str) -> PathBuf {
+    db_dir_of(name, &fixtures::abc())
+}
+
+fn db_dir_of(name: &str, db: &formats::database::Database) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hpcview-panes-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    fixtures::write(
-        &fixtures::abc(),
-        &dir,
-        &[(fixtures::ABC_FILE, fixtures::ABC_SOURCE)],
-    )
-    .expect("write db");
+    fixtures::write(db, &dir, &[(fixtures::ABC_FILE, fixtures::ABC_SOURCE)]).expect("write db");
     dir
 }
 
@@ -125,6 +124,22 @@ fn bottleneck_order() {
     keys(&mut app, &[Action::Bottleneck]);
     let s = screen(&mut app, 100, 30);
     insta::assert_snapshot!("bottleneck_order", s);
+}
+
+/// `H` in the bottleneck order of abc with an OpenMP worker: the
+/// runtime's object is gone, the title says so and how much of the CPU
+/// time was spent waiting inside the runtime.
+#[test]
+fn runtime_rows_hidden_in_bottleneck_order() {
+    let dir = db_dir_of("runtime", &fixtures::abc_openmp());
+    let mut app = AppState::new(Model::open(&dir).expect("open fixture db"));
+    keys(&mut app, &[Action::Bottleneck]);
+    let shown = screen(&mut app, 100, 30);
+    assert!(shown.contains("OpenMP runtime: libgomp"), "{shown}");
+    keys(&mut app, &[Action::HideRuntime]);
+    let s = screen(&mut app, 100, 30);
+    assert!(!s.contains("OpenMP runtime: libgomp"), "{s}");
+    insta::assert_snapshot!("runtime_hidden_bottleneck", s);
 }
 
 #[test]

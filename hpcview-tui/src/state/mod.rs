@@ -1,7 +1,8 @@
 //! Everything the viewer knows, as plain data: the loaded [`model::Model`],
 //! one [`tree::Pane`] per outline, focus, metric columns, sort order,
-//! search, the rank/thread filter, the source file being shown and the
-//! optional [`baseline::Baseline`] that delta columns compare with.
+//! search, the rank/thread filter, whether runtime rows are hidden, the
+//! source file being shown and the optional [`baseline::Baseline`] that
+//! delta columns compare with.
 //! [`AppState::apply`] performs an [`Action`]; nothing here touches a
 //! terminal, so all of it is unit-testable.
 //!
@@ -85,6 +86,9 @@ pub enum Action {
     /// `x`: expand the hottest path below the selection down to its leaf
     /// (the sampled line) and select it, like hpcviewer's hot-path button.
     HotPath,
+    /// `H`: hide or show the rows of MPI libraries and OpenMP runtimes
+    /// (their memory and their frames) in every pane.
+    HideRuntime,
     /// `?`
     Help,
     /// Esc: closes a popup or cancels the search input.
@@ -149,6 +153,9 @@ pub struct AppState {
     pub page: usize,
     /// The database compared with (`--baseline`): delta columns.
     pub baseline: Option<Baseline>,
+    /// Rows of MPI libraries and OpenMP runtimes are left out of every
+    /// pane (`H`, `--hide-runtime`).
+    pub hide_runtime: bool,
     source_cache: HashMap<String, CachedSource>,
 }
 
@@ -200,6 +207,7 @@ impl AppState {
             detail_page: 10,
             page: 10,
             baseline: None,
+            hide_runtime: false,
             source_cache: HashMap::new(),
         };
         // Every pane is built at open (the bottom-up pane walks the whole
@@ -242,6 +250,44 @@ impl AppState {
         self.baseline.as_mut()?.delta(&self.model, pane, id)
     }
 
+    /// Hides (or shows) the rows of MPI libraries and OpenMP runtimes in
+    /// every pane: the panes are built again (expansions are lost); the
+    /// selected top-level row stays selected when it is still shown.
+    pub fn set_runtime_hidden(&mut self, hide: bool) {
+        self.hide_runtime = hide;
+        let keep = self.pane().selected_item().map(|i| i.node);
+        self.panes.clear();
+        for kind in [
+            PaneKind::TopDown,
+            PaneKind::BottomUp,
+            PaneKind::Flat,
+            PaneKind::Data,
+        ] {
+            self.prepare(kind);
+        }
+        let pane = self.panes.get_mut(&self.view).expect("just built");
+        let again = keep.and_then(|node| {
+            pane.visible
+                .iter()
+                .copied()
+                .find(|&id| pane.items[id as usize].node == node)
+        });
+        pane.select_id(again);
+        self.detail_scroll = 0;
+        self.switch(self.view);
+        let w = &self.model.waiting;
+        let share = if w.total == 0 {
+            0.0
+        } else {
+            100.0 * (w.mpi + w.openmp) as f64 / w.total as f64
+        };
+        self.message = Some(if hide {
+            format!("runtime rows hidden (MPI/OpenMP memory and frames; {share:.1}% of cpu samples were inside them): H shows them")
+        } else {
+            "runtime rows shown: H hides them".to_string()
+        });
+    }
+
     /// The pane in view.
     pub fn pane(&self) -> &Pane {
         &self.panes[&self.view]
@@ -273,7 +319,11 @@ impl AppState {
         if self.panes.contains_key(&kind) {
             return;
         }
-        let mut pane = Pane::new(&self.model, kind);
+        let mut pane = if self.hide_runtime {
+            Pane::with_runtime_hidden(&self.model, kind)
+        } else {
+            Pane::new(&self.model, kind)
+        };
         pane.set_sort(&self.model, self.effective_sort());
         // Open on the hottest path, like hpcviewer.
         match kind {
@@ -352,6 +402,7 @@ impl AppState {
             Action::Quit => return true,
             Action::Help => self.help = true,
             Action::Escape | Action::Other => {}
+            Action::HideRuntime => self.set_runtime_hidden(!self.hide_runtime),
             Action::HotPath => {
                 self.focus = Focus::Tree;
                 let model = &self.model;
@@ -617,160 +668,4 @@ impl AppState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fixtures;
-
-    #[test]
-    fn keys_switch_views_and_sort() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        assert_eq!(app.view, PaneKind::Data);
-        app.apply(Action::CodeView);
-        assert_eq!(app.view, PaneKind::TopDown);
-        // The top-down pane opens on the hottest path: compute's line.
-        assert_eq!(
-            app.pane().selected_item().unwrap().label,
-            "compute  abc.c:25"
-        );
-        app.apply(Action::CodeView);
-        assert_eq!(app.view, PaneKind::BottomUp);
-        app.apply(Action::CodeView);
-        assert_eq!(app.view, PaneKind::Flat);
-        app.apply(Action::DataView);
-        app.apply(Action::SortReverse);
-        assert_eq!(app.pane().selected_item().unwrap().label, "C");
-        app.apply(Action::Home);
-        assert_ne!(app.pane().selected_item().unwrap().label, "C");
-        app.apply(Action::Bottleneck);
-        app.apply(Action::Home);
-        assert_eq!(app.pane().selected_item().unwrap().label, "C");
-    }
-
-    #[test]
-    fn search_prompt() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        app.apply(Action::SearchStart);
-        for c in "main".chars() {
-            app.apply(Action::SearchChar(c));
-        }
-        app.apply(Action::SearchCommit);
-        let first = app.pane().selected_id();
-        assert!(app.pane().selected_item().unwrap().label.contains("main"));
-        app.apply(Action::NextMatch);
-        assert_ne!(app.pane().selected_id(), first);
-        app.apply(Action::PrevMatch);
-        assert_eq!(app.pane().selected_id(), first);
-    }
-
-    #[test]
-    fn filter_is_honest() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        app.apply(Action::FilterNext);
-        assert_eq!(app.filter, Filter::Thread(0));
-        assert!(app
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("data objects show their value in this thread"));
-        // The data-centric pane: the top object's value in thread 0 is in
-        // the detail pane (C: 360 of 900 samples in thread 0).
-        app.apply(Action::DataView);
-        let mut detail = String::new();
-        for _ in 0..20 {
-            detail = crate::view::detail::lines(&app).join("\n");
-            if detail.starts_with("C ·") {
-                break;
-            }
-            app.apply(Action::Down);
-        }
-        assert!(
-            detail.contains("thread 0 alone: 360 samples (40.0% of this object)"),
-            "{detail}"
-        );
-        let mut mpi = fixtures::abc();
-        mpi.info.ranks = vec![0, 1];
-        let mut app = AppState::new(Model::new(mpi, None));
-        app.apply(Action::FilterPrev);
-        assert_eq!(app.filter, Filter::Thread(1));
-        app.apply(Action::FilterNext);
-        app.apply(Action::FilterNext);
-        assert_eq!(app.filter, Filter::Rank(0));
-        assert!(app.message.as_deref().unwrap().contains("value in rank 0"));
-        let mut single = fixtures::abc();
-        single.info.ranks.clear();
-        single.info.threads = 1;
-        let mut app = AppState::new(Model::new(single, None));
-        app.apply(Action::FilterNext);
-        assert_eq!(app.filter, Filter::All);
-        assert!(app
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("nothing to filter"));
-    }
-
-    #[test]
-    fn help_closes_on_any_key_and_the_key_acts() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        for closer in [Action::Other, Action::Escape, Action::Help] {
-            app.apply(Action::Help);
-            assert!(app.help);
-            app.apply(closer.clone());
-            assert!(!app.help, "{closer:?} did not close the help");
-            assert_eq!(app.view, PaneKind::Data);
-        }
-        // `c` closes it and switches to the code-centric pane.
-        app.apply(Action::Help);
-        app.apply(Action::CodeView);
-        assert!(!app.help);
-        assert_eq!(app.view, PaneKind::TopDown);
-        app.apply(Action::Help);
-        assert!(app.apply(Action::Quit));
-    }
-
-    #[test]
-    fn hot_path_key_selects_the_line_from_any_focus() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        app.apply(Action::NextPane);
-        app.apply(Action::HotPath);
-        assert_eq!(app.focus, Focus::Tree);
-        assert_eq!(
-            app.pane().selected_item().unwrap().label,
-            "compute  abc.c:25"
-        );
-        assert_eq!(app.source.line, Some(25));
-    }
-
-    #[test]
-    fn detail_pane_scrolling_stops_at_its_end() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        // The view sets these when it draws: 30 lines, 8 shown.
-        app.detail_max_scroll = 22;
-        app.detail_page = 8;
-        app.focus = Focus::Detail;
-        for _ in 0..10 {
-            app.apply(Action::PageDown);
-        }
-        assert_eq!(app.detail_scroll, 22);
-        app.apply(Action::Down);
-        assert_eq!(app.detail_scroll, 22);
-        app.apply(Action::PageUp);
-        assert_eq!(app.detail_scroll, 14);
-        app.apply(Action::Home);
-        assert_eq!(app.detail_scroll, 0);
-        app.apply(Action::End);
-        assert_eq!(app.detail_scroll, 22);
-    }
-
-    #[test]
-    fn column_chooser_keeps_one_column() {
-        let mut app = AppState::new(Model::new(fixtures::abc(), None));
-        app.apply(Action::Columns);
-        app.apply(Action::Toggle); // hide samples inclusive
-        app.apply(Action::Down);
-        app.apply(Action::Toggle); // hide samples exclusive: refused
-        assert_eq!(app.shown_columns().len(), 1);
-        app.apply(Action::Escape);
-        assert!(app.chooser.is_none());
-    }
-}
+mod tests;

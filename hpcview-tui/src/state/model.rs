@@ -152,6 +152,12 @@ pub struct Model {
     /// NUMA advice ([`formats::advice::numa`]) for the objects that need
     /// some, computed once.
     pub numa: Vec<NumaFinding>,
+    /// Per frame: its module is an MPI library or an OpenMP runtime
+    /// ([`formats::runtimes::of_module`]): the rows `H` hides.
+    pub runtime_frame: Vec<bool>,
+    /// The CPU samples spent inside those runtimes (the "waiting in
+    /// MPI/OpenMP" share of the bottleneck view).
+    pub waiting: formats::runtimes::Waiting,
 }
 
 impl Model {
@@ -227,8 +233,16 @@ impl Model {
             cpu_metric.is_some(),
         );
         let numa = formats::advice::numa(&db);
+        let runtime_frame = db
+            .frames
+            .iter()
+            .map(|f| formats::runtimes::of_module(&f.module).is_some())
+            .collect();
+        let waiting = formats::runtimes::waiting(&db);
         Model {
             numa,
+            runtime_frame,
+            waiting,
             db,
             dir,
             columns,

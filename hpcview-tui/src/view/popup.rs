@@ -24,6 +24,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("o", "choose metric columns"),
     ("/  n / N", "search / next / previous match"),
     ("f / F", "next / previous rank-thread filter"),
+    ("H", "hide / show MPI and OpenMP runtime rows"),
     ("?", "this help"),
     ("Esc", "close popup, cancel search"),
     ("q / Ctrl-C", "quit"),

@@ -1,7 +1,8 @@
 //! The outline pane: metric columns (value and percentage of the total),
 //! optional bottleneck columns, with a baseline the change of each row's
 //! share (`Δshare`, percentage points, or `new`), then the indented tree
-//! label.
+//! label. In bottleneck order the pane's title says how much of the CPU
+//! time was spent waiting inside MPI libraries and OpenMP runtimes.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -48,6 +49,20 @@ fn cell(item: &Item, c: Column, totals: &[u64]) -> String {
     format!("{:>8} {:>6}", count(v), percent(v, total))
 }
 
+/// "· waiting in MPI/OpenMP 65.4% ": the share of the CPU samples
+/// (`cpu_samples`) inside the runtimes ([`formats::runtimes::waiting`]);
+/// empty when there are none.
+fn waiting_title(app: &AppState) -> String {
+    let w = &app.model.waiting;
+    if w.mpi + w.openmp == 0 || w.total == 0 {
+        return String::new();
+    }
+    format!(
+        "· waiting in MPI/OpenMP {} ",
+        percent(w.mpi + w.openmp, w.total)
+    )
+}
+
 pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme: Theme) {
     let focused = app.focus == Focus::Tree;
     let mut title = format!(
@@ -59,6 +74,12 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
             format!("by {}", sort_label(app))
         }
     );
+    if app.bottleneck {
+        title.push_str(&waiting_title(app));
+    }
+    if app.hide_runtime {
+        title.push_str("· runtime rows hidden (H) ");
+    }
     if let Some(b) = &app.baseline {
         let room = (area.width as usize).saturating_sub(title.chars().count() + 24);
         let path = fit_left(&b.path.display().to_string(), room.max(12));

@@ -20,6 +20,14 @@
 //! `top_down`, `data`, and `bottom_up` and `flat` over the function groups
 //! of `functions`.
 //!
+//! A pane made with [`Pane::with_runtime_hidden`] leaves out the rows of
+//! MPI libraries and OpenMP runtimes (the viewer's `H`): objects a runtime
+//! allocated and functions of a runtime's modules are dropped; a runtime
+//! frame inside a call path (libgomp's thread start above an OpenMP
+//! region's body, `MPI_Recv` above the transport) is replaced by the rows
+//! below it, so the program's own code stays in view. Shares stay shares
+//! of the whole run.
+//!
 //! ```
 //! use hpcview_tui::state::{model::Model, tree::{Pane, PaneKind}};
 //! let model = Model::new(hpcview_tui::fixtures::abc(), None);
@@ -140,6 +148,9 @@ pub struct Item {
     /// The bottleneck share is the exclusive one (function rows, as in
     /// `hpcprof-rs export --view bottleneck`).
     pub exclusive_share: bool,
+    /// An MPI or OpenMP runtime's row: an object the runtime allocated, or
+    /// a frame in a runtime's module.
+    pub runtime: bool,
 }
 
 impl Item {
@@ -189,6 +200,8 @@ pub struct Pane {
     /// function (its inclusive value is already counted).
     nested: Vec<bool>,
     sort: Option<Sort>,
+    /// Runtime rows are left out (see the module's overview).
+    pub hide_runtime: bool,
 }
 
 fn basename(file: &str) -> &str {
@@ -256,6 +269,15 @@ fn label_tree_node(model: &Model, kind: &NodeKind, item: &mut Item) {
 impl Pane {
     /// The outline's top-level rows, sorted by the primary metric.
     pub fn new(model: &Model, kind: PaneKind) -> Self {
+        Pane::build(model, kind, false)
+    }
+
+    /// [`Pane::new`] without the rows of MPI libraries and OpenMP runtimes.
+    pub fn with_runtime_hidden(model: &Model, kind: PaneKind) -> Self {
+        Pane::build(model, kind, true)
+    }
+
+    fn build(model: &Model, kind: PaneKind, hide_runtime: bool) -> Self {
         let totals = match kind {
             PaneKind::Data => model.data.inclusive(0).to_vec(),
             _ => model.code.inclusive(0).to_vec(),
@@ -271,9 +293,10 @@ impl Pane {
             totals,
             nested: Vec::new(),
             sort: None,
+            hide_runtime,
         };
         let roots = kind.outline().roots(&mut pane, model);
-        pane.roots = roots;
+        pane.roots = pane.without_runtime(model, roots, None);
         pane.set_sort(
             model,
             Sort {
@@ -307,8 +330,19 @@ impl Pane {
             object: None,
             dist_node: None,
             exclusive_share: false,
+            runtime: false,
         };
         self.kind.outline().fill(self, model, &mut item);
+        let runtime_frame = |f: Option<u32>| {
+            f.and_then(|f| model.runtime_frame.get(f as usize))
+                .copied()
+                .unwrap_or(false)
+        };
+        item.runtime = match item.node {
+            Node::Object(o) => model.db.objects[o as usize].runtime.is_some(),
+            Node::Code(_) | Node::Data(_) | Node::Group(_) => runtime_frame(item.frame),
+            Node::AllocPath(_) | Node::AllocFrame { .. } | Node::Line(_) => false,
+        };
         let id = self.items.len() as u32;
         self.items.push(item);
         id
@@ -319,12 +353,46 @@ impl Pane {
         if self.items[id as usize].children.is_some() {
             return;
         }
-        let mut kids = self.kind.outline().children(self, model, id);
+        let kids = self.kind.outline().children(self, model, id);
+        let mut kids = self.without_runtime(model, kids, Some(id));
         self.items[id as usize].expandable = !kids.is_empty();
         if let Some(sort) = self.sort {
             self.sort_ids(model, &mut kids, sort);
         }
         self.items[id as usize].children = Some(kids);
+    }
+
+    /// `rows` (children of `parent`, or the top level) without runtime
+    /// rows when they are hidden: an object or a function (a top-level
+    /// group) of a runtime is dropped, a runtime frame in a call path is
+    /// replaced by the rows below it (repeatedly), which become `parent`'s.
+    fn without_runtime(&mut self, model: &Model, rows: Vec<u32>, parent: Option<u32>) -> Vec<u32> {
+        if !self.hide_runtime {
+            return rows;
+        }
+        let depth = parent.map_or(0, |p| self.items[p as usize].depth + 1);
+        let mut out = Vec::with_capacity(rows.len());
+        let mut todo: Vec<u32> = rows.into_iter().rev().collect();
+        while let Some(id) = todo.pop() {
+            let item = &self.items[id as usize];
+            if !item.runtime {
+                let item = &mut self.items[id as usize];
+                item.parent = parent;
+                item.depth = depth;
+                out.push(id);
+                continue;
+            }
+            let splice = match item.node {
+                Node::Code(_) | Node::Data(_) => true,
+                Node::Group(_) => item.parent.is_some(),
+                _ => false,
+            };
+            if splice {
+                let below = self.kind.outline().children(self, model, id);
+                todo.extend(below.into_iter().rev());
+            }
+        }
+        out
     }
 
     /// Share of item `id`'s inclusive primary value in the pane's total.

@@ -154,3 +154,66 @@ fn data_objects_have_their_exclusive_values() {
     let parent = pane.items[leaf.parent.unwrap() as usize].clone();
     assert_eq!(parent.exc[0], 0, "{}", parent.label);
 }
+
+/// Every row of `pane`, expanded all the way down.
+fn all_labels(model: &Model, pane: &mut Pane) -> Vec<String> {
+    let mut i = 0;
+    while i < pane.visible.len() {
+        let id = pane.visible[i];
+        if !pane.items[id as usize].expanded {
+            pane.expand(model, id);
+        }
+        i += 1;
+    }
+    labels(pane)
+}
+
+/// Runtime rows hidden: the runtime's object and functions are gone from
+/// every pane, its frames inside call paths are replaced by the rows
+/// below them (the worker's OpenMP region stays, under `start_thread`).
+#[test]
+fn runtime_rows_are_hidden_in_every_pane() {
+    let model = Model::new(fixtures::abc_openmp(), None);
+    for kind in [
+        PaneKind::Data,
+        PaneKind::TopDown,
+        PaneKind::BottomUp,
+        PaneKind::Flat,
+    ] {
+        let shown = all_labels(&model, &mut Pane::new(&model, kind));
+        let mut pane = Pane::with_runtime_hidden(&model, kind);
+        let hidden = all_labels(&model, &mut pane);
+        let runtime = |l: &String| l.contains("gomp_") || l.contains("OpenMP runtime");
+        assert!(shown.iter().any(runtime), "{kind:?}: {shown:#?}");
+        assert!(!hidden.iter().any(runtime), "{kind:?}: {hidden:#?}");
+        // The program's rows stay, at consistent depths.
+        let must = if kind == PaneKind::Data {
+            "C"
+        } else {
+            "compute"
+        };
+        assert!(
+            hidden.iter().any(|l| l.trim_start().starts_with(must)),
+            "{kind:?}: {hidden:#?}"
+        );
+        for &id in &pane.visible {
+            let item = &pane.items[id as usize];
+            let depth = item.parent.map_or(0, |p| pane.items[p as usize].depth + 1);
+            assert_eq!(item.depth, depth, "{kind:?}: {}", item.label);
+        }
+        // Shares stay shares of the whole run.
+        assert_eq!(pane.totals, Pane::new(&model, kind).totals, "{kind:?}");
+    }
+    // The worker's region hangs below start_thread, where libgomp was.
+    let mut top = Pane::with_runtime_hidden(&model, PaneKind::TopDown);
+    let rows = all_labels(&model, &mut top);
+    let at = rows.iter().position(|l| l == "start_thread").unwrap();
+    assert_eq!(rows[at + 1], "  compute._omp_fn.0  abc.c:25", "{rows:#?}");
+    // And its caller, bottom-up, is start_thread.
+    let mut up = Pane::with_runtime_hidden(&model, PaneKind::BottomUp);
+    let f = root(&up, "compute._omp_fn.0");
+    up.select_id(Some(f));
+    up.toggle(&model);
+    let caller = up.items[f as usize].children.as_ref().unwrap()[0];
+    assert_eq!(up.items[caller as usize].label, "start_thread");
+}

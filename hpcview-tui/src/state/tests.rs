@@ -1,0 +1,192 @@
+//! Unit tests of [`super::AppState`]: keys, views, sort, search, filter,
+//! popups and scrolling on the hand-built fixtures.
+
+use super::*;
+use crate::fixtures;
+
+#[test]
+fn keys_switch_views_and_sort() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    assert_eq!(app.view, PaneKind::Data);
+    app.apply(Action::CodeView);
+    assert_eq!(app.view, PaneKind::TopDown);
+    // The top-down pane opens on the hottest path: compute's line.
+    assert_eq!(
+        app.pane().selected_item().unwrap().label,
+        "compute  abc.c:25"
+    );
+    app.apply(Action::CodeView);
+    assert_eq!(app.view, PaneKind::BottomUp);
+    app.apply(Action::CodeView);
+    assert_eq!(app.view, PaneKind::Flat);
+    app.apply(Action::DataView);
+    app.apply(Action::SortReverse);
+    assert_eq!(app.pane().selected_item().unwrap().label, "C");
+    app.apply(Action::Home);
+    assert_ne!(app.pane().selected_item().unwrap().label, "C");
+    app.apply(Action::Bottleneck);
+    app.apply(Action::Home);
+    assert_eq!(app.pane().selected_item().unwrap().label, "C");
+}
+
+#[test]
+fn search_prompt() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    app.apply(Action::SearchStart);
+    for c in "main".chars() {
+        app.apply(Action::SearchChar(c));
+    }
+    app.apply(Action::SearchCommit);
+    let first = app.pane().selected_id();
+    assert!(app.pane().selected_item().unwrap().label.contains("main"));
+    app.apply(Action::NextMatch);
+    assert_ne!(app.pane().selected_id(), first);
+    app.apply(Action::PrevMatch);
+    assert_eq!(app.pane().selected_id(), first);
+}
+
+#[test]
+fn filter_is_honest() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    app.apply(Action::FilterNext);
+    assert_eq!(app.filter, Filter::Thread(0));
+    assert!(app
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("data objects show their value in this thread"));
+    // The data-centric pane: the top object's value in thread 0 is in
+    // the detail pane (C: 360 of 900 samples in thread 0).
+    app.apply(Action::DataView);
+    let mut detail = String::new();
+    for _ in 0..20 {
+        detail = crate::view::detail::lines(&app).join("\n");
+        if detail.starts_with("C ·") {
+            break;
+        }
+        app.apply(Action::Down);
+    }
+    assert!(
+        detail.contains("thread 0 alone: 360 samples (40.0% of this object)"),
+        "{detail}"
+    );
+    let mut mpi = fixtures::abc();
+    mpi.info.ranks = vec![0, 1];
+    let mut app = AppState::new(Model::new(mpi, None));
+    app.apply(Action::FilterPrev);
+    assert_eq!(app.filter, Filter::Thread(1));
+    app.apply(Action::FilterNext);
+    app.apply(Action::FilterNext);
+    assert_eq!(app.filter, Filter::Rank(0));
+    assert!(app.message.as_deref().unwrap().contains("value in rank 0"));
+    let mut single = fixtures::abc();
+    single.info.ranks.clear();
+    single.info.threads = 1;
+    let mut app = AppState::new(Model::new(single, None));
+    app.apply(Action::FilterNext);
+    assert_eq!(app.filter, Filter::All);
+    assert!(app
+        .message
+        .as_deref()
+        .unwrap()
+        .contains("nothing to filter"));
+}
+
+#[test]
+fn help_closes_on_any_key_and_the_key_acts() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    for closer in [Action::Other, Action::Escape, Action::Help] {
+        app.apply(Action::Help);
+        assert!(app.help);
+        app.apply(closer.clone());
+        assert!(!app.help, "{closer:?} did not close the help");
+        assert_eq!(app.view, PaneKind::Data);
+    }
+    // `c` closes it and switches to the code-centric pane.
+    app.apply(Action::Help);
+    app.apply(Action::CodeView);
+    assert!(!app.help);
+    assert_eq!(app.view, PaneKind::TopDown);
+    app.apply(Action::Help);
+    assert!(app.apply(Action::Quit));
+}
+
+#[test]
+fn hot_path_key_selects_the_line_from_any_focus() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    app.apply(Action::NextPane);
+    app.apply(Action::HotPath);
+    assert_eq!(app.focus, Focus::Tree);
+    assert_eq!(
+        app.pane().selected_item().unwrap().label,
+        "compute  abc.c:25"
+    );
+    assert_eq!(app.source.line, Some(25));
+}
+
+#[test]
+fn detail_pane_scrolling_stops_at_its_end() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    // The view sets these when it draws: 30 lines, 8 shown.
+    app.detail_max_scroll = 22;
+    app.detail_page = 8;
+    app.focus = Focus::Detail;
+    for _ in 0..10 {
+        app.apply(Action::PageDown);
+    }
+    assert_eq!(app.detail_scroll, 22);
+    app.apply(Action::Down);
+    assert_eq!(app.detail_scroll, 22);
+    app.apply(Action::PageUp);
+    assert_eq!(app.detail_scroll, 14);
+    app.apply(Action::Home);
+    assert_eq!(app.detail_scroll, 0);
+    app.apply(Action::End);
+    assert_eq!(app.detail_scroll, 22);
+}
+
+#[test]
+fn column_chooser_keeps_one_column() {
+    let mut app = AppState::new(Model::new(fixtures::abc(), None));
+    app.apply(Action::Columns);
+    app.apply(Action::Toggle); // hide samples inclusive
+    app.apply(Action::Down);
+    app.apply(Action::Toggle); // hide samples exclusive: refused
+    assert_eq!(app.shown_columns().len(), 1);
+    app.apply(Action::Escape);
+    assert!(app.chooser.is_none());
+}
+
+#[test]
+fn runtime_key_hides_and_shows_runtime_rows() {
+    let mut app = AppState::new(Model::new(fixtures::abc_openmp(), None));
+    let names = |app: &AppState| -> Vec<String> {
+        app.pane()
+            .visible
+            .iter()
+            .map(|&id| app.pane().items[id as usize].label.clone())
+            .collect()
+    };
+    assert!(names(&app).iter().any(|n| n.starts_with("OpenMP runtime")));
+    // Select B, then hide: B stays selected, the runtime's object is gone.
+    app.apply(Action::Down);
+    assert_eq!(app.pane().selected_item().unwrap().label, "B");
+    app.apply(Action::HideRuntime);
+    assert!(app.hide_runtime);
+    assert!(!names(&app).iter().any(|n| n.starts_with("OpenMP runtime")));
+    assert_eq!(app.pane().selected_item().unwrap().label, "B");
+    // 300 of 1,780 cpu samples were inside libgomp.
+    let msg = app.message.clone().unwrap();
+    assert!(
+        msg.contains("runtime rows hidden") && msg.contains("16.9%"),
+        "{msg}"
+    );
+    // Every pane hides them, also one opened later.
+    app.apply(Action::CodeView);
+    app.apply(Action::CodeView);
+    app.apply(Action::CodeView);
+    assert!(!names(&app).iter().any(|n| n.starts_with("gomp_")));
+    app.apply(Action::HideRuntime);
+    assert!(!app.hide_runtime);
+    assert!(names(&app).iter().any(|n| n.starts_with("gomp_")));
+}
