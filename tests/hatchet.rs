@@ -15,22 +15,25 @@
 //! skipped that part; it does not fail.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use pipeline_tests::*;
 use serde_json::Value;
 
 const EVENT: &str = "mem:soft@100000";
 
+/// `hpcprof-rs export DB --format hatchet --view VIEW`, as it ran.
+fn run_export(db: &Path, view: &str) -> Output {
+    run(Command::new(tool("hpcprof-rs"))
+        .arg("export")
+        .arg(db)
+        .args(["--format", "hatchet", "--view", view]))
+}
+
+/// The export of `view`, written next to the database (for Hatchet) and
+/// parsed.
 fn export(db: &Path, view: &str) -> (PathBuf, Value) {
-    let out = run(Command::new(tool("hpcprof-rs")).args([
-        "export",
-        db.to_str().unwrap(),
-        "--format",
-        "hatchet",
-        "--view",
-        view,
-    ]));
+    let out = run_export(db, view);
     let text = ok_stdout(&out, "hpcprof-rs export --format hatchet");
     let path = db.with_file_name(format!("hatchet-{view}.json"));
     std::fs::write(&path, &text).unwrap();
@@ -116,14 +119,7 @@ fn hatchet_literal_of_abc() {
     assert_eq!(leaf["frame"]["line"], c_line, "{leaf}");
 
     // A tree view only.
-    let out = run(Command::new(tool("hpcprof-rs")).args([
-        "export",
-        db.to_str().unwrap(),
-        "--format",
-        "hatchet",
-        "--view",
-        "threads",
-    ]));
+    let out = run_export(&db, "threads");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--view code or --view data"));
 
