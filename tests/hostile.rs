@@ -143,6 +143,83 @@ fn a_program_that_closes_every_descriptor_keeps_its_own_files() {
     }
 }
 
+/// #1 (dup2): a program that puts its own file on the profiler's perf
+/// event numbers with `dup2` and `dup3` while a second thread runs
+/// across it gets exactly its file there (its writes land in it, its
+/// flags hold, nothing of the profiler closes or touches it), and the
+/// profiler moves its events out of the way first, so both threads go on
+/// sampling: no descriptor lost, nothing to tell, and each thread's
+/// samples stand for at least a third of its CPU time (without the move the
+/// task-clock events end at the dup2, early in the run: 3 samples of
+/// about 2,900).
+#[test]
+fn dup2_onto_the_profilers_descriptors_gives_the_program_its_file_and_sampling_goes_on() {
+    let dir = scratch("hostile-dup");
+    let exe = compile_test_program("hostile_dup.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(want.status.code(), Some(0), "native run");
+    let cases: [(&str, &[&str], u64); 2] = [
+        (
+            "task-clock+page-faults",
+            &[
+                "--timer",
+                "task-clock",
+                "-e",
+                "mem:soft@200000",
+                "-e",
+                "page-faults",
+            ],
+            200_000,
+        ),
+        (
+            "sharing",
+            &["-e", "mem:soft@500000", "-e", "sharing"],
+            500_000,
+        ),
+    ];
+    for (name, opts, period) in cases {
+        let (out, measurements) = profiled(&dir.join(name), opts, &exe, &[]);
+        assert_same(&out, &want, name);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let replaced: usize = stderr
+            .split("replaced ")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: no count in {stderr}"));
+        // Two threads, each with a task-clock event and a page-fault
+        // event or watchpoints.
+        assert!(replaced >= 4, "{name}: replaced {replaced}");
+        assert!(
+            !stderr.contains("closed the profiler's"),
+            "{name}: {stderr}"
+        );
+        let profiles = read_profiles(&measurements);
+        assert_eq!(profiles.len(), 2, "{name}: {stderr}");
+        for p in &profiles {
+            let what = format!("{name}, thread {}", p.thread.index);
+            assert!(p.stats.notices.is_empty(), "{what}: {:?}", p.stats.notices);
+            assert!(
+                !p.stats
+                    .dropped
+                    .contains_key("descriptor closed by the program"),
+                "{what}: {:?}",
+                p.stats.dropped
+            );
+            // Task-clock periods are CPU time: a thread sampled to its end
+            // has about cpu_time / period samples (less the time its
+            // event waits for the handler to re-arm it at these periods,
+            // and kernel time: 70-90% measured).
+            assert!(
+                p.stats.samples * period * 3 >= p.stats.cpu_time_ns,
+                "{what}: {} samples of {period} ns in {} ns of CPU time",
+                p.stats.samples,
+                p.stats.cpu_time_ns
+            );
+        }
+    }
+}
+
 /// #2: threads with 16 and 32 KiB stacks (the 32 KiB ones 24 KiB deep)
 /// and a ucontext coroutine on a 16 KiB stack above a guard page, all
 /// sampled every 100 us: the thread's state is built and the handler

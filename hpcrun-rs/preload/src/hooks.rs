@@ -503,6 +503,7 @@ unsafe extern "C" fn posix_memalign_at(
     0
 }
 
+mod fds;
 mod thread_create;
 
 /// # Safety
@@ -696,64 +697,4 @@ pub unsafe extern "C" fn _exit(status: c_int) -> ! {
 pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
     // SAFETY: the same contract.
     unsafe { _exit(status) }
-}
-
-type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
-static REAL_CLOSE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// `close`: the profiler's own perf event descriptors are not the
-/// program's (they are above its range, `sys::fd_floor`): closing one
-/// fails with `EBADF`, as it would natively, and the profiler's event
-/// stays open. Every other descriptor is glibc's `close` (a cancellation
-/// point, as before).
-///
-/// # Safety
-/// POSIX's close contract.
-#[no_mangle]
-pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if sys::holds_event(fd) {
-        sys::set_errno(libc::EBADF);
-        return -1;
-    }
-    let mut real = REAL_CLOSE.load(Ordering::Relaxed);
-    if real == 0 {
-        real = sys::next_symbol(c"close") as usize;
-        REAL_CLOSE.store(real, Ordering::Relaxed);
-    }
-    if real == 0 {
-        sys::set_errno(libc::ENOSYS);
-        return -1;
-    }
-    // SAFETY: RTLD_NEXT's close has this signature.
-    let real: CloseFn = unsafe { std::mem::transmute::<usize, CloseFn>(real) };
-    // SAFETY: forwarding the caller's argument.
-    unsafe { real(fd) }
-}
-
-/// `close_range` (glibc 2.34): closes the program's descriptors in the
-/// range and leaves the profiler's open (`sys::close_range_sparing_ours`).
-/// A raw `close_range` system call still closes them: found when
-/// sampling stops, told and counted (`sys::owns_event`).
-///
-/// # Safety
-/// Linux's close_range contract (no memory is passed).
-#[no_mangle]
-pub unsafe extern "C" fn close_range(
-    first: libc::c_uint,
-    last: libc::c_uint,
-    flags: c_int,
-) -> c_int {
-    sys::close_range_sparing_ours(first, last, flags as u32)
-}
-
-/// `closefrom` (glibc 2.34): `close_range(low, ~0, 0)` sparing the
-/// profiler's descriptors.
-///
-/// # Safety
-/// glibc's closefrom contract (no memory is passed).
-#[no_mangle]
-pub unsafe extern "C" fn closefrom(low: c_int) {
-    let saved = sys::errno();
-    sys::close_range_sparing_ours(low.max(0) as u32, u32::MAX, 0);
-    sys::set_errno(saved);
 }

@@ -101,6 +101,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
 /// megabytes); returns its size.
 fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
     let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let file = sys::file_above_floor(file);
     let mut out = Counted {
         inner: std::io::BufWriter::with_capacity(64 << 10, file),
         bytes: 0,

@@ -163,6 +163,38 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     }
 }
 
+/// Before the program's `dup2`/`dup3` onto number `fd`: if `fd` is one of
+/// the profiler's live events, the event moves to another descriptor
+/// (`sys::move_event`) and the thread that samples with it uses that one
+/// from now on, so the program gets its file at `fd` and the thread goes
+/// on sampling; nothing is lost. The profiler never touches `fd` again.
+/// (A handler that read the old number just before may still make one
+/// `ioctl` on it.) Async-signal-safe: no lock, no allocation.
+pub fn make_way(fd: i32) {
+    if !sys::is_event_number(fd) {
+        return;
+    }
+    let Some(moved) = sys::move_event(fd) else {
+        // Not ours any more, or no free number: the program's dup2
+        // closes the event; found when sampling stops (`stop`) and told.
+        return;
+    };
+    let pid = sys::getpid();
+    let swap = |slot: &std::sync::atomic::AtomicI32| {
+        slot.compare_exchange(fd, moved, AcqRel, Relaxed).is_ok()
+    };
+    let taken = threads::all().filter(|s| s.pid == pid).any(|s| {
+        swap(&s.perf_fd)
+            || swap(&s.fault_fd)
+            || swap(&s.hw.leader_fd)
+            || s.watch.replace_fd(fd, moved)
+    });
+    if !taken {
+        // No thread samples with it (it stopped meanwhile).
+        sys::close_moved(moved);
+    }
+}
+
 /// Reads a sampled thread's CPU and user time into its stats (from any
 /// thread; before its profile is written): with the period, the samples
 /// it should have had (see notices.rs). From its CPU clock, not the

@@ -209,6 +209,17 @@ impl Watches {
         self.slots.iter().position(|s| s.fd.load(Relaxed) == fd)
     }
 
+    /// Makes the slot whose watchpoint has descriptor `old` use `new` (a
+    /// second descriptor of the same event: the program is about to put
+    /// its own file at `old`); false if no slot has `old`.
+    pub fn replace_fd(&self, old: c_int, new: c_int) -> bool {
+        old >= 0
+            && self
+                .slots
+                .iter()
+                .any(|s| s.fd.compare_exchange(old, new, AcqRel, Relaxed).is_ok())
+    }
+
     /// True if any slot is open (the thread can be watched).
     pub fn is_open(&self, slot: usize) -> bool {
         self.slots

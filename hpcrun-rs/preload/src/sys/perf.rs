@@ -372,6 +372,18 @@ fn move_above_floor(fd: c_int) -> c_int {
     moved
 }
 
+/// `file` moved above [`fd_floor`] like the events (the profile files
+/// the writer fills): a program thread's `dup2` onto a low number it
+/// expects to be free (`dup2(fd, 3)`) then cannot replace the file the
+/// profiler is writing under it.
+pub fn file_above_floor(file: std::fs::File) -> std::fs::File {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let fd = move_above_floor(file.into_raw_fd());
+    // SAFETY: `fd` is the file's descriptor (moved, the old number
+    // closed), owned by nothing else.
+    unsafe { std::fs::File::from_raw_fd(fd) }
+}
+
 /// The kernel's id of perf event `fd` (`PERF_EVENT_IOC_ID`).
 fn event_id(fd: c_int) -> Option<u64> {
     use perf_event_open_sys::bindings as pe;
@@ -435,6 +447,16 @@ pub fn owns_event(fd: c_int) -> bool {
     inode(fd) == Some(perf) && event_id(fd) == Some(id)
 }
 
+/// True if the profiler gave one of its events number `fd` and has not
+/// forgotten it (one load, no system call: a quick test before
+/// [`owns_event`]).
+pub fn is_event_number(fd: c_int) -> bool {
+    usize::try_from(fd)
+        .ok()
+        .and_then(|f| EVENT_IDS.get(f))
+        .is_some_and(|s| s.load(Relaxed) != 0)
+}
+
 /// Forgets `fd` as one of the profiler's events (it is closed, or the
 /// program closed it).
 fn forget(fd: c_int) {
@@ -442,6 +464,81 @@ fn forget(fd: c_int) {
         slot.store(0, Relaxed);
     }
     mark_perf_fd(fd, false);
+}
+
+/// Moves the profiler's live event at `fd` out of the program's way: a
+/// second descriptor of the same event at the lowest free number at or
+/// above [`fd_floor`] (`F_DUPFD_CLOEXEC`), not `fd`, remembered by
+/// identity, its wakeup signal re-registered under the new number (so
+/// that signals name it: `O_ASYNC` off and on again; the signal and the
+/// owning thread belong to the event and stay), and `fd` forgotten. `fd`
+/// itself stays open: the caller's `dup2`/`dup3` replaces it next.
+/// `None` (nothing changed) if `fd` is not a live event of the profiler
+/// ([`owns_event`]) or no number is free.
+pub fn move_event(fd: c_int) -> Option<c_int> {
+    if !owns_event(fd) {
+        return None;
+    }
+    let floor = fd_floor();
+    // SAFETY: fcntl on our own, open fd (checked just above).
+    let mut moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+    if moved == fd {
+        // (Cannot happen: `fd` is taken. Never hand back the number being
+        // replaced.)
+        return None;
+    }
+    if moved < 0 {
+        // A tiny `ulimit -n`: any free number but this one.
+        // SAFETY: as above.
+        moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if moved < 0 {
+            return None;
+        }
+    }
+    // SAFETY: fcntl on the new descriptor of our event.
+    let flags = unsafe { libc::fcntl(moved, libc::F_GETFL) };
+    if flags >= 0 && flags & libc::O_ASYNC != 0 {
+        // SAFETY: as above; the kernel's fasync entry of the event takes
+        // the number it is re-enabled through.
+        unsafe {
+            libc::fcntl(moved, libc::F_SETFL, flags & !libc::O_ASYNC);
+            libc::fcntl(moved, libc::F_SETFL, flags);
+        }
+    }
+    let signalled = is_perf_fd(fd);
+    remember(moved);
+    forget(fd);
+    if signalled {
+        mark_perf_fd(moved, true);
+    }
+    Some(moved)
+}
+
+/// Closes `fd`, a descriptor [`move_event`] made, when the profiler no
+/// longer needs it (its thread stopped meanwhile).
+pub fn close_moved(fd: c_int) {
+    close_fd(fd);
+}
+
+/// True if `fd` is an open descriptor (`F_GETFD`; async-signal-safe).
+pub fn fd_is_open(fd: c_int) -> bool {
+    // SAFETY: F_GETFD reads a flag; a bad fd only returns an error.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+/// The `dup2` system call; -1 with errno on failure, as the call.
+pub fn raw_dup2(old: c_int, new: c_int) -> c_int {
+    // SAFETY: the system call takes two integers; the numbers are the
+    // program's (it asked for this).
+    unsafe { libc::syscall(libc::SYS_dup2, old, new) as c_int }
+}
+
+/// The `dup3` system call (`flags` 0: `dup2`'s semantics for two
+/// different numbers); -1 with errno on failure, as the call.
+pub fn raw_dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    // SAFETY: the system call takes three integers; the numbers are the
+    // program's (it asked for this).
+    unsafe { libc::syscall(libc::SYS_dup3, old, new, flags) as c_int }
 }
 
 /// Disables event `fd` if it is still the profiler's ([`owns_event`]);

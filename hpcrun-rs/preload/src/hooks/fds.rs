@@ -1,0 +1,104 @@
+//! The program's descriptor calls that could touch the profiler's
+//! descriptors (its perf events, kept at `sys::fd_floor` and above):
+//! `close`, `close_range` and `closefrom` leave them open, as if they were
+//! not there; `dup2` and `dup3` onto one of their numbers give the
+//! program what it asked for after the profiler moved its event to
+//! another number (`sampling::make_way`), so sampling goes on. The raw
+//! system calls bypass these: what they close is found when sampling
+//! stops, counted and told (`notices`).
+
+#![allow(unsafe_code)]
+
+use std::ffi::c_int;
+use std::sync::atomic::Ordering;
+
+use crate::sys;
+
+type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
+static REAL_CLOSE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `close`: the profiler's own perf event descriptors are not the
+/// program's (they are above its range, `sys::fd_floor`): closing one
+/// fails with `EBADF`, as it would natively, and the profiler's event
+/// stays open. Every other descriptor is glibc's `close` (a cancellation
+/// point, as before).
+///
+/// # Safety
+/// POSIX's close contract.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if sys::holds_event(fd) {
+        sys::set_errno(libc::EBADF);
+        return -1;
+    }
+    let mut real = REAL_CLOSE.load(Ordering::Relaxed);
+    if real == 0 {
+        real = sys::next_symbol(c"close") as usize;
+        REAL_CLOSE.store(real, Ordering::Relaxed);
+    }
+    if real == 0 {
+        sys::set_errno(libc::ENOSYS);
+        return -1;
+    }
+    // SAFETY: RTLD_NEXT's close has this signature.
+    let real: CloseFn = unsafe { std::mem::transmute::<usize, CloseFn>(real) };
+    // SAFETY: forwarding the caller's argument.
+    unsafe { real(fd) }
+}
+
+/// `close_range` (glibc 2.34): closes the program's descriptors in the
+/// range and leaves the profiler's open (`sys::close_range_sparing_ours`).
+/// A raw `close_range` system call still closes them: found when
+/// sampling stops, told and counted (`sys::owns_event`).
+///
+/// # Safety
+/// Linux's close_range contract (no memory is passed).
+#[no_mangle]
+pub unsafe extern "C" fn close_range(
+    first: libc::c_uint,
+    last: libc::c_uint,
+    flags: c_int,
+) -> c_int {
+    sys::close_range_sparing_ours(first, last, flags as u32)
+}
+
+/// `closefrom` (glibc 2.34): `close_range(low, ~0, 0)` sparing the
+/// profiler's descriptors.
+///
+/// # Safety
+/// glibc's closefrom contract (no memory is passed).
+#[no_mangle]
+pub unsafe extern "C" fn closefrom(low: c_int) {
+    let saved = sys::errno();
+    sys::close_range_sparing_ours(low.max(0) as u32, u32::MAX, 0);
+    sys::set_errno(saved);
+}
+
+/// `dup2`: if `new` is one of the profiler's live events, the event
+/// first moves to another number (`sampling::make_way`); then the system
+/// call, as glibc's (errno and result are the kernel's).
+///
+/// # Safety
+/// POSIX's dup2 contract (no memory is passed).
+#[no_mangle]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    // (A failing call must not move anything: an invalid `old` leaves
+    // `new` open.)
+    if old != new && sys::is_event_number(new) && sys::fd_is_open(old) {
+        crate::sampling::make_way(new);
+    }
+    sys::raw_dup2(old, new)
+}
+
+/// `dup3`: as [`dup2`], with `flags` (`O_CLOEXEC`).
+///
+/// # Safety
+/// Linux's dup3 contract (no memory is passed).
+#[no_mangle]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let valid = old != new && flags & !libc::O_CLOEXEC == 0;
+    if valid && sys::is_event_number(new) && sys::fd_is_open(old) {
+        crate::sampling::make_way(new);
+    }
+    sys::raw_dup3(old, new, flags)
+}
