@@ -227,4 +227,18 @@ fn report_shows_the_data_centric_answer() {
         "top object is not C:\n{text}"
     );
     assert!(p.measurements.read_dir().unwrap().count() >= 1);
+
+    // `--top 0` prints every row (it printed "(no samples)"): the same
+    // report as a limit above any table's size, with rows in it.
+    let report = |top: &str| {
+        let out = run(Command::new(tool("hpcview-tui"))
+            .arg(&p.db)
+            .args(["--report", "--top", top]));
+        ok_stdout(&out, "hpcview-tui --report --top")
+    };
+    let all = report("0");
+    assert_eq!(all, report("1000000"));
+    assert!(!all.contains("(no samples)"), "{all}");
+    assert!(all.contains(&format!("abc.c:{c_line}")), "{all}");
+    assert!(!all.contains("view: top 0 of"), "{all}");
 }
