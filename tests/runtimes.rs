@@ -42,6 +42,15 @@ fn data_rows(report: &str) -> Vec<&str> {
         .collect()
 }
 
+/// `hpcprof-rs export DB --hide-runtime --view VIEW` as JSON.
+fn export_hidden(db: &Path, view: &str) -> serde_json::Value {
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("export")
+        .arg(db)
+        .args(["--hide-runtime", "--view", view]));
+    serde_json::from_str(&ok_stdout(&out, "hpcprof-rs export --hide-runtime")).unwrap()
+}
+
 fn findings(report: &str) -> Vec<&str> {
     report
         .lines()
@@ -114,6 +123,25 @@ fn openmp_runtime_memory_and_waiting_are_the_runtimes() {
     assert!(
         rows.iter().all(|r| !r.contains("OpenMP runtime:")),
         "{hidden}"
+    );
+    // The export leaves the runtime's objects and functions out too.
+    let data = export_hidden(&db, "data");
+    let kept = data["objects"].as_array().unwrap();
+    assert!(kept.iter().any(|o| o["name"] == "work"), "{data:#}");
+    assert!(kept.iter().all(|o| o["runtime"].is_null()), "{data:#}");
+    let code = export_hidden(&db, "code");
+    let functions = code["functions"].as_array().unwrap();
+    assert!(
+        functions
+            .iter()
+            .all(|f| !f["module"].as_str().unwrap_or("").contains("libgomp")),
+        "{code:#}"
+    );
+    assert!(
+        functions
+            .iter()
+            .any(|f| f["function"].as_str().unwrap_or("") == "sum"),
+        "{code:#}"
     );
     if objects.iter().any(|o| o["runtime"] == "OpenMP runtime") {
         for t in [&text, &hidden] {
@@ -206,6 +234,10 @@ fn open_mpi_shared_memory_is_a_named_runtime_object() {
         data_rows(&hidden).iter().all(|r| !r.contains("Open MPI:")),
         "{hidden}"
     );
+    let data = export_hidden(&db, "data");
+    let kept = data["objects"].as_array().unwrap();
+    assert!(kept.iter().any(|o| o["name"] == "field"), "{data:#}");
+    assert!(kept.iter().all(|o| o["runtime"].is_null()), "{data:#}");
 }
 
 #[test]

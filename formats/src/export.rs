@@ -35,6 +35,31 @@ impl View {
     }
 }
 
+/// What the export leaves out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Leave out the rows of MPI libraries and OpenMP runtimes: objects
+    /// they allocated ([`crate::database::DataObject::runtime`]) and
+    /// functions of their modules ([`crate::runtimes::of_module`]), in
+    /// every view (`hpcprof-rs export --hide-runtime`). Shares stay shares
+    /// of the whole run.
+    pub hide_runtime: bool,
+}
+
+impl Options {
+    fn keeps_object(&self, db: &Database, index: u32) -> bool {
+        !self.hide_runtime
+            || !db
+                .objects
+                .get(index as usize)
+                .is_some_and(|o| o.runtime.is_some())
+    }
+
+    fn keeps_module(&self, module: &str) -> bool {
+        !self.hide_runtime || crate::runtimes::of_module(module).is_none()
+    }
+}
+
 /// The top-level JSON document.
 #[derive(Debug, Serialize)]
 pub struct Export<'a> {
@@ -385,6 +410,11 @@ fn frame_out(f: &Frame) -> FrameOut<'_> {
 
 /// Builds the export document of `view`, keeping the first `top` rows.
 pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
+    build_with(db, view, top, Options::default())
+}
+
+/// [`build`] with `options` (runtime rows left out or not).
+pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Options) -> Export<'_> {
     let top = top.unwrap_or(usize::MAX);
     let stats = &db.info.stats;
     let mut export = Export {
@@ -441,6 +471,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             export.objects = Some(
                 views::objects(db)
                     .into_iter()
+                    .filter(|o| options.keeps_object(db, o.index))
                     .take(top)
                     .map(|o| {
                         let col = |name| db.metric_column(name).and_then(|c| o.metrics.get(c));
@@ -502,6 +533,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             export.functions = Some(
                 views::functions(db)
                     .into_iter()
+                    .filter(|f| options.keeps_module(f.module))
                     .take(top)
                     .map(|f| FunctionOut {
                         function: f.function,
@@ -534,6 +566,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             export.bottleneck = Some(
                 views::bottleneck(db, t)
                     .into_iter()
+                    .filter(|r| !(options.hide_runtime && r.runtime))
                     .take(top)
                     .enumerate()
                     .map(|(i, r)| BottleneckOut {
@@ -562,6 +595,7 @@ pub fn build(db: &Database, view: View, top: Option<usize>) -> Export<'_> {
             export.distributions = Some(
                 views::distributions(db)
                     .into_iter()
+                    .filter(|r| !(options.hide_runtime && r.runtime))
                     .take(top)
                     .map(|r| DistOut {
                         scope: r.scope.as_str(),
@@ -607,7 +641,13 @@ fn dist_fields(d: Option<Dist>) -> String {
 
 /// The export as pretty JSON.
 pub fn to_json(db: &Database, view: View, top: Option<usize>) -> String {
-    let mut s = serde_json::to_string_pretty(&build(db, view, top)).unwrap_or_default();
+    to_json_with(db, view, top, Options::default())
+}
+
+/// [`to_json`] with `options`.
+pub fn to_json_with(db: &Database, view: View, top: Option<usize>, options: Options) -> String {
+    let mut s =
+        serde_json::to_string_pretty(&build_with(db, view, top, options)).unwrap_or_default();
     s.push('\n');
     s
 }
@@ -629,6 +669,11 @@ fn frame_text(f: &Frame) -> String {
 
 /// The same rows as CSV, one per line, with a header.
 pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
+    to_csv_with(db, view, top, Options::default())
+}
+
+/// [`to_csv`] with `options`.
+pub fn to_csv_with(db: &Database, view: View, top: Option<usize>, options: Options) -> String {
     let top = top.unwrap_or(usize::MAX);
     let metric_names: Vec<&str> = db.info.metrics.iter().map(|m| m.name.as_str()).collect();
     let mut out = String::new();
@@ -642,7 +687,11 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
             out.push_str(
                 ",share,alloc_path,first_touch_thread,alloc_site,misaligned_share,access_pattern,stride_bytes,stride_share\n",
             );
-            for o in views::objects(db).into_iter().take(top) {
+            for o in views::objects(db)
+                .into_iter()
+                .filter(|o| options.keeps_object(db, o.index))
+                .take(top)
+            {
                 let path: Vec<String> = o.alloc_path.iter().map(|f| frame_text(f)).collect();
                 let first_touch = o
                     .first_touch(db)
@@ -684,7 +733,11 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 out.push_str(m);
             }
             out.push_str(",share\n");
-            for f in views::functions(db).into_iter().take(top) {
+            for f in views::functions(db)
+                .into_iter()
+                .filter(|f| options.keeps_module(f.module))
+                .take(top)
+            {
                 out.push_str(&format!(
                     "{},{},{},{}",
                     csv_field(f.function),
@@ -709,6 +762,7 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
             );
             for (i, r) in views::bottleneck(db, Thresholds::default())
                 .into_iter()
+                .filter(|r| !(options.hide_runtime && r.runtime))
                 .take(top)
                 .enumerate()
             {
@@ -746,7 +800,11 @@ pub fn to_csv(db: &Database, view: View, top: Option<usize>) -> String {
                 out.push_str(m);
             }
             out.push_str(",share,threads_count,threads_min,threads_max,threads_mean,threads_stddev,ranks_count,ranks_min,ranks_max,ranks_mean,ranks_stddev,thread_imbalance,rank_imbalance\n");
-            for r in views::distributions(db).into_iter().take(top) {
+            for r in views::distributions(db)
+                .into_iter()
+                .filter(|r| !(options.hide_runtime && r.runtime))
+                .take(top)
+            {
                 let kind = match r.scope {
                     views::Scope::Object(k) => k.as_str(),
                     _ => "",

@@ -284,6 +284,10 @@ pub struct BottleneckRow<'a> {
     pub memory_bound: Option<bool>,
     pub high_share: bool,
     pub quadrant: Quadrant,
+    /// An MPI library's or OpenMP runtime's: an object it allocated
+    /// ([`DataObject::runtime`]) or a function of its modules
+    /// ([`crate::runtimes::of_module`]).
+    pub runtime: bool,
 }
 
 /// Thresholds of [`bottleneck`].
@@ -496,6 +500,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             memory_bound,
             high_share,
             quadrant,
+            runtime: db.objects[o.index as usize].runtime.is_some(),
         });
     }
     for f in functions {
@@ -517,6 +522,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             memory_bound,
             high_share,
             quadrant,
+            runtime: crate::runtimes::of_module(f.module).is_some(),
         });
     }
     let weight = |r: &BottleneckRow<'_>| priority_score(r.share, r.mem_time_share);
@@ -565,6 +571,8 @@ pub struct DistRow<'a> {
     pub threads: Option<Dist>,
     /// Over ranks (`None` when not MPI).
     pub ranks: Option<Dist>,
+    /// An object an MPI library or OpenMP runtime allocated.
+    pub runtime: bool,
 }
 
 impl DistRow<'_> {
@@ -603,6 +611,7 @@ pub fn distributions(db: &Database) -> Vec<DistRow<'_>> {
             share: share(code_inc[0][primary], total),
             threads: root.threads,
             ranks: root.ranks,
+            runtime: false,
         });
     }
     for (i, node) in db.data.nodes.iter().enumerate() {
@@ -617,6 +626,7 @@ pub fn distributions(db: &Database) -> Vec<DistRow<'_>> {
                 share: share(data_inc[i][primary], total),
                 threads: node.threads,
                 ranks: node.ranks,
+                runtime: false,
             });
         }
     }
@@ -629,6 +639,7 @@ pub fn distributions(db: &Database) -> Vec<DistRow<'_>> {
             metrics: o.metrics,
             threads: node.threads,
             ranks: node.ranks,
+            runtime: db.objects[o.index as usize].runtime.is_some(),
         });
     }
     rows
