@@ -135,6 +135,42 @@ fn a_run_killed_after_a_few_seconds_keeps_its_first_checkpoint() {
     assert!(profiles.iter().all(|p| p.stats.checkpoints == 1));
 }
 
+/// A single-threaded program that ends with a raw `exit_group` system
+/// call (status 3) after 2 s of CPU time: no final profile is written
+/// (nothing of the profiler runs), but the first checkpoint (due 1 s
+/// after the start, written at the program's next allocation, at 1.5 s)
+/// holds the main thread's profile, and hpcprof-rs names that thread as
+/// one whose profile is only a checkpoint, so the loss of its last
+/// half second is said. Before, the summary said only that profiles
+/// were "checkpoints of a run that did not finish (killed?)".
+#[test]
+fn a_raw_exit_group_keeps_the_checkpoint_and_names_the_thread() {
+    let dir = scratch("raw-exit-group");
+    let exe = compile_test_program("raw_exit_group.c", &dir, &[]);
+    let native = run(&mut Command::new(&exe));
+    assert_eq!(native.status.code(), Some(3), "native: {native:?}");
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &[]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(out.stdout, native.stdout);
+    let profiles = read_profiles(&measurements);
+    assert_eq!(profiles.len(), 1, "the main thread's checkpoint");
+    let main = &profiles[0];
+    assert_eq!(main.thread.index, 0);
+    assert_eq!(main.stats.checkpoints, 1, "a checkpoint, not final");
+    // At least a fifth of the 500 periods of the first second.
+    assert!(periods(main) >= 100, "{} periods", periods(main));
+    let summary = merge(&dir, &measurements);
+    let named = format!(
+        "warning: the profile of thread 0 (main, tid {}) of raw_exit_group (pid {}) is only a checkpoint: ",
+        main.thread.tid, main.process.pid
+    );
+    assert!(summary.contains(&named), "{summary}");
+    assert!(
+        summary.contains("a raw exit_group system call"),
+        "{summary}"
+    );
+}
+
 /// 2,000 threads of about 2 ms of CPU time each, two at a time, at the
 /// default 2 ms period: their samples stand for at least 47% of the
 /// periods of the threads' own work (the program measures it with each

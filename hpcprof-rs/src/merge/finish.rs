@@ -48,6 +48,9 @@ pub(super) fn finish(
     // Closes every module (the mapped debug information counts in the
     // resident memory).
     let (frame_table, mut warnings) = shared.symbols.finish();
+    if let Some(w) = checkpoint_warning(&mut part.info.checkpoint_only) {
+        warnings.push(w);
+    }
     let columns = metrics.len();
     let threads = part.info.profiles;
     let ranks = part.info.ranks.len() as u32;
@@ -315,4 +318,61 @@ pub(super) fn finish(
         objects,
     };
     Streamed { db, warnings }
+}
+
+/// Threads named in full by [`checkpoint_warning`]; more are counted.
+const CHECKPOINT_NAMES: usize = 8;
+
+/// The warning naming the threads whose profile is only a checkpoint
+/// (`SampleStats::checkpoints`): their process ended without writing the
+/// final profile, so what they measured after it is lost. A raw
+/// `exit_group` system call does that to the main thread of a process
+/// that exits normally, so the summary's "checkpoints of a run that did
+/// not finish" is not enough: which threads, in which process.
+fn checkpoint_warning(names: &mut [String]) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    let shown = names.len().min(CHECKPOINT_NAMES);
+    let more = match names.len() - shown {
+        0 => String::new(),
+        n => format!(", and {n} more"),
+    };
+    let (subject, verb, who) = match names.len() {
+        1 => ("the profile of", "is only a checkpoint".to_string(), "it"),
+        n => (
+            "the profiles of",
+            format!("are only checkpoints ({n} threads)"),
+            "these threads",
+        ),
+    };
+    Some(format!(
+        "{subject} {}{more} {verb}: the process ended without writing the final profile (a raw exit_group system call, a kill, or a crash the profiler could not catch), so what {who} measured after the last checkpoint is lost",
+        names[..shown].join(", "),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checkpoint_warning;
+
+    #[test]
+    fn checkpoint_warning_names_the_threads_sorted_and_counts_the_rest() {
+        assert_eq!(checkpoint_warning(&mut []), None);
+        let one =
+            checkpoint_warning(&mut ["thread 0 (main, tid 7) of app (pid 7)".into()]).unwrap();
+        assert!(
+            one.starts_with(
+                "the profile of thread 0 (main, tid 7) of app (pid 7) is only a checkpoint: "
+            ),
+            "{one}"
+        );
+        let mut many: Vec<String> = (0..10).rev().map(|i| format!("thread {i}")).collect();
+        let w = checkpoint_warning(&mut many).unwrap();
+        assert!(
+            w.starts_with("the profiles of thread 0, thread 1, thread 2, thread 3, thread 4, thread 5, thread 6, thread 7, and 2 more are only checkpoints (10 threads): "),
+            "{w}"
+        );
+    }
 }

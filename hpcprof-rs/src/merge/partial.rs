@@ -91,6 +91,27 @@ pub(super) struct InfoAcc {
     /// Profiles (or partial results) whose histograms used another
     /// layout: histograms are then left out altogether.
     pub(super) layout_mismatches: u32,
+    /// The threads whose profile is a checkpoint (their process ended
+    /// without writing the final one), named ([`checkpoint_name`]).
+    pub(super) checkpoint_only: Vec<String>,
+}
+
+/// "thread 0 (main, tid 1738) of app (pid 1738)" (", rank 3" after the
+/// pid when the process has a rank): a thread whose profile is only a
+/// checkpoint, for the warning that names them (`finish`).
+pub(super) fn checkpoint_name(p: &ThreadProfile) -> String {
+    let exe = p.process.exe.rsplit('/').next().unwrap_or("");
+    let exe = if exe.is_empty() { "process" } else { exe };
+    let main = if p.thread.index == 0 { "main, " } else { "" };
+    let rank = p
+        .process
+        .rank
+        .map(|r| format!(", rank {r}"))
+        .unwrap_or_default();
+    format!(
+        "thread {} ({main}tid {}) of {exe} (pid {}{rank})",
+        p.thread.index, p.thread.tid, p.process.pid
+    )
 }
 
 /// One worker's merged result.
@@ -132,6 +153,9 @@ impl Partial {
             info.processes.insert(proc.clone());
         }
         info.stats.add(&p.stats);
+        if p.stats.checkpoints > 0 {
+            info.checkpoint_only.push(checkpoint_name(p));
+        }
         let thread = ThreadRef {
             rank: p.process.rank,
             host: p.process.host.clone(),
@@ -509,6 +533,7 @@ impl Partial {
         }
         a.rank_clash |= b.rank_clash;
         a.threads.extend(b.threads);
+        a.checkpoint_only.extend(b.checkpoint_only);
         a.layout_mismatches += b.layout_mismatches;
         match (a.layout, b.layout) {
             (None, l) => a.layout = l,

@@ -188,6 +188,7 @@ struct WireInfo {
     threads: Vec<ThreadRef>,
     layout: Option<HistogramLayout>,
     layout_mismatches: u32,
+    checkpoint_only: Vec<String>,
 }
 
 /// A [`Share`] on the wire.
@@ -245,6 +246,7 @@ impl Wire {
                 threads: i.threads.clone(),
                 layout: i.layout,
                 layout_mismatches: i.layout_mismatches,
+                checkpoint_only: i.checkpoint_only.clone(),
             },
             site_counts: p.site_counts.iter().map(|(k, &v)| (k.clone(), v)).collect(),
         }
@@ -344,6 +346,7 @@ impl Wire {
             threads: i.threads,
             layout: i.layout,
             layout_mismatches: i.layout_mismatches,
+            checkpoint_only: i.checkpoint_only,
         };
         for (p, counts) in self.site_counts {
             part.site_counts.insert(path(p)?, counts);
