@@ -141,6 +141,32 @@ fn fork_without_exec_profiles_both_processes() {
     }
 }
 
+/// 100 threads that return at once, then a fork: the parent's main
+/// profile counts the threads that got no file (`short_lived_threads`),
+/// the child's counts none of them (it inherited the parent's counter and
+/// counted them again before the counter was reset at fork).
+#[test]
+fn a_forked_child_does_not_count_its_parents_short_lived_threads() {
+    let dir = scratch("fork-short-lived");
+    let exe = compile_test_program("fork_after_threads.c", &dir, &["-pthread"]);
+    let (out, measurements) = hpcrun(&dir, EVENT, &exe, &["100"]);
+    assert_eq!(ok_stdout(&out, "fork_after_threads"), "threads 100\n");
+    let profiles = read_profiles(&measurements);
+    let pids: HashSet<u32> = profiles.iter().map(|p| p.process.pid).collect();
+    assert_eq!(pids.len(), 2, "parent and child");
+    let workers = profiles.iter().filter(|p| p.thread.index > 0).count() as u64;
+    let counted: u64 = profiles.iter().map(|p| p.stats.short_lived_threads).sum();
+    assert_eq!(
+        workers + counted,
+        100,
+        "a file or a count for each thread, once: {:?}",
+        profiles
+            .iter()
+            .map(|p| (p.process.pid, p.thread.index, p.stats.short_lived_threads))
+            .collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn posix_spawn_and_exec_are_profiled_through_ld_preload() {
     let dir = scratch("spawn");

@@ -150,6 +150,7 @@ extern "C" fn after_fork_in_child() {
         sys::reset_readers_after_fork();
         // The parent's perf events are the parent's: do not touch them.
         threads::reset_after_fork();
+        crate::notices::reset_after_fork();
         sampling::start_thread(threads::next_index());
     });
 }

@@ -122,6 +122,13 @@ pub fn count_unwritten(cpu_ns: u64) {
     UNWRITTEN_CPU_NS.fetch_add(cpu_ns, Relaxed);
 }
 
+/// In a forked child: the parent's short-lived threads are counted in the
+/// parent's profile, not again in the child's.
+pub fn reset_after_fork() {
+    UNWRITTEN_THREADS.store(0, Relaxed);
+    UNWRITTEN_CPU_NS.store(0, Relaxed);
+}
+
 /// The timer source's period (ns), 0 without one (hardware sources).
 fn timer_period_ns() -> u64 {
     if crate::run::hardware_active() {
