@@ -13,14 +13,25 @@
 
 use iced_x86::Register;
 
+use crate::anchors;
 use crate::blame::{self, Operand, Rule, Window};
 use crate::code::modules::Snapshot;
 use crate::soft::{self, Access, Regs};
+use crate::sys::{self, StackBounds};
 use crate::threads::{self, ThreadState};
-use crate::{anchors, sys};
 
 /// Longest distance from a function start that is decoded forward.
 const MAX_FORWARD_DECODE: u64 = 64 * 1024;
+
+/// The top of a thread's own stack that is taken as L1-resident: from the
+/// red zone below the stack pointer to this many bytes above it (half of
+/// the 32 KiB L1 data cache of current x86 cores). The running thread
+/// touched its frame and its callers' nearby frames moments ago; a local
+/// array read through a pointer there costs what a scalar spill costs.
+const LOCAL_STACK_BYTES: u64 = 16 * 1024;
+
+/// The x86-64 red zone below the stack pointer.
+const RED_ZONE: u64 = 128;
 
 /// Where the data address came from.
 #[doc(hidden)]
@@ -123,6 +134,7 @@ fn blamed_address(
     w: &Window,
     at: usize,
     regs: &Regs,
+    stack: &StackBounds,
     code: &[u8],
     seg_start: u64,
 ) -> (Access, Source) {
@@ -144,6 +156,10 @@ fn blamed_address(
         Operand::None => Some(0),
         Operand::In(r, delta) => register_value(regs, r, if named.is_gpr32() { named } else { r })
             .map(|v| v.wrapping_sub(delta as u64)),
+        Operand::Slot(r, disp) => {
+            let at = register_value(regs, r, r)?.wrapping_add(disp as u64);
+            stack.read(at)
+        }
         Operand::Lost => None,
     };
     let b = value(base, insn.memory_base());
@@ -210,6 +226,27 @@ fn linear_previous(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Opt
         .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))
 }
 
+/// True if the access at window index `at` went to the top of the
+/// thread's own stack (see [`LOCAL_STACK_BYTES`]).
+fn is_local(
+    w: &Window,
+    at: usize,
+    regs: &Regs,
+    stack: &StackBounds,
+    code: &[u8],
+    seg_start: u64,
+) -> bool {
+    let Some(sp) = register_value(regs, Register::RSP, Register::RSP) else {
+        return false;
+    };
+    match blamed_address(w, at, regs, stack, code, seg_start).0 {
+        Access::Address { addr, .. } => {
+            addr.wrapping_sub(sp.wrapping_sub(RED_ZONE)) < RED_ZONE + LOCAL_STACK_BYTES
+        }
+        _ => false,
+    }
+}
+
 /// True if `addr`, the target of a RIP-relative operand without an index,
 /// is a compiler constant (`Snapshot::is_constant_data`).
 fn is_constant(snap: &Snapshot, addr: u64) -> bool {
@@ -250,14 +287,16 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     let Some(w) = window(snap, code, seg_start, ip, prev) else {
         return nothing(prev, Rule::Other);
     };
-    let b = blame::blame(&w, &|a| is_constant(snap, a));
+    let b = blame::blame(&w, &|a| is_constant(snap, a), &|at| {
+        is_local(&w, at, regs, &state.stack, code, seg_start)
+    });
     let landed = w.last().map_or(prev, |i| i.ip());
     let blamed = b.accesses();
     if blamed.is_empty() {
         return nothing(landed, b.rule);
     }
     let at = blamed[(turn % blamed.len() as u64) as usize] as usize;
-    let (access, source) = blamed_address(&w, at, regs, code, seg_start);
+    let (access, source) = blamed_address(&w, at, regs, &state.stack, code, seg_start);
     let rule = if access == Access::Unrecoverable {
         Rule::Unrecovered
     } else {

@@ -459,8 +459,15 @@ pub fn stack_slot(insn: &Instruction) -> bool {
 
 /// The blame for the sample that landed after `window`'s last
 /// instruction. `is_constant(addr)` says whether a RIP-relative load
-/// target is read-only data (not a variable).
-pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
+/// target is read-only data (not a variable); `is_local(i)` whether the
+/// access of the window's instruction `i` went to the top of the
+/// thread's own stack (a local array or a caller's, reached through a
+/// pointer: an L1 hit, like a scalar stack slot).
+pub fn blame(
+    window: &Window,
+    is_constant: &dyn Fn(u64) -> bool,
+    is_local: &dyn Fn(usize) -> bool,
+) -> Blame {
     let insns = window.insns();
     let Some(landed) = insns.last() else {
         return Blame::of(Rule::Other);
@@ -474,13 +481,15 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
             && !soft::memory_kind(insn).is_some_and(|k| k.stores())
             && rip_relative_target(insn).is_some_and(is_constant)
     };
-    // Operands that never stall: compiler constants, and scalar locals
-    // and spills at a fixed offset from the stack pointer (no index),
-    // which the thread itself touched moments ago: L1 hits.
-    let constant_operand = |insn: &Instruction| constant(insn) || stack_slot(insn);
+    // Operands that never stall: compiler constants, scalar locals and
+    // spills at a fixed offset from the stack pointer (no index), and
+    // other accesses to the top of the thread's own stack, which the
+    // thread itself touched moments ago: L1 hits.
+    let constant_operand =
+        |at: usize| constant(&insns[at]) || stack_slot(&insns[at]) || is_local(at);
     let mut saw_constant = false;
     if accesses_memory(landed) {
-        if !constant_operand(landed) {
+        if !constant_operand(last) {
             let mut b = Blame::of(Rule::Landed);
             b.loads[0] = last as u8;
             b.n = 1;
@@ -500,7 +509,7 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
     if landed.flow_control() == FlowControl::ConditionalBranch && last > 0 {
         let cmp = &insns[last - 1];
         if matches!(cmp.mnemonic(), Mnemonic::Cmp | Mnemonic::Test) {
-            if accesses_memory(cmp) && !constant_operand(cmp) {
+            if accesses_memory(cmp) && !constant_operand(last - 1) {
                 found.loads[0] = (last - 1) as u8;
                 found.n = 1;
                 found.distance = 1;
@@ -529,7 +538,7 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
             arithmetic = true;
             continue;
         }
-        if loads(producer) && !constant_operand(producer) {
+        if loads(producer) && !constant_operand(p) {
             if (found.n as usize) < MAX_LOADS {
                 found.loads[found.n as usize] = p as u8;
                 found.n += 1;
@@ -566,7 +575,7 @@ pub fn blame(window: &Window, is_constant: &dyn Fn(u64) -> bool) -> Blame {
         if long_latency(insn) {
             return Blame::of(Rule::Compute);
         }
-        if accesses_memory(insn) && !constant_operand(insn) {
+        if accesses_memory(insn) && !constant_operand(last - d) {
             let mut b = Blame::of(Rule::RetireGroup);
             b.loads[0] = (last - d) as u8;
             b.n = 1;
@@ -591,6 +600,12 @@ pub enum Operand {
     /// Its value is in this register now, minus this constant (a loop's
     /// induction variable advanced by `add $16,%rax` after the access).
     In(Register, i64),
+    /// Its value is the word at this register (intact) plus this
+    /// displacement: the register was reloaded from a frame slot
+    /// (`mov -0x2f0(%rbp),%rsi`) that nothing in the window wrote since,
+    /// and has been overwritten after the access (gcc's code for a loop
+    /// that keeps its array pointers in the frame).
+    Slot(Register, i64),
     Lost,
 }
 
@@ -629,6 +644,37 @@ fn advance(insn: &Instruction, reg: Register) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// If the window's instruction `p` loads a 64-bit register from a frame
+/// slot (`mov disp(%rbp|%rsp),reg`, no index) whose base register no
+/// later instruction writes and whose slot no later instruction stores to
+/// through the same base and displacement, where the loaded value still
+/// is.
+fn frame_slot_reload(insns: &[Instruction], p: usize) -> Option<Operand> {
+    let load = &insns[p];
+    let base = load.memory_base();
+    let is_reload = load.mnemonic() == Mnemonic::Mov
+        && load.op_count() == 2
+        && load.op_kind(0) == OpKind::Register
+        && load.op0_register().is_gpr64()
+        && load.op_kind(1) == OpKind::Memory
+        && matches!(base, Register::RBP | Register::RSP)
+        && load.memory_index() == Register::None
+        && load.op0_register().full_register() != base;
+    if !is_reload {
+        return None;
+    }
+    let disp = load.memory_displacement64();
+    let later = &insns[p + 1..];
+    let base_written = later.iter().any(|i| soft::writes_register(i, base));
+    let slot_stored = later.iter().any(|i| {
+        soft::memory_kind(i).is_some_and(|k| k.stores())
+            && i.memory_base() == base
+            && i.memory_index() == Register::None
+            && i.memory_displacement64() == disp
+    });
+    (!base_written && !slot_stored).then_some(Operand::Slot(base, disp as i64))
 }
 
 /// The registers holding the base and index values the access at window
@@ -679,6 +725,9 @@ pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
                     return Operand::In(src, 0);
                 }
             }
+            if let Some(slot) = frame_slot_reload(insns, p) {
+                return slot;
+            }
         }
         Operand::Lost
     };
@@ -686,156 +735,4 @@ pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn window(code: &[u8]) -> Window {
-        Window::decode(code, 0x1000, 0x1000, 0x1000 + code.len() as u64).unwrap()
-    }
-
-    fn never(_: u64) -> bool {
-        false
-    }
-
-    #[test]
-    fn consumer_of_a_load_blames_the_load() {
-        // f3 0f 6f 10   movdqu xmm2,[rax]
-        // 48 83 c0 10   add rax,16
-        // 66 0f d4 c2   paddq xmm0,xmm2      <- landed
-        let w = window(&[
-            0xf3, 0x0f, 0x6f, 0x10, 0x48, 0x83, 0xc0, 0x10, 0x66, 0x0f, 0xd4, 0xc2,
-        ]);
-        let b = blame(&w, &never);
-        assert_eq!(b.rule, Rule::WalkedBack);
-        assert_eq!(b.accesses(), [0]);
-        assert_eq!(b.distance, 2);
-        // rax was advanced by 16 after the load.
-        assert_eq!(
-            address_registers(&w, 0),
-            (Operand::In(Register::RAX, 16), Operand::None)
-        );
-    }
-
-    #[test]
-    fn divide_is_compute_even_with_a_memory_operand() {
-        // f2 41 0f 5e 00   divsd xmm0,[r8]
-        let w = window(&[0xf2, 0x41, 0x0f, 0x5e, 0x00]);
-        assert_eq!(blame(&w, &never).rule, Rule::Compute);
-    }
-
-    #[test]
-    fn fp_chain_without_loads_is_compute() {
-        // f2 0f 59 c1   mulsd xmm0,xmm1
-        // f2 0f 58 c2   addsd xmm0,xmm2
-        let w = window(&[0xf2, 0x0f, 0x59, 0xc1, 0xf2, 0x0f, 0x58, 0xc2]);
-        assert_eq!(blame(&w, &never).rule, Rule::Compute);
-    }
-
-    #[test]
-    fn rip_relative_constant_is_not_data() {
-        // f2 0f 59 05 00 01 00 00   mulsd xmm0,[rip+0x100]
-        let w = window(&[0xf2, 0x0f, 0x59, 0x05, 0x00, 0x01, 0x00, 0x00]);
-        assert_eq!(blame(&w, &|_| true).rule, Rule::Constant);
-        assert_eq!(blame(&w, &never).rule, Rule::Landed);
-        // ... but a load feeding it still gets the blame:
-        // f2 0f 10 0f   movsd xmm1,[rdi]
-        // f2 0f 59 0d 00 01 00 00  mulsd xmm1,[rip+0x100]
-        let w = window(&[
-            0xf2, 0x0f, 0x10, 0x0f, 0xf2, 0x0f, 0x59, 0x0d, 0x00, 0x01, 0x00, 0x00,
-        ]);
-        let b = blame(&w, &|_| true);
-        assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[0u8][..]));
-    }
-
-    #[test]
-    fn self_clobbering_index_keeps_its_base() {
-        // 49 63 04 86   movsxd rax,dword [r14+rax*4]
-        // f2 0f 58 04 c3  addsd xmm0,[rbx+rax*8]   <- landed (grid)
-        let code = [0x49, 0x63, 0x04, 0x86, 0xf2, 0x0f, 0x58, 0x04, 0xc3];
-        let w = window(&code);
-        let b = blame(&w, &never);
-        assert_eq!(b.rule, Rule::Landed);
-        // The index load, seen alone: its index is lost, its base intact.
-        let w = window(&code[..4]);
-        assert_eq!(
-            address_registers(&w, 0),
-            (Operand::In(Register::R14, 0), Operand::Lost)
-        );
-        // With a copy of the index: 48 89 d0 mov rax,rdx first.
-        let mut copy = vec![0x48, 0x89, 0xd0];
-        copy.extend_from_slice(&code[..4]);
-        let w = window(&copy);
-        assert_eq!(
-            address_registers(&w, 1),
-            (Operand::In(Register::R14, 0), Operand::In(Register::RDX, 0))
-        );
-    }
-
-    #[test]
-    fn stack_slots_do_not_take_the_blame() {
-        // f2 0f 10 07            movsd xmm0,[rdi]
-        // f2 0f 59 44 24 08      mulsd xmm0,[rsp+8]   <- landed
-        let w = window(&[0xf2, 0x0f, 0x10, 0x07, 0xf2, 0x0f, 0x59, 0x44, 0x24, 0x08]);
-        let b = blame(&w, &never);
-        assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[0u8][..]));
-        // A chain over spills only is compute:
-        // f2 0f 10 4c 24 10      movsd xmm1,[rsp+16]
-        // f2 0f 59 c1            mulsd xmm0,xmm1      <- landed
-        let w = window(&[0xf2, 0x0f, 0x10, 0x4c, 0x24, 0x10, 0xf2, 0x0f, 0x59, 0xc1]);
-        assert_eq!(blame(&w, &never).rule, Rule::Compute);
-    }
-
-    #[test]
-    fn two_loads_feeding_one_add_split() {
-        // f2 0f 10 07   movsd xmm0,[rdi]
-        // f2 0f 10 0e   movsd xmm1,[rsi]
-        // f2 0f 58 c1   addsd xmm0,xmm1   <- landed
-        let w = window(&[
-            0xf2, 0x0f, 0x10, 0x07, 0xf2, 0x0f, 0x10, 0x0e, 0xf2, 0x0f, 0x58, 0xc1,
-        ]);
-        let b = blame(&w, &never);
-        assert_eq!((b.rule, b.accesses()), (Rule::Split, &[0u8, 1][..]));
-    }
-
-    #[test]
-    fn branch_after_compare_walks_to_the_pointer_load() {
-        // 48 8b 00   mov rax,[rax]
-        // 48 85 c0   test rax,rax
-        // 75 f8      jne -8            <- landed
-        let w = window(&[0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x75, 0xf8]);
-        let b = blame(&w, &never);
-        assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[0u8][..]));
-        assert_eq!(address_registers(&w, 0), (Operand::Lost, Operand::None));
-    }
-
-    #[test]
-    fn loop_bottom_after_a_store_is_the_retire_group() {
-        // 0f 11 07      movups [rdi],xmm0
-        // 48 83 c7 10   add rdi,16
-        // 48 39 f7      cmp rdi,rsi
-        // 75 f4         jne            <- landed
-        let w = window(&[
-            0x0f, 0x11, 0x07, 0x48, 0x83, 0xc7, 0x10, 0x48, 0x39, 0xf7, 0x75, 0xf4,
-        ]);
-        let b = blame(&w, &never);
-        assert_eq!((b.rule, b.accesses()), (Rule::RetireGroup, &[0u8][..]));
-    }
-
-    #[test]
-    fn a_loop_head_finds_its_back_edge() {
-        // 0x1000: 48 8b 00  mov rax,[rax]
-        // 0x1003: 48 85 c0  test rax,rax
-        // 0x1006: 75 f8     jne 0x1000
-        let code = [0x48, 0x8b, 0x00, 0x48, 0x85, 0xc0, 0x75, 0xf8];
-        let b = back_edge(&code, 0x1000, 0x1000).unwrap();
-        assert_eq!(b.ip(), 0x1006);
-        assert!(back_edge(&code, 0x1000, 0x1003).is_none());
-    }
-
-    #[test]
-    fn window_starts_after_the_last_branch() {
-        // 74 00 je +0 ; 48 8b 07 mov rax,[rdi]
-        let w = window(&[0x74, 0x00, 0x48, 0x8b, 0x07]);
-        assert_eq!(w.insns().len(), 1);
-    }
-}
+mod tests;
