@@ -85,7 +85,7 @@ struct Args {
     /// (event, 1 thread) and `xsbench_hash` (-G hash).
     #[arg(long, value_name = "PATH")]
     xsbench: Option<PathBuf>,
-    /// A serial LULESH 2.0 binary (-DUSE_MPI=0, no OpenMP, -g -O2): adds `lulesh`.
+    /// A serial LULESH 2.0 binary (-DUSE_MPI=0, no OpenMP, -g -O2): adds `lulesh` and `lulesh_large`.
     #[arg(long, value_name = "PATH")]
     lulesh: Option<PathBuf>,
     /// The workspace root.

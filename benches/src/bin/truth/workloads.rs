@@ -201,6 +201,17 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
             hpcrun_opts: vec![],
             expect: "many arrays, none dominant",
         });
+        list.push(Workload {
+            name: "lulesh_large",
+            // A mesh whose arrays (about 60 MB) exceed the 32 MB L3, so
+            // that simulated LLC misses are capacity misses, not only the
+            // start-up's compulsory ones: one iteration under lackey
+            // (about an hour on the 2-core VM), eight for the profiler.
+            sim_args: Some(["-s", "50", "-i", "1", "-q"].map(String::from).to_vec()),
+            command: args(exe(l)?, &["-s", "50", "-i", "8", "-q"]),
+            hpcrun_opts: vec![],
+            expect: "many arrays larger than the L3, none dominant",
+        });
     }
     Ok(list)
 }
