@@ -143,6 +143,16 @@ fn openmp_runtime_memory_and_waiting_are_the_runtimes() {
             .any(|f| f["function"].as_str().unwrap_or("") == "sum"),
         "{code:#}"
     );
+    // advise says how much time went to waiting, and places no runtime
+    // memory in fast memory.
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("advise")
+        .arg(&db)
+        .args(["--fast-mem", "1GiB"]));
+    let advice = ok_stdout(&out, "hpcprof-rs advise");
+    assert!(waiting_share(&advice) >= 0.10, "{advice}");
+    assert!(!advice.contains("OpenMP runtime:"), "{advice}");
+    assert!(advice.contains("  work ("), "{advice}");
     if objects.iter().any(|o| o["runtime"] == "OpenMP runtime") {
         for t in [&text, &hidden] {
             assert!(

@@ -150,7 +150,10 @@ fn share(samples: f64, total: u64) -> f64 {
     }
 }
 
-/// Heap and static objects with samples and a size, with their buckets.
+/// Heap and static objects with samples and a size, with their buckets;
+/// not the memory of MPI libraries and OpenMP runtimes (the program does
+/// not allocate it: an OpenMP barrier or an MPI queue is not the
+/// program's to place). Shares stay shares of all objects' samples.
 fn candidates(db: &Database) -> (Vec<Candidate>, u64) {
     let primary = db.info.primary_metric as usize;
     let rows = views::objects(db);
@@ -158,7 +161,8 @@ fn candidates(db: &Database) -> (Vec<Candidate>, u64) {
     let mut out = Vec::new();
     for row in rows {
         let samples = row.metrics[primary] as f64;
-        let placeable = matches!(row.kind, ObjectKind::Heap | ObjectKind::Static);
+        let placeable = matches!(row.kind, ObjectKind::Heap | ObjectKind::Static)
+            && db.objects[row.index as usize].runtime.is_none();
         if !placeable || row.bytes == 0 || samples == 0.0 {
             continue;
         }
@@ -670,6 +674,28 @@ mod tests {
     }
 
     const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_runtimes_memory_is_never_placed() {
+        let mut d = db(&[
+            ("OpenMP runtime: libgomp.so.1+0xd138", 4096, 3000, vec![]),
+            ("field", 64 * MIB, 1000, vec![10; 8]),
+        ]);
+        d.objects[0].runtime = Some("OpenMP runtime".into());
+        let a = place(&d, 64 * MIB, 4096);
+        let names: Vec<&str> = a
+            .advised
+            .placements
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["field"], "{a:#?}");
+        // field whole: 1000 of all 4000 samples.
+        assert!((a.advised.share - 0.25).abs() < 1e-9, "{a:#?}");
+        for s in &a.strategies {
+            assert!(s.placements.iter().all(|p| p.name == "field"), "{s:#?}");
+        }
+    }
 
     #[test]
     fn the_head_of_a_skewed_table_and_most_of_a_uniform_one() {

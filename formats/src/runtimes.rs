@@ -191,6 +191,29 @@ impl Waiting {
     pub fn openmp_share(&self) -> f64 {
         share(self.openmp, self.total)
     }
+
+    /// The "Waiting in MPI/OpenMP: 65.4% of cpu_samples (...)" line of
+    /// `hpcview-tui --report` and `hpcprof-rs advise` (with its newline);
+    /// empty when no sample was inside a runtime.
+    pub fn line(&self) -> String {
+        if self.mpi + self.openmp == 0 {
+            return String::new();
+        }
+        let pct = |n: u64| format!("{:.1}%", 100.0 * share(n, self.total));
+        let per: Vec<String> = self
+            .by_runtime
+            .iter()
+            .map(|(n, v)| format!("{n} {}", pct(*v)))
+            .collect();
+        format!(
+            "Waiting in MPI/OpenMP: {} of {} ({} of {}: {}): time inside the runtimes' code (polling for messages, spinning at barriers), i.e. communication or load imbalance\n",
+            pct(self.mpi + self.openmp),
+            self.metric,
+            self.mpi + self.openmp,
+            self.total,
+            per.join(", ")
+        )
+    }
 }
 
 fn share(n: u64, total: u64) -> f64 {
@@ -346,6 +369,10 @@ mod tests {
         assert_eq!((w.total, w.openmp, w.mpi), (115, 40, 0));
         assert_eq!(w.by_runtime, vec![("OpenMP runtime", 40)]);
         assert!((w.openmp_share() - 40.0 / 115.0).abs() < 1e-12);
+        assert!(w.line().starts_with(
+            "Waiting in MPI/OpenMP: 34.8% of cpu_samples (40 of 115: OpenMP runtime 34.8%)"
+        ));
+        assert_eq!(Waiting::default().line(), "");
     }
 
     #[test]

@@ -102,8 +102,9 @@ fn strategy_lines(out: &mut String, db: &Database, s: &Strategy) {
 /// their shares say.
 pub const FEW_SAMPLES: u64 = 1000;
 
-/// The text report: a note when the run has few memory samples, placement
-/// (when asked) and NUMA findings.
+/// The text report: a note when the run has few memory samples, the share
+/// of CPU time spent waiting inside MPI and OpenMP runtimes (when there
+/// was some), placement (when asked) and NUMA findings.
 pub fn to_text(
     db: &Database,
     placement: Option<&PlacementAdvice>,
@@ -119,6 +120,13 @@ pub fn to_text(
             196.0 * (0.25 / memory as f64).sqrt(),
             formats::advice::MIN_NUMA_ACCESSES,
             FEW_SAMPLES.div_ceil(memory)
+        );
+    }
+    let waiting = formats::runtimes::waiting(db).line();
+    if !waiting.is_empty() {
+        let _ = writeln!(
+            out,
+            "{waiting}(The runtimes' own memory gets no placement or NUMA advice.)\n"
         );
     }
     if let Some(a) = placement {

@@ -406,23 +406,7 @@ pub fn runtime_memory_line(db: &Database, options: Options) -> String {
 /// inside MPI libraries and OpenMP runtimes ([`formats::runtimes::waiting`]);
 /// empty when there are none.
 pub fn waiting_line(db: &Database) -> String {
-    let w = formats::runtimes::waiting(db);
-    if w.mpi + w.openmp == 0 {
-        return String::new();
-    }
-    let per: Vec<String> = w
-        .by_runtime
-        .iter()
-        .map(|(n, v)| format!("{n} {}", percent(*v as f64 / w.total as f64)))
-        .collect();
-    format!(
-        "Waiting in MPI/OpenMP: {} of {} ({} of {}: {}): time inside the runtimes' code (polling for messages, spinning at barriers), i.e. communication or load imbalance\n",
-        percent((w.mpi + w.openmp) as f64 / w.total as f64),
-        w.metric,
-        w.mpi + w.openmp,
-        w.total,
-        per.join(", ")
-    )
+    formats::runtimes::waiting(db).line()
 }
 
 /// One row per object as a reader sees it: heap objects of one name and
