@@ -171,6 +171,27 @@ fn a_raw_exit_group_keeps_the_checkpoint_and_names_the_thread() {
     );
 }
 
+/// The same program without an allocation after its start: a
+/// single-threaded program's checkpoint is written at its next
+/// allocation, so nothing is written at all, and hpcrun-rs's closing
+/// line says why ("no profile written" said nothing more before).
+#[test]
+fn a_raw_exit_group_before_any_checkpoint_is_told_by_the_launcher() {
+    let dir = scratch("raw-exit-group-noalloc");
+    let exe = compile_test_program("raw_exit_group.c", &dir, &[]);
+    let native = run(Command::new(&exe).arg("noalloc"));
+    assert_eq!(native.status.code(), Some(3), "native: {native:?}");
+    let (out, measurements) = hpcrun(&dir, "mem:soft", &exe, &["noalloc"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(out.stdout, native.stdout);
+    assert!(!measurements.exists() || read_profiles(&measurements).is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("exit status 3; no profile written: the program ended past the profiler's exit (a raw exit_group system call"),
+        "{stderr}"
+    );
+}
+
 /// 2,000 threads of about 2 ms of CPU time each, two at a time, at the
 /// default 2 ms period: their samples stand for at least 47% of the
 /// periods of the threads' own work (the program measures it with each

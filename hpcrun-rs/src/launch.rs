@@ -335,7 +335,7 @@ pub fn run(args: &Args) -> Result<Ended> {
             say(&line);
         }
         let place = if files == 0 {
-            "no profile written".to_string()
+            NO_PROFILE.to_string()
         } else {
             format!("{files} profile(s) in {}", out.display())
         };
@@ -349,6 +349,14 @@ pub fn run(args: &Args) -> Result<Ended> {
     }
     Ok(ended)
 }
+
+/// The closing line's end when the run left no profile: why that happens
+/// (issue 33: a loss is never silent). The preload writes every profile
+/// at exit, and a checkpoint one second after the start (a
+/// single-threaded program's at its next allocation after that), so
+/// nothing means the process ended past the profiler's exit paths before
+/// that, or the library never ran in it.
+const NO_PROFILE: &str = "no profile written: the program ended past the profiler's exit (a raw exit_group system call, or SIGKILL) before its first checkpoint (due 1 s after the start; a single-threaded program writes it at its next allocation), or the preload library never ran in it (a wrapper that cleared LD_PRELOAD, such as env -i)";
 
 /// "", or how the program ended when it did not exit with 0.
 fn ended_text(ended: Ended) -> String {
