@@ -103,3 +103,65 @@ fn findings_state_their_evidence_and_thin_runs_say_so() {
         );
     }
 }
+
+/// One row per object: `data`, allocated at one line of `worker` reached
+/// from main and from a second thread (two allocation call paths, so two
+/// objects in the database), is one row of the report's data table, with
+/// the samples of both, and at most one finding of each kind.
+#[test]
+fn one_allocation_site_reached_by_two_threads_is_one_row() {
+    let dir = scratch("findings-dup-site");
+    let exe = compile_test_program("dup_site.c", &dir, &["-pthread"]);
+    let p = profile(&dir, "mem:soft@500000", &exe, &["50"]);
+    assert!(
+        p.program_stdout.starts_with("sums "),
+        "{}",
+        p.program_stdout
+    );
+    let line = {
+        let text = std::fs::read_to_string(root().join("tests/programs/dup_site.c")).unwrap();
+        text.lines()
+            .position(|l| l.contains("double *data = malloc"))
+            .unwrap() as u64
+            + 1
+    };
+    let data = export_json(&p.db, "data");
+    let objects: Vec<&serde_json::Value> = data["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| {
+            o["alloc_site"]["line"].as_u64() == Some(line)
+                && o["alloc_site"]["file"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with("dup_site.c"))
+        })
+        .collect();
+    // The premise: two objects of one name and site in the database.
+    assert_eq!(objects.len(), 2, "{data:#}");
+    assert!(objects.iter().all(|o| o["name"] == "data"), "{objects:#?}");
+    let total: u64 = objects.iter().map(|o| samples(o)).sum();
+    assert!(total > 0, "{objects:#?}");
+
+    let out = run(Command::new(tool("hpcview-tui"))
+        .arg(&p.db)
+        .args(["--report", "--view", "data", "--top", "0"]));
+    let text = ok_stdout(&out, "hpcview-tui --report");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Data-centric view"))
+        .skip(2)
+        .take_while(|l| !l.is_empty() && !l.starts_with("Runtime memory"))
+        .filter(|l| l.split_whitespace().nth(4) == Some("data"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    let row_samples: u64 = rows[0].split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert_eq!(row_samples, total, "{text}");
+    let mut kinds = std::collections::HashSet::new();
+    for (finding, _) in findings(&text) {
+        if let Some(rest) = finding.strip_prefix("- data: ") {
+            let kind = rest.split(':').next().unwrap();
+            assert!(kinds.insert(kind.to_string()), "{finding} twice:\n{text}");
+        }
+    }
+}
