@@ -572,6 +572,11 @@ pub fn code_table(db: &Database, top: usize, base: Option<&Baseline>, options: O
     out
 }
 
+/// The advice of a runtime's row in the bottleneck table: its code and
+/// memory are not the program's to optimise (its time is the waiting
+/// line's).
+pub const RUNTIME_ADVICE: &str = "runtime (MPI/OpenMP): not the program's";
+
 /// The bottleneck-priority table: objects, then functions, by
 /// `proxy x share` (see [`crate::state::bottleneck`]), with a `Δshare`
 /// column against `base`.
@@ -660,7 +665,11 @@ pub fn bottleneck_table(
                 b.mem
                     .map(|m| format!("{:.0}%", 100.0 * m))
                     .unwrap_or_else(|| "n/a".into()),
-                b.quadrant.advice(),
+                if item.runtime {
+                    RUNTIME_ADVICE
+                } else {
+                    b.quadrant.advice()
+                },
                 if item.tag.is_empty() { "-" } else { item.tag },
                 fit(&item.label, MAX_NAME)
             );

@@ -270,3 +270,18 @@ fn hidden_runtime_leaves_every_table() {
         );
     }
 }
+
+#[test]
+fn runtime_rows_of_the_bottleneck_table_are_not_advice_for_the_program() {
+    let db = crate::fixtures::abc_openmp();
+    let text = render(&db, Tables::Bottleneck, 40);
+    let gomp: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("gomp_") || l.contains("OpenMP runtime:"))
+        .filter(|l| !l.starts_with("Waiting"))
+        .collect();
+    assert_eq!(gomp.len(), 3, "{text}");
+    for l in gomp {
+        assert!(l.contains(RUNTIME_ADVICE), "{text}");
+    }
+}

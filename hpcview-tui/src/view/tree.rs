@@ -188,13 +188,18 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut AppState, theme:
                     b.mem
                         .map(|m| format!("{:.0}%", 100.0 * m))
                         .unwrap_or_else(|| "n/a".into()),
-                    crate::state::bottleneck::short(b.quadrant),
+                    if item.runtime {
+                        "runtime"
+                    } else {
+                        crate::state::bottleneck::short(b.quadrant)
+                    },
                 )
             } else {
                 (String::new(), "")
             };
             let style = if b.quadrant == crate::state::bottleneck::Quadrant::OptimiseFirst
                 && item.has_metrics()
+                && !item.runtime
             {
                 theme.alert()
             } else {
