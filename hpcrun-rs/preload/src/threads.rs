@@ -7,7 +7,7 @@
 //! late signal can never see a dangling pointer.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::cct;
 use crate::code::unwind;
@@ -289,7 +289,24 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
     state
 }
 
+/// The bytes of one thread's tables (page-rounded), as the last thread
+/// set up asked for: the next thread maps them at once
+/// (`sys::with_region`).
+static TABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
 fn build_current(
+    index: u32,
+    tree_capacity: usize,
+    handler_stack: sys::HandlerStack,
+) -> Option<&'static ThreadState> {
+    let (state, asked) = sys::with_region(TABLE_BYTES.load(Relaxed), || {
+        build_tables(index, tree_capacity, handler_stack)
+    });
+    TABLE_BYTES.store(asked, Relaxed);
+    state
+}
+
+fn build_tables(
     index: u32,
     tree_capacity: usize,
     handler_stack: sys::HandlerStack,

@@ -120,20 +120,85 @@ unsafe impl ZeroInit for std::sync::atomic::AtomicU32 {}
 // SAFETY: see above.
 unsafe impl ZeroInit for std::sync::atomic::AtomicU64 {}
 
-/// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
-/// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing
-/// until used. Returns `None` when the kernel refuses.
-pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
-    let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
-    // SAFETY: anonymous private mapping; no file, no aliasing.
-    let p = raw_mmap(
+/// A private, zeroed, lazily reserved anonymous mapping of `bytes`.
+fn map_anonymous(bytes: usize) -> Option<*mut u8> {
+    raw_mmap(
         0,
         bytes,
         libc::PROT_READ | libc::PROT_WRITE,
         libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
         -1,
         0,
-    )?;
+    )
+}
+
+thread_local! {
+    /// The region [`with_region`] carves tables from on this thread:
+    /// (next free address, end); (0, 0) outside it.
+    static REGION: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The page size the region rounds pieces to.
+const PIECE_ALIGN: u64 = 4096;
+
+/// `bytes` (rounded up to pages) from the current region, if there is
+/// one and it has room.
+fn carve(bytes: usize) -> Option<*mut u8> {
+    REGION.with(|r| {
+        let (next, end) = r.get();
+        let size = (bytes as u64).checked_add(PIECE_ALIGN - 1)? & !(PIECE_ALIGN - 1);
+        if next == 0 || end - next < size {
+            return None;
+        }
+        r.set((next + size, end));
+        Some(next as *mut u8)
+    })
+}
+
+/// Runs `build` with every [`map_zeroed`] of this thread carved from one
+/// mapping of `bytes` (a thread's tables: one `mmap` instead of one per
+/// table, each costing a system call and a search of the address space
+/// at thread start). Tables that do not fit, or all of them when the
+/// mapping fails (an address-space limit), are mapped on their own as
+/// before. Returns `build`'s result and the bytes the tables asked for
+/// (page-rounded: the size to ask for next time). Nothing is ever
+/// unmapped (the tables live as long as the process).
+pub fn with_region<R>(bytes: usize, build: impl FnOnce() -> R) -> (R, usize) {
+    let bytes = (bytes as u64 + PIECE_ALIGN - 1) & !(PIECE_ALIGN - 1);
+    let start = if bytes > 0 {
+        map_anonymous(bytes as usize).map_or(0, |p| p as u64)
+    } else {
+        0
+    };
+    let outer = REGION.with(|r| r.replace((start, start + bytes)));
+    let outer_asked = ASKED.with(|a| a.replace(0));
+    let result = build();
+    let asked = ASKED.with(|a| a.replace(outer_asked));
+    REGION.with(|r| r.set(outer));
+    (result, asked)
+}
+
+thread_local! {
+    /// Page-rounded bytes [`map_zeroed`] was asked for on this thread
+    /// inside [`with_region`].
+    static ASKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
+/// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing
+/// until used. Returns `None` when the kernel refuses.
+/// Inside [`with_region`], the table is carved from the region instead
+/// (page-aligned, the rest of its last page unused).
+pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
+    let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
+    ASKED.with(|a| {
+        let page = PIECE_ALIGN as usize - 1;
+        a.set(a.get().saturating_add(bytes.saturating_add(page) & !page))
+    });
+    let p = match carve(bytes) {
+        Some(p) => p,
+        None => map_anonymous(bytes)?,
+    };
     // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
     // unmapped, and T is valid when zeroed (ZeroInit).
     Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
