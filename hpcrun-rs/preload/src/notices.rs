@@ -18,8 +18,8 @@
 //!   `short_lived_cpu_ns`) and told to the launcher only when they took
 //!   a measurable share of the process's CPU time
 //!   ([`short_lived_note`]).
-//! * The program closed the profiler's perf event descriptors
-//!   (`close_range`, `closefrom`): found when sampling stopped
+//! * The program closed the profiler's perf event descriptors past libc
+//!   (raw `close_range`, `dup2`, `dup3` system calls): found when sampling stopped
 //!   (`sys::owns_event`); the task-clock event's lost periods are counted
 //!   as dropped.
 
@@ -69,7 +69,7 @@ pub fn of_thread(state: &ThreadState) -> std::collections::BTreeMap<String, u64>
         };
         out.insert(
             format!(
-                "the program closed the profiler's perf event descriptors past libc (a raw close_range system call, or dup2 onto their numbers; libc's close, close_range and closefrom leave them open; the profiler keeps them at {} and above): {what} sampling of these threads stopped there and the sample periods after it are counted as dropped (descriptor closed by the program){fix}",
+                "the program closed the profiler's perf event descriptors past libc (a raw close_range, dup2 or dup3 system call; libc's close, close_range and closefrom leave them open, its dup2 and dup3 move them first; the profiler keeps them at {} and above): {what} sampling of these threads stopped there and the sample periods after it are counted as dropped (descriptor closed by the program){fix}",
                 sys::fd_floor(),
             ),
             1,
