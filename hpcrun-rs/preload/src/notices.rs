@@ -207,11 +207,13 @@ pub fn publish(dir: &str, notices: &std::collections::BTreeMap<String, u64>) {
         text.push_str(&format!("{n}\t{notice}\n"));
     }
     // One write with O_APPEND: lines of concurrent processes do not mix.
-    if let Ok(mut f) = std::fs::OpenOptions::new()
+    // (Above the descriptor floor, as the profile files: a program
+    // thread's dup2 onto a low number cannot take it mid-write.)
+    if let Ok(f) = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .open(format!("{dir}/{FILE}"))
     {
-        let _ = f.write_all(text.as_bytes());
+        let _ = sys::file_above_floor(f).write_all(text.as_bytes());
     }
 }
