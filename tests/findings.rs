@@ -165,3 +165,91 @@ fn one_allocation_site_reached_by_two_threads_is_one_row() {
         }
     }
 }
+
+/// Each finding rests on its own evidence (tests/programs/findings_kinds.c,
+/// known answers): `gathered`, read through a shuffled index list, is a
+/// data-dependent finding naming its access site; `walked`, doubles read
+/// by 16-byte vectors 8 bytes into the block (one in four spans two
+/// lines) plus a byte-wise hash, has no misalignment finding (naturally
+/// aligned elements, wider accesses) and no data-dependent one (the loop
+/// counter); `shifted`, doubles 4 bytes into the block read one at a
+/// time, is a misalignment finding (scalar accesses that span lines).
+#[test]
+fn findings_follow_the_access_evidence() {
+    let dir = scratch("findings-kinds");
+    let exe = compile_test_program("findings_kinds.c", &dir, &["-fno-tree-vectorize"]);
+    let p = profile(&dir, "mem:soft@500000", &exe, &["150"]);
+    assert!(
+        p.program_stdout.starts_with("sums "),
+        "{}",
+        p.program_stdout
+    );
+    let data = export_json(&p.db, "data");
+    let object = |name: &str| {
+        data["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {data:#}"))
+    };
+    let text = report(&p.db);
+    let found = findings(&text);
+    let of = |name: &str| -> Vec<(&str, &str)> {
+        let prefix = format!("- {name}: ");
+        found
+            .iter()
+            .filter(|(f, _)| f.starts_with(&prefix))
+            .copied()
+            .collect()
+    };
+    // walked: never a misalignment or data-dependent finding, whatever
+    // its samples; the premise (vectors spanning lines, a byte site) is
+    // checked when it had samples enough to make one.
+    assert!(of("walked").is_empty(), "{text}");
+    let walked = object("walked");
+    if samples(walked) >= 100 {
+        assert!(
+            walked["misaligned_share"].as_f64().unwrap_or(0.0) > 0.0,
+            "{walked:#}"
+        );
+    }
+    // gathered: most of the samples, a data-dependent finding with its
+    // evidence, at the gather's line.
+    let line = {
+        let src = std::fs::read_to_string(root().join("tests/programs/findings_kinds.c")).unwrap();
+        src.lines()
+            .position(|l| l.contains("sum += gathered[idx[i]]"))
+            .unwrap()
+            + 1
+    };
+    let gathered = of("gathered");
+    assert_eq!(gathered.len(), 1, "{text}");
+    let (finding, evidence) = gathered[0];
+    assert!(
+        finding.contains("data-dependent addresses")
+            && finding.contains(&format!("most at findings_kinds.c:{line} (main)")),
+        "{finding}\n{text}"
+    );
+    assert!(
+        evidence.contains("decoded accesses data-dependent (95% interval"),
+        "{evidence}\n{text}"
+    );
+    // shifted: a misalignment finding when it had the evidence (its
+    // share is above 1% and it has 30 samples in every run measured:
+    // 264-330 of 3,300); never a data-dependent one.
+    let shifted = of("shifted");
+    assert!(
+        shifted
+            .iter()
+            .all(|(f, _)| f.starts_with("- shifted: misaligned: ")),
+        "{text}"
+    );
+    if samples(object("shifted")) >= 60 {
+        assert_eq!(shifted.len(), 1, "{text}");
+        assert!(
+            shifted[0].1.contains("of them spanning two lines"),
+            "{text}"
+        );
+    }
+}

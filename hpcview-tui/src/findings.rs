@@ -59,7 +59,7 @@ impl Kind {
                 "walk it contiguously: interchange the loops, transpose the array, or block the loop nest"
             }
             Kind::Irregular => {
-                "addresses come from loaded data: keep what is used together together (sort indices, pool list nodes), or prefetch"
+                "the address comes from memory (x[idx[i]], p->next): unless the indices are already sorted, renumber the data or sort the index list so consecutive iterations touch nearby lines; allocate linked nodes in traversal order; or prefetch a few iterations ahead"
             }
             Kind::FalseSharing => {
                 "threads write different words of one cache line: pad or align each thread's part to 64 bytes (alignas(64)), or accumulate in a thread-local variable and write once"
@@ -100,36 +100,86 @@ fn accesses(db: &Database, metrics: &[u64]) -> u64 {
     col("samples") + col("store_samples")
 }
 
-/// True when every sampled access site of object `index` reads whole,
-/// naturally aligned elements: one power-of-two element size of at most
-/// 16 bytes (at the sites where the decoder knew it) whose strides and
-/// address deltas at every site are multiples of it (a `double` array,
-/// LAMMPS's `double[3]` coordinates). Then an access that
-/// spans two cache lines is a vector wider than the element meeting a
-/// line border, not a layout the program can fix. False without sites.
-fn naturally_aligned(db: &Database, index: u32) -> bool {
+/// True when the misaligned samples of object `index` (inclusive
+/// `metrics`) are explained by naturally aligned elements read by wider
+/// accesses, not by the layout: the object's element size (the one the
+/// decoder knew at the sites with the most samples) is a power of two of
+/// at most 16 bytes, the strides and address deltas at every site are
+/// multiples of it (a `double` array, LAMMPS's `double[3]` coordinates),
+/// and the sampled accesses are wider than one element on average
+/// (`access_bytes`: vectors of doubles; then an access spanning two lines
+/// is a vector meeting a line border). Sites of single bytes are left out
+/// (a byte never spans two lines; LAMMPS hashes the bytes of a
+/// coordinate). False without a known element size; without the
+/// `access_bytes` column the width is not checked.
+fn naturally_aligned(db: &Database, index: u32, metrics: &[u64]) -> bool {
     let Some(obj) = db.objects.get(index as usize) else {
         return false;
     };
-    let sites: Vec<_> = obj.sites.iter().filter(|s| s.counts.samples > 0).collect();
-    // The element size, where the decoder knew it (sites without a
-    // decoder stride often do not): one size for the whole object.
-    let mut known = sites
+    let sites: Vec<_> = obj
+        .sites
         .iter()
-        .map(|s| s.counts.element_bytes)
-        .filter(|&e| e > 0);
-    let Some(first) = known.next() else {
+        .map(|s| &s.counts)
+        .filter(|c| c.samples > 0 && c.element_bytes != 1)
+        .collect();
+    // The element size with the most samples (sites without a decoder
+    // stride often do not know it); ties: the larger.
+    let mut by_size = std::collections::BTreeMap::<u32, u64>::new();
+    for c in sites.iter().filter(|c| c.element_bytes > 0) {
+        *by_size.entry(c.element_bytes).or_default() += c.samples;
+    }
+    let Some(e) = by_size
+        .iter()
+        .max_by_key(|&(&e, &n)| (n, e))
+        .map(|(&e, _)| e)
+    else {
         return false;
     };
-    if known.any(|e| e != first) || first > 16 || !first.is_power_of_two() {
+    if e > 16 || !e.is_power_of_two() {
         return false;
     }
-    let e = first as i64;
-    sites.iter().all(|s| {
-        let c = &s.counts;
-        c.strides.iter().all(|&(b, _)| b % e == 0)
-            && (c.delta_gcd == 0 || c.delta_gcd % e as u64 == 0)
-    })
+    let whole = sites.iter().all(|c| {
+        c.strides.iter().all(|&(b, _)| b % i64::from(e) == 0)
+            && (c.delta_gcd == 0 || c.delta_gcd % u64::from(e) == 0)
+    });
+    // Scalar accesses of aligned elements never span two lines: if every
+    // sampled access was one element wide, the block itself is off.
+    let wider = match db.metric_column("access_bytes") {
+        Some(col) => {
+            let bytes = metrics.get(col).copied().unwrap_or(0);
+            bytes > u64::from(e) * accesses(db, metrics)
+        }
+        None => true,
+    };
+    whole && wider
+}
+
+/// 95% Wilson interval of a share of `k` in `n`.
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (k, n, z) = (k as f64, n as f64, 1.96f64);
+    let p = k / n;
+    let centre = p + z * z / (2.0 * n);
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    let d = 1.0 + z * z / n;
+    (
+        ((centre - half) / d).max(0.0),
+        ((centre + half) / d).min(1.0),
+    )
+}
+
+/// "lulesh.cc:2039 (CalcPressureForElems)", or the function alone.
+pub fn site_text(f: &formats::database::Frame) -> String {
+    let function = f.function.split('(').next().unwrap_or(&f.function);
+    match (&f.file, f.line) {
+        (Some(file), Some(l)) => format!(
+            "{}:{l} ({function})",
+            file.rsplit('/').next().unwrap_or(file)
+        ),
+        _ => function.to_string(),
+    }
 }
 
 /// "320000 bytes (40000 elements of 8 bytes)".
@@ -319,7 +369,7 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
     let misaligned = access
         .misaligned
         .filter(|&(count, m)| m >= MIN_MISALIGNED_SHARE && count >= MIN_MISALIGNED_SAMPLES);
-    if let Some((count, m)) = misaligned.filter(|_| !naturally_aligned(db, index)) {
+    if let Some((count, m)) = misaligned.filter(|_| !naturally_aligned(db, index, metrics)) {
         out.push(Finding {
             object: index,
             kind: Kind::Misaligned,
@@ -343,16 +393,37 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
                     evidence: format!("{evidence}, {} with a stride", p.observations),
                 })
             }
-            (Regularity::Irregular, _)
-                if p.source == StrideSource::Decoder && p.data_dependent >= MIN_DATA_DEPENDENT =>
-            {
-                out.push(Finding {
-                    object: index,
-                    kind: Kind::Irregular,
-                    text: stride_line(p),
-                    strength: share * p.data_dependent,
-                    evidence: format!("{evidence}, {} with a stride", p.observations),
-                })
+            (Regularity::Irregular, _) if p.source == StrideSource::Decoder => {
+                // Enough data-dependent observations, and a share that
+                // stays above the threshold at 95% confidence.
+                let dependent = (p.data_dependent * p.observations as f64).round() as u64;
+                let (low, high) = wilson(dependent, p.observations);
+                let top = access
+                    .sites
+                    .iter()
+                    .filter(|(_, c, _)| c.data_dependent > 0)
+                    .max_by_key(|(_, c, _)| c.data_dependent);
+                if dependent >= MIN_OBJECT_SAMPLES && low >= MIN_DATA_DEPENDENT {
+                    let at = top.map_or(String::new(), |(f, c, _)| {
+                        format!("; most at {} ({} of them)", site_text(f), c.data_dependent)
+                    });
+                    out.push(Finding {
+                        object: index,
+                        kind: Kind::Irregular,
+                        text: format!(
+                            "data-dependent addresses: {} of {} decoded accesses are gathers or pointer chases (address loaded from memory){at}",
+                            pct(p.data_dependent),
+                            p.observations
+                        ),
+                        strength: share * p.data_dependent,
+                        evidence: format!(
+                            "{evidence}, {dependent} of {} decoded accesses data-dependent (95% interval {:.0}-{:.0}%)",
+                            p.observations,
+                            100.0 * low,
+                            100.0 * high
+                        ),
+                    })
+                }
             }
             _ => {}
         }
@@ -499,6 +570,129 @@ mod tests {
             "{}",
             f.evidence
         );
+    }
+
+    /// `misaligned(8)` plus an `access_bytes` column: `bytes` at C's
+    /// leaf (C has 900 sampled accesses).
+    fn with_access_bytes(bytes: u64) -> Database {
+        let mut db = misaligned(8);
+        db.info.metrics.push(MetricInfo {
+            name: "access_bytes".into(),
+            ..Default::default()
+        });
+        let col = db.metric_column("access_bytes").unwrap();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        let node = db.objects[c].node;
+        for n in &mut db.data.nodes {
+            n.exclusive.resize(col + 1, 0);
+        }
+        let leaf = db.data.nodes.iter().position(|n| n.parent == node).unwrap();
+        db.data.nodes[leaf].exclusive[col] = bytes;
+        db
+    }
+
+    fn misaligned_c(db: &Database) -> bool {
+        strongest(db, 10)
+            .iter()
+            .any(|f| f.kind == Kind::Misaligned && db.objects[f.object as usize].name == "C")
+    }
+
+    #[test]
+    fn misalignment_of_aligned_elements_needs_wider_accesses() {
+        // Doubles 8 bytes apart read 16 bytes at a time: vectors meeting
+        // a line border, no finding.
+        assert!(!misaligned_c(&with_access_bytes(900 * 16)));
+        // Read 8 bytes at a time: an aligned double never spans two
+        // lines, so the block itself is off (doubles 4 bytes into it).
+        assert!(misaligned_c(&with_access_bytes(900 * 8)));
+        // A byte-wise site (a hash of the bytes, 64 apart) besides the
+        // doubles does not make the element size unknown.
+        let mut db = with_access_bytes(900 * 16);
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        let mut bytes = db.objects[c].sites[0].clone();
+        bytes.counts.element_bytes = 1;
+        bytes.counts.samples = 1;
+        bytes.counts.strides = vec![(1, 1)];
+        db.objects[c].sites.push(bytes);
+        assert!(!misaligned_c(&db));
+    }
+
+    #[test]
+    fn data_dependent_finding_needs_its_own_evidence() {
+        let mut db = with_patterns();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        // 100 samples, 40 data-dependent: under half, no finding.
+        let site = &mut db.objects[c].sites[0].counts;
+        site.strides = vec![(8, 30), (16, 30)];
+        site.data_dependent = 40;
+        assert!(strongest(&db, 10).iter().all(|f| f.kind != Kind::Irregular));
+        // 29 of 29: too few data-dependent observations.
+        let site = &mut db.objects[c].sites[0].counts;
+        site.strides = vec![];
+        site.data_dependent = 29;
+        assert!(strongest(&db, 10).iter().all(|f| f.kind != Kind::Irregular));
+        // 90 of 100: a finding naming the site, with its interval.
+        let site = &mut db.objects[c].sites[0].counts;
+        site.strides = vec![(8, 4), (24, 3), (40, 3)];
+        site.data_dependent = 90;
+        let found = strongest(&db, 10);
+        let f = found
+            .iter()
+            .find(|f| f.kind == Kind::Irregular)
+            .unwrap_or_else(|| panic!("{found:?}"));
+        assert!(f.text.contains("90% of 100 decoded accesses"), "{}", f.text);
+        assert!(
+            f.text.contains("most at abc.c:33 (compute) (90 of them)"),
+            "{}",
+            f.text
+        );
+        assert!(
+            f.evidence
+                .contains("90 of 100 decoded accesses data-dependent (95% interval 83-94%)"),
+            "{}",
+            f.evidence
+        );
+    }
+
+    #[test]
+    fn report_tells_same_named_objects_apart_and_advises_once() {
+        let mut db = with_patterns();
+        let b = db.objects.iter().position(|o| o.name == "B").unwrap();
+        db.objects[b].name = "C".into();
+        db.objects[b].sites[0].counts.strides = vec![(320_000, 100)];
+        // Allocated at main:31 and main:32 (frames 4 and 5).
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        for (i, frame) in [(b, 4), (c, 5)] {
+            db.objects[i].alloc_path = vec![frame];
+            db.objects[i].alloc_site = Some(0);
+        }
+        let text = crate::report::findings_section(&db, 10);
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("- C (allocated at "))
+            .collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        assert_ne!(rows[0], rows[1], "{text}");
+        assert_eq!(
+            text.matches("advice: walk it contiguously").count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("advice: as for C (allocated at ").count(),
+            1,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn wilson_interval() {
+        let (lo, hi) = wilson(90, 100);
+        assert!(
+            (lo - 0.8256).abs() < 1e-3 && (hi - 0.9448).abs() < 1e-3,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson(0, 0), (0.0, 1.0));
     }
 
     #[test]

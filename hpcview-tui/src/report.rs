@@ -133,11 +133,39 @@ pub fn findings_section(db: &Database, top: usize) -> String {
         return out;
     }
     let _ = writeln!(out, "Findings: {} strongest", found.len());
+    // Two objects of one name (different allocation sites) are told
+    // apart by their site; each kind's advice is written out once.
+    let mut names = std::collections::HashMap::<&str, std::collections::HashSet<_>>::new();
+    for f in &found {
+        let (name, site) = crate::findings::object_identity(db, f.object);
+        names
+            .entry(db.objects[f.object as usize].name.as_str())
+            .or_default()
+            .insert((name, site));
+    }
+    let mut advised = std::collections::HashMap::new();
     for f in &found {
         let o = &db.objects[f.object as usize];
-        let _ = writeln!(out, "- {}: {}", fit(&o.name, MAX_NAME), f.text);
+        let mut name = fit(&o.name, MAX_NAME);
+        if names.get(o.name.as_str()).is_some_and(|s| s.len() > 1) {
+            if let Some(frame) = o.site_frame().and_then(|i| db.frames.get(i as usize)) {
+                name = format!(
+                    "{name} (allocated at {})",
+                    crate::findings::site_text(frame)
+                );
+            }
+        }
+        let _ = writeln!(out, "- {name}: {}", f.text);
         let _ = writeln!(out, "  evidence: {}", f.evidence);
-        let _ = writeln!(out, "  advice: {}", f.kind.advice());
+        match advised.get(&f.kind) {
+            Some(first) => {
+                let _ = writeln!(out, "  advice: as for {first} above");
+            }
+            None => {
+                let _ = writeln!(out, "  advice: {}", f.kind.advice());
+                advised.insert(f.kind, name);
+            }
+        }
     }
     out
 }
