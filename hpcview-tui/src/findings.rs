@@ -4,7 +4,7 @@
 //! misalignment, strides, and from the watchpoints false and true sharing
 //! and streamed (not reused) data. A finding needs evidence: an object of
 //! at least [`MIN_OBJECT_SHARE`] and [`MIN_OBJECT_SAMPLES`] sampled
-//! accesses, not a runtime's memory; a misalignment finding also
+//! accesses, not a runtime's memory nor a `<...>` bucket; a misalignment finding also
 //! [`MIN_MISALIGNED_SAMPLES`] and an element type that is not naturally
 //! aligned. Each says what it rests on ([`Finding::evidence`]); objects of
 //! one name and site reached by several call paths give one finding.
@@ -352,11 +352,13 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
         return out;
     }
     // A runtime's memory (an MPI transport, an OpenMP barrier) is not the
-    // program's to pad, reorder or copy: no finding.
+    // program's to pad, reorder or copy, and a `<...>` bucket (small heap
+    // objects, unknown addresses, a thread's stack) is many objects with
+    // no one layout: no finding.
     if db
         .objects
         .get(index as usize)
-        .is_some_and(|o| o.runtime.is_some())
+        .is_some_and(|o| o.runtime.is_some() || o.name.starts_with('<'))
     {
         return out;
     }
@@ -701,6 +703,10 @@ mod tests {
         let c = db.objects.iter().position(|o| o.name == "C").unwrap();
         assert!(strongest(&db, 10).iter().any(|f| f.object == c as u32));
         db.objects[c].runtime = Some("OpenMP runtime".into());
+        assert!(strongest(&db, 10).iter().all(|f| f.object != c as u32));
+        // Nor a bucket of many objects.
+        let mut db = with_patterns();
+        db.objects[c].name = "<small heap objects>".into();
         assert!(strongest(&db, 10).iter().all(|f| f.object != c as u32));
         // Too few samples of the object: no finding either.
         let db = with_patterns();

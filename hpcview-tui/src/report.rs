@@ -127,7 +127,7 @@ pub fn findings_section(db: &Database, top: usize) -> String {
     if found.is_empty() {
         let _ = writeln!(
             out,
-            "Findings: none (no misaligned accesses, large or data-dependent strides, sharing or streamed data with enough evidence: objects above 1% and {} sampled accesses, not a runtime's memory)",
+            "Findings: none (no misaligned accesses, large or data-dependent strides, sharing or streamed data with enough evidence: objects above 1% and {} sampled accesses, not a runtime's memory nor a <...> bucket)",
             crate::findings::MIN_OBJECT_SAMPLES
         );
         return out;
