@@ -30,6 +30,11 @@ const MAX_FORWARD_DECODE: u64 = 64 * 1024;
 /// array read through a pointer there costs what a scalar spill costs.
 const LOCAL_STACK_BYTES: u64 = 16 * 1024;
 
+/// Bytes of code before the landed instruction that a window is decoded
+/// from at least: 16 instructions of the 4-5 bytes typical of compiled
+/// loops, with room to spare.
+const WINDOW_CONTEXT: u64 = 128;
+
 /// The x86-64 red zone below the stack pointer.
 const RED_ZONE: u64 = 128;
 
@@ -109,7 +114,10 @@ fn window(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64, prev: u64) -> O
         .function_start(ip)
         .filter(|&f| ip - f <= MAX_FORWARD_DECODE && f >= seg_start && f <= prev);
     if let Some(f) = func {
-        let from = anchors::start_before(prev, f).unwrap_or(f);
+        // An anchor far enough before `prev` that the window can hold its
+        // WINDOW instructions (an anchor just before `prev` would cut the
+        // block and lose the loads and reloads at its start).
+        let from = anchors::start_before(prev.saturating_sub(WINDOW_CONTEXT), f).unwrap_or(f);
         if let Some(w) = Window::decode(code, seg_start, from, ip) {
             return Some(w);
         }
@@ -156,9 +164,30 @@ fn blamed_address(
         Operand::None => Some(0),
         Operand::In(r, delta) => register_value(regs, r, if named.is_gpr32() { named } else { r })
             .map(|v| v.wrapping_sub(delta as u64)),
-        Operand::Slot(r, disp) => {
-            let at = register_value(regs, r, r)?.wrapping_add(disp as u64);
-            stack.read(at)
+        Operand::Loaded(word) => {
+            let reg = |r: Register, delta: i64| match r {
+                Register::None => Some(0),
+                r => register_value(regs, r, r).map(|v| v.wrapping_sub(delta as u64)),
+            };
+            // The own stack is read directly; any other word through the
+            // kernel, which refuses an address that is no longer mapped.
+            let read = |at: u64| {
+                if stack.contains(at) {
+                    stack.read(at)
+                } else {
+                    sys::read_word_checked(at)
+                }
+            };
+            let base = match word.base_deref {
+                Some(d) => read(reg(word.base, 0)?.wrapping_add(d as u64))?,
+                None => reg(word.base, word.base_delta)?,
+            };
+            read(
+                base.wrapping_add(
+                    reg(word.index, word.index_delta)?.wrapping_mul(word.scale as u64),
+                )
+                .wrapping_add(word.disp as u64),
+            )
         }
         Operand::Lost => None,
     };
@@ -295,8 +324,27 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     if blamed.is_empty() {
         return nothing(landed, b.rule);
     }
-    let at = blamed[(turn % blamed.len() as u64) as usize] as usize;
-    let (access, source) = blamed_address(&w, at, regs, &state.stack, code, seg_start);
+    // Several loads feed the landed instruction: one of them in turn,
+    // skipping those whose address is lost while another's is known (the
+    // group's period goes to the accesses that can be named; it is
+    // unrecovered only when none can).
+    let n = blamed.len();
+    let first = (turn % n as u64) as usize;
+    let mut pick = (
+        blamed[first] as usize,
+        (Access::Unrecoverable, Source::Previous),
+    );
+    for k in 0..n {
+        let at = blamed[(first + k) % n] as usize;
+        let found = blamed_address(&w, at, regs, &state.stack, code, seg_start);
+        if k == 0 || found.0 != Access::Unrecoverable {
+            pick = (at, found);
+        }
+        if found.0 != Access::Unrecoverable {
+            break;
+        }
+    }
+    let (at, (access, source)) = pick;
     let rule = if access == Access::Unrecoverable {
         Rule::Unrecovered
     } else {

@@ -501,6 +501,7 @@ pub fn blame(
     // Walk back through the data flow.
     let mut found = Blame::of(Rule::WalkedBack);
     let mut arithmetic = fp_arith(landed);
+    let mut divides = false;
     // Registers to resolve: (register, the window index that reads it).
     let mut work: [(Register, usize); 16] = [(Register::None, 0); 16];
     let mut nwork = 0;
@@ -536,6 +537,7 @@ pub fn blame(
         let producer = &insns[p];
         if long_latency(producer) {
             arithmetic = true;
+            divides = true;
             continue;
         }
         if loads(producer) && !constant_operand(p) {
@@ -551,6 +553,12 @@ pub fn blame(
         if matches!(producer.flow_control(), FlowControl::Next) {
             add_sources(producer, p, &mut work, &mut nwork);
         }
+    }
+    // A divide or square root on one input: its latency (13-20 cycles and
+    // more, not pipelined) is what the landed instruction waits for, not
+    // the loads of the other inputs, which issued long before in the block.
+    if found.n > 0 && divides {
+        return Blame::of(Rule::Compute);
     }
     if found.n > 0 {
         // Oldest first, so the choice among them is stable.
@@ -600,13 +608,26 @@ pub enum Operand {
     /// Its value is in this register now, minus this constant (a loop's
     /// induction variable advanced by `add $16,%rax` after the access).
     In(Register, i64),
-    /// Its value is the word at this register (intact) plus this
-    /// displacement: the register was reloaded from a frame slot
-    /// (`mov -0x2f0(%rbp),%rsi`) that nothing in the window wrote since,
-    /// and has been overwritten after the access (gcc's code for a loop
-    /// that keeps its array pointers in the frame).
-    Slot(Register, i64),
+    /// It was overwritten after the access, but its value is still in
+    /// memory, at an address the registers give again (see [`reload`]).
+    Loaded(Reload),
     Lost,
+}
+
+/// A word in memory that holds a register's lost value: at
+/// `B + (index - index_delta) * scale + disp`, where B is
+/// `base - base_delta` or, with `base_deref`, the word at `base +
+/// base_deref`; registers read from the interrupted context
+/// (`Register::None`: absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reload {
+    pub base: Register,
+    pub base_delta: i64,
+    pub base_deref: Option<i64>,
+    pub index: Register,
+    pub index_delta: i64,
+    pub scale: u8,
+    pub disp: i64,
 }
 
 /// The constant `insn` adds to `reg` if it only advances it (`add`/`sub`
@@ -646,35 +667,106 @@ fn advance(insn: &Instruction, reg: Register) -> Option<i64> {
     }
 }
 
-/// If the window's instruction `p` loads a 64-bit register from a frame
-/// slot (`mov disp(%rbp|%rsp),reg`, no index) whose base register no
-/// later instruction writes and whose slot no later instruction stores to
-/// through the same base and displacement, where the loaded value still
-/// is.
-fn frame_slot_reload(insns: &[Instruction], p: usize) -> Option<Operand> {
+/// If the window's instruction `p` loads a 64-bit register from memory
+/// (`mov disp(base,index,scale),reg`) at an address that can be computed
+/// again at the sample, where the loaded value still is: the registers of
+/// that address are intact since (or only advanced by constants), the
+/// load did not replace one of them, and nothing after it may have
+/// written the word. For a frame slot (`disp(%rbp)` or `disp(%rsp)`, no
+/// index: gcc keeps a loop's array pointers there when registers run
+/// out) that means no later store to the same slot; for any other word
+/// (`mov (%r13,%rcx,8),%rdx`: a pointer read from an array of pointers),
+/// no later store at all except to scalar stack slots.
+fn reload(insns: &[Instruction], p: usize) -> Option<Operand> {
     let load = &insns[p];
-    let base = load.memory_base();
-    let is_reload = load.mnemonic() == Mnemonic::Mov
+    let is_load = load.mnemonic() == Mnemonic::Mov
         && load.op_count() == 2
         && load.op_kind(0) == OpKind::Register
         && load.op0_register().is_gpr64()
         && load.op_kind(1) == OpKind::Memory
-        && matches!(base, Register::RBP | Register::RSP)
-        && load.memory_index() == Register::None
-        && load.op0_register().full_register() != base;
-    if !is_reload {
+        && !matches!(load.memory_segment(), Register::FS | Register::GS);
+    if !is_load {
         return None;
     }
-    let disp = load.memory_displacement64();
+    let dest = load.op0_register().full_register();
     let later = &insns[p + 1..];
-    let base_written = later.iter().any(|i| soft::writes_register(i, base));
-    let slot_stored = later.iter().any(|i| {
+    let stored_after = |q: usize| {
+        insns[q + 1..]
+            .iter()
+            .any(|i| soft::memory_kind(i).is_some_and(|k| k.stores()) && !stack_slot(i))
+    };
+    // A load that replaced its own base (`mov 0x398(%rbp),%rax` then
+    // `mov (%rax,%r12,1),%rax`: a member pointer, then a row of a 2-D
+    // table): the base is itself the word its producer loaded.
+    let mut base_deref = None;
+    let mut base_reg = load.memory_base();
+    if base_reg.is_gpr64() && base_reg.full_register() == dest {
+        let q = (0..p)
+            .rev()
+            .find(|&q| soft::writes_register(&insns[q], dest))?;
+        let producer = &insns[q];
+        let simple = producer.mnemonic() == Mnemonic::Mov
+            && producer.op_count() == 2
+            && producer.op_kind(0) == OpKind::Register
+            && producer.op0_register().full_register() == dest
+            && producer.op0_register().is_gpr64()
+            && producer.op_kind(1) == OpKind::Memory
+            && producer.memory_index() == Register::None
+            && producer.memory_base().is_gpr64()
+            && producer.memory_base() != dest
+            && !matches!(producer.memory_segment(), Register::FS | Register::GS);
+        let from = producer.memory_base();
+        if !simple
+            || insns[q + 1..]
+                .iter()
+                .any(|i| soft::writes_register(i, from))
+            || stored_after(q)
+        {
+            return None;
+        }
+        base_deref = Some(producer.memory_displacement64() as i64);
+        base_reg = from;
+    }
+    let locate = |reg: Register| -> Option<(Register, i64)> {
+        if reg == Register::None || reg == Register::RIP || reg == Register::EIP {
+            return Some((Register::None, 0));
+        }
+        if !reg.is_gpr64() || reg.full_register() == dest {
+            return None;
+        }
+        let mut delta = 0i64;
+        for i in later {
+            if soft::writes_register(i, reg) {
+                delta = delta.wrapping_add(advance(i, reg)?);
+            }
+        }
+        Some((reg, delta))
+    };
+    let (base, base_delta) = locate(base_reg)?;
+    let (index, index_delta) = locate(load.memory_index())?;
+    let disp = load.memory_displacement64() as i64;
+    let frame_slot = base_deref.is_none()
+        && matches!(base, Register::RBP | Register::RSP)
+        && index == Register::None;
+    let overwritten = later.iter().any(|i| {
         soft::memory_kind(i).is_some_and(|k| k.stores())
-            && i.memory_base() == base
-            && i.memory_index() == Register::None
-            && i.memory_displacement64() == disp
+            && if frame_slot {
+                i.memory_base() == base
+                    && i.memory_index() == Register::None
+                    && i.memory_displacement64() as i64 == disp
+            } else {
+                !stack_slot(i)
+            }
     });
-    (!base_written && !slot_stored).then_some(Operand::Slot(base, disp as i64))
+    (!overwritten).then_some(Operand::Loaded(Reload {
+        base,
+        base_delta,
+        base_deref,
+        index,
+        index_delta,
+        scale: load.memory_index_scale() as u8,
+        disp,
+    }))
 }
 
 /// The registers holding the base and index values the access at window
@@ -725,8 +817,8 @@ pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
                     return Operand::In(src, 0);
                 }
             }
-            if let Some(slot) = frame_slot_reload(insns, p) {
-                return slot;
+            if let Some(word) = reload(insns, p) {
+                return word;
             }
         }
         Operand::Lost

@@ -194,7 +194,15 @@ fn a_base_reloaded_from_the_frame_and_overwritten_is_read_back_from_its_slot() {
     assert_eq!(
         address_registers(&w, 1),
         (
-            Operand::Slot(Register::RBP, -0x2f0),
+            Operand::Loaded(Reload {
+                base: Register::RBP,
+                base_delta: 0,
+                base_deref: None,
+                index: Register::None,
+                index_delta: 0,
+                scale: 1,
+                disp: -0x2f0
+            }),
             Operand::In(Register::RAX, 0)
         )
     );
@@ -204,4 +212,96 @@ fn a_base_reloaded_from_the_frame_and_overwritten_is_read_back_from_its_slot() {
     stored.splice(12..12, [0x48, 0x89, 0xbd, 0x10, 0xfd, 0xff, 0xff]);
     let w = window(&stored);
     assert_eq!(address_registers(&w, 1).0, Operand::Lost);
+}
+
+#[test]
+fn a_pointer_read_from_an_array_of_pointers_and_overwritten_is_read_back() {
+    // LAMMPS's PairLJCut::compute (Debian's liblammps, gcc -O2):
+    // 49 8b 54 cd 00         mov rdx,[r13+rcx*8]     (x[j], a double*)
+    // 66 0f 10 22            movupd xmm4,[rdx]       (x[j][0..1])
+    // 49 63 14 8e            movsxd rdx,dword [r14+rcx*4]  (type[j]: rdx lost)
+    // 66 0f 5c cc            subpd xmm1,xmm4         <- landed
+    let code = [
+        0x49, 0x8b, 0x54, 0xcd, 0x00, 0x66, 0x0f, 0x10, 0x22, 0x49, 0x63, 0x14, 0x8e, 0x66, 0x0f,
+        0x5c, 0xcc,
+    ];
+    let w = window(&code);
+    let b = blame(&w, &never, &no_local);
+    assert_eq!(b.accesses(), [1]);
+    let word = Reload {
+        base: Register::R13,
+        base_delta: 0,
+        base_deref: None,
+        index: Register::RCX,
+        index_delta: 0,
+        scale: 8,
+        disp: 0,
+    };
+    assert_eq!(
+        address_registers(&w, 1),
+        (Operand::Loaded(word), Operand::None)
+    );
+    // A store to the heap after the pointer was read: it may have changed.
+    // 48 89 07               mov [rdi],rax
+    let mut stored = code.to_vec();
+    stored.splice(9..9, [0x48, 0x89, 0x07]);
+    let w = window(&stored);
+    assert_eq!(address_registers(&w, 1).0, Operand::Lost);
+    // The load replaced its own base: nothing to read back.
+    // 48 8b 3c 17            mov rdi,[rdi+rdx]
+    // f2 0f 10 07            movsd xmm0,[rdi]
+    // 48 31 ff               xor rdi,rdi
+    // f2 0f 58 c8            addsd xmm1,xmm0        <- landed
+    let w = window(&[
+        0x48, 0x8b, 0x3c, 0x17, 0xf2, 0x0f, 0x10, 0x07, 0x48, 0x31, 0xff, 0xf2, 0x0f, 0x58, 0xc8,
+    ]);
+    assert_eq!(address_registers(&w, 1).0, Operand::Lost);
+}
+
+#[test]
+fn a_row_pointer_read_through_a_member_pointer_is_read_back_in_two_steps() {
+    // LAMMPS's PairLJCut::compute, lj2[itype][jtype]:
+    // 48 8b 85 98 03 00 00   mov rax,[rbp+0x398]       (this->lj2)
+    // 4a 8b 04 20            mov rax,[rax+r12]         (lj2[itype]: rax replaced)
+    // f2 0f 5c 14 d0         subsd xmm2,[rax+rdx*8]    (lj2[itype][jtype])
+    // 4b 8b 04 11            mov rax,[r9+r10]          (rax lost)
+    // f2 0f 59 d0            mulsd xmm2,xmm0           <- landed
+    let w = window(&[
+        0x48, 0x8b, 0x85, 0x98, 0x03, 0x00, 0x00, 0x4a, 0x8b, 0x04, 0x20, 0xf2, 0x0f, 0x5c, 0x14,
+        0xd0, 0x4b, 0x8b, 0x04, 0x11, 0xf2, 0x0f, 0x59, 0xd0,
+    ]);
+    assert_eq!(blame(&w, &never, &no_local).accesses(), [2]);
+    let (base, index) = address_registers(&w, 2);
+    assert_eq!(
+        base,
+        Operand::Loaded(Reload {
+            base: Register::RBP,
+            base_delta: 0,
+            base_deref: Some(0x398),
+            index: Register::R12,
+            index_delta: 0,
+            scale: 1,
+            disp: 0,
+        })
+    );
+    assert_eq!(index, Operand::In(Register::RDX, 0));
+}
+
+#[test]
+fn a_divide_on_one_input_makes_the_sample_compute() {
+    // f2 0f 10 10            movsd xmm2,[rax]
+    // f2 0f 5e c1            divsd xmm0,xmm1
+    // f2 0f 59 d0            mulsd xmm2,xmm0        <- landed
+    let w = window(&[
+        0xf2, 0x0f, 0x10, 0x10, 0xf2, 0x0f, 0x5e, 0xc1, 0xf2, 0x0f, 0x59, 0xd0,
+    ]);
+    assert_eq!(blame(&w, &never, &no_local).rule, Rule::Compute);
+    // Without the divide the load takes the blame.
+    // f2 0f 10 10            movsd xmm2,[rax]
+    // f2 0f 59 c1            mulsd xmm0,xmm1
+    // f2 0f 59 d0            mulsd xmm2,xmm0        <- landed
+    let w = window(&[
+        0xf2, 0x0f, 0x10, 0x10, 0xf2, 0x0f, 0x59, 0xc1, 0xf2, 0x0f, 0x59, 0xd0,
+    ]);
+    assert_eq!(blame(&w, &never, &no_local).accesses(), [0]);
 }

@@ -320,3 +320,49 @@ pub fn page_node(addr: u64) -> Option<u32> {
     };
     (r == 0 && status[0] >= 0).then_some(status[0] as u32)
 }
+
+/// Reads the 8-byte word at `addr` of this process without risking a
+/// fault: `process_vm_readv` on the own process returns an error for an
+/// unmapped or unreadable address instead of raising SIGSEGV. Safe in a
+/// signal handler (one system call; the caller keeps errno). `None` when
+/// the kernel refuses (unmapped, or a seccomp policy without the call).
+pub fn read_word_checked(addr: u64) -> Option<u64> {
+    let mut word: u64 = 0;
+    let local = libc::iovec {
+        iov_base: (&mut word as *mut u64).cast::<c_void>(),
+        iov_len: 8,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut c_void,
+        iov_len: 8,
+    };
+    // SAFETY: the kernel writes at most 8 bytes into `word` through
+    // `local`; `remote` is only read by the kernel, which checks it.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_process_vm_readv,
+            libc::getpid(),
+            &local as *const libc::iovec,
+            1usize,
+            &remote as *const libc::iovec,
+            1usize,
+            0usize,
+        )
+    };
+    (n == 8).then_some(word)
+}
+
+#[cfg(test)]
+mod checked_read_tests {
+    use super::read_word_checked;
+
+    #[test]
+    fn reads_a_mapped_word_and_refuses_an_unmapped_one() {
+        let word: Box<u64> = Box::new(0x1234_5678_9abc_def0);
+        assert_eq!(
+            read_word_checked(&*word as *const u64 as u64),
+            Some(0x1234_5678_9abc_def0)
+        );
+        assert_eq!(read_word_checked(8), None);
+    }
+}
