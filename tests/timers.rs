@@ -45,9 +45,13 @@ fn abc_with(name: &str, opts: &[&str]) -> u64 {
     );
     // The CPU time includes the start-up's page faults in the kernel,
     // which the timers (user time only) do not count: fewer periods, never
-    // many more.
+    // many more. The timers run on the kernel's user-time clock, which is
+    // charged a whole tick (4 ms at HZ=250) at a time to the thread running
+    // at the tick; on a loaded machine that tick sampling gave a thread 11%
+    // more user time than its precise CPU clock once (856 periods against
+    // 769), so the upper bound allows a quarter.
     assert!(
-        counted * 10 >= expected * 6 && counted * 10 <= expected * 11,
+        counted * 10 >= expected * 6 && counted * 100 <= expected * 125,
         "{opts:?}: {counted} periods counted against {expected} in the CPU time"
     );
 
