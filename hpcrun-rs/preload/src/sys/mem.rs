@@ -321,12 +321,22 @@ pub fn page_node(addr: u64) -> Option<u32> {
     (r == 0 && status[0] >= 0).then_some(status[0] as u32)
 }
 
+/// Set once `process_vm_readv` was refused as a call (a seccomp policy or
+/// a kernel without it): later reads give up without the system call.
+static CHECKED_READ_REFUSED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Reads the 8-byte word at `addr` of this process without risking a
 /// fault: `process_vm_readv` on the own process returns an error for an
 /// unmapped or unreadable address instead of raising SIGSEGV. Safe in a
 /// signal handler (one system call; the caller keeps errno). `None` when
-/// the kernel refuses (unmapped, or a seccomp policy without the call).
+/// the kernel refuses (unmapped, or a seccomp policy without the call:
+/// then never tried again).
 pub fn read_word_checked(addr: u64) -> Option<u64> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if CHECKED_READ_REFUSED.load(Relaxed) {
+        return None;
+    }
     let mut word: u64 = 0;
     let local = libc::iovec {
         iov_base: (&mut word as *mut u64).cast::<c_void>(),
@@ -349,6 +359,9 @@ pub fn read_word_checked(addr: u64) -> Option<u64> {
             0usize,
         )
     };
+    if n < 0 && matches!(super::errno(), libc::EPERM | libc::ENOSYS | libc::EACCES) {
+        CHECKED_READ_REFUSED.store(true, Relaxed);
+    }
     (n == 8).then_some(word)
 }
 
