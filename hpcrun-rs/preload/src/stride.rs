@@ -142,6 +142,18 @@ fn enclosing_loop(code: &[u8], code_start: u64, ip: u64) -> Option<(u64, u64)> {
     None
 }
 
+/// Frame slots stored to in a loop that the analysis keeps track of.
+const MAX_SLOT_STORES: usize = 8;
+
+/// The frame slot `insn`'s memory operand names (`disp(%rsp)` or
+/// `disp(%rbp)`, no index): its base register and displacement.
+fn frame_slot(insn: &Instruction) -> Option<(Register, u64)> {
+    (soft::has_memory_operand(insn)
+        && matches!(insn.memory_base(), Register::RSP | Register::RBP)
+        && insn.memory_index() == Register::None)
+        .then(|| (insn.memory_base(), insn.memory_displacement64()))
+}
+
 /// What the decoder says about the stride of an access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decoded {
@@ -202,9 +214,11 @@ fn stride_in_loop(
     let scale = i64::from(insn.memory_index_scale());
     let (start, end) = enclosing_loop(code, code_start, insn.ip())?;
 
-    // Pass 1: which registers the loop writes; the access must be on an
-    // instruction boundary of the body.
+    // Pass 1: which registers the loop writes, and which frame slots it
+    // stores to; the access must be on an instruction boundary of the body.
     let mut written = 0u32;
+    let mut slot_stores = [(Register::None, 0u64); MAX_SLOT_STORES];
+    let mut n_slot_stores = 0;
     let mut found = false;
     let mut at = start;
     let mut count = 0;
@@ -215,6 +229,13 @@ fn stride_in_loop(
             return None;
         }
         found |= at == insn.ip();
+        if soft::memory_kind(&i).is_some_and(|k| k.stores()) && frame_slot(&i).is_some() {
+            if n_slot_stores == MAX_SLOT_STORES {
+                return None;
+            }
+            slot_stores[n_slot_stores] = (i.memory_base(), i.memory_displacement64());
+            n_slot_stores += 1;
+        }
         for r in 0..16 {
             let reg = gpr(r);
             if writes(&i, reg) {
@@ -227,6 +248,21 @@ fn stride_in_loop(
         return None;
     }
     let invariant = !written;
+    // A register reloaded in the loop from a frame slot the loop never
+    // stores to (gcc keeps array pointers there when registers run out:
+    // `mov 0x8(%rsp),%rsi` before `movsd %xmm0,(%rsi,%rax,8)`) holds the
+    // same value at every iteration: it does not step, and it is not data.
+    let invariant_reload = |i: &Instruction, reg: Register| {
+        frame_slot(i).is_some_and(|(slot_base, disp)| {
+            i.mnemonic() == Mnemonic::Mov
+                && i.op_kind(0) == OpKind::Register
+                && i.op0_register() == reg
+                && reg.is_gpr64()
+                && invariant & bit(slot_base) != 0
+                && !slot_stores[..n_slot_stores].contains(&(slot_base, disp))
+        })
+    };
+    let (mut base_reloaded, mut index_reloaded) = (false, false);
 
     // Pass 2: the steps of the address registers, and the offsets of the
     // accesses through the same registers at the start of an iteration.
@@ -251,8 +287,16 @@ fn stride_in_loop(
                 element = e;
             }
         }
-        for (reg, step) in [(base, &mut base_step), (index, &mut index_step)] {
+        for (reg, step, reloaded) in [
+            (base, &mut base_step, &mut base_reloaded),
+            (index, &mut index_step, &mut index_reloaded),
+        ] {
             if reg != Register::None && writes(&i, reg) {
+                if invariant_reload(&i, reg) {
+                    *step = 0;
+                    *reloaded = true;
+                    continue;
+                }
                 let Some(s) = step_of(&i, reg, regs, invariant) else {
                     *loaded = soft::memory_operand(&i).is_some() && i.mnemonic() != Mnemonic::Lea;
                     return None;
@@ -261,6 +305,13 @@ fn stride_in_loop(
             }
         }
         at = i.next_ip();
+    }
+    // A reloaded register starts every iteration at the same value.
+    if base_reloaded {
+        base_step = 0;
+    }
+    if index_reloaded {
+        index_step = 0;
     }
     let step = base_step.wrapping_add(index_step.wrapping_mul(scale));
     let per_access = step / unroll(step, &mut offsets[..n_offsets]);
@@ -450,6 +501,43 @@ mod tests {
                 bytes: 8000,
                 element: 8
             })
+        );
+    }
+
+    #[test]
+    fn a_base_reloaded_from_an_untouched_frame_slot_is_invariant() {
+        // LULESH's e_old[i] = ... (gcc -O2, registers spilled):
+        // 1000: 48 8b 74 24 08        mov 0x8(%rsp),%rsi
+        // 1005: f2 0f 11 04 c6        movsd %xmm0,(%rsi,%rax,8)
+        // 100a: 48 83 c0 01           add $0x1,%rax
+        // 100e: 48 39 c2              cmp %rax,%rdx
+        // 1011: 75 ed                 jne 1000
+        let code = [
+            0x48, 0x8b, 0x74, 0x24, 0x08, 0xf2, 0x0f, 0x11, 0x04, 0xc6, 0x48, 0x83, 0xc0, 0x01,
+            0x48, 0x39, 0xc2, 0x75, 0xed,
+        ];
+        assert_eq!(
+            stride_at(&code, 0x1005, None),
+            Some(Stride {
+                bytes: 8,
+                element: 8
+            })
+        );
+        // The loop also stores to the slot: the pointer may change, data.
+        // 1000: 48 8b 74 24 08        mov 0x8(%rsp),%rsi
+        // 1005: f2 0f 11 04 c6        movsd %xmm0,(%rsi,%rax,8)
+        // 100a: 48 89 7c 24 08        mov %rdi,0x8(%rsp)
+        // 100f: 48 83 c0 01           add $0x1,%rax
+        // 1013: 48 39 c2              cmp %rax,%rdx
+        // 1016: 75 e8                 jne 1000
+        let code = [
+            0x48, 0x8b, 0x74, 0x24, 0x08, 0xf2, 0x0f, 0x11, 0x04, 0xc6, 0x48, 0x89, 0x7c, 0x24,
+            0x08, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x39, 0xc2, 0x75, 0xe8,
+        ];
+        let insn = soft::decode_at(&code, 0x1000, 0x1005).unwrap();
+        assert_eq!(
+            static_stride(&code, 0x1000, &insn, None),
+            Decoded::DataDependent
         );
     }
 
