@@ -181,7 +181,11 @@ fn slurm_launches_are_separate_runs_unless_ranks_of_one_step() {
 fn start_trapping(dir: &Path, out: &str, sig: &str) -> (std::process::Child, u32) {
     let script =
         format!("trap 'echo got {sig}; exit 3' {sig}; echo ready; while :; do sleep 0.05; done");
+    // A shell cannot trap a signal that was ignored when it started (under
+    // `nohup` SIGHUP is, in a background job of a script SIGINT is): the
+    // program starts with the default dispositions, whatever the test's.
     let mut child = hpcrun_cmd(dir, out)
+        .args(["env", "--default-signal=TERM,INT,HUP,USR1,USR2"])
         .args(["sh", "-c", &script])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
