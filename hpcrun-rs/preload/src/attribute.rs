@@ -11,6 +11,8 @@
 
 #![allow(unsafe_code)]
 
+use std::cell::Cell;
+
 use iced_x86::Register;
 
 use crate::anchors;
@@ -255,20 +257,13 @@ fn linear_previous(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Opt
         .or_else(|| soft::previous_by_backward_guess(code, seg_start, ip))
 }
 
-/// True if the access at window index `at` went to the top of the
+/// True if `access` (recovered from `regs`) went to the top of the
 /// thread's own stack (see [`LOCAL_STACK_BYTES`]).
-fn is_local(
-    w: &Window,
-    at: usize,
-    regs: &Regs,
-    stack: &StackBounds,
-    code: &[u8],
-    seg_start: u64,
-) -> bool {
+fn is_local(access: Access, regs: &Regs) -> bool {
     let Some(sp) = register_value(regs, Register::RSP, Register::RSP) else {
         return false;
     };
-    match blamed_address(w, at, regs, stack, code, seg_start).0 {
+    match access {
         Access::Address { addr, .. } => {
             addr.wrapping_sub(sp.wrapping_sub(RED_ZONE)) < RED_ZONE + LOCAL_STACK_BYTES
         }
@@ -316,8 +311,23 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     let Some(w) = window(snap, code, seg_start, ip, prev) else {
         return nothing(prev, Rule::Other);
     };
+    // Each access's address is recovered once (the own-stack rule asks
+    // for the loads of the walk, the pick below for the blamed ones; a
+    // reload may cost a system call).
+    let recovered: [Cell<Option<(Access, Source)>>; blame::WINDOW] = Default::default();
+    let address_of = |at: usize| {
+        let memo = recovered.get(at);
+        if let Some(found) = memo.and_then(Cell::get) {
+            return found;
+        }
+        let found = blamed_address(&w, at, regs, &state.stack, code, seg_start);
+        if let Some(m) = memo {
+            m.set(Some(found));
+        }
+        found
+    };
     let b = blame::blame(&w, &|a| is_constant(snap, a), &|at| {
-        is_local(&w, at, regs, &state.stack, code, seg_start)
+        is_local(address_of(at).0, regs)
     });
     let landed = w.last().map_or(prev, |i| i.ip());
     let blamed = b.accesses();
@@ -336,7 +346,7 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     );
     for k in 0..n {
         let at = blamed[(first + k) % n] as usize;
-        let found = blamed_address(&w, at, regs, &state.stack, code, seg_start);
+        let found = address_of(at);
         if k == 0 || found.0 != Access::Unrecoverable {
             pick = (at, found);
         }
