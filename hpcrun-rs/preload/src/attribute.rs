@@ -213,13 +213,19 @@ fn blamed_address(
         _ => {
             // A pointer chase (`mov (%rax),%rax`): the next access through
             // the loaded pointer reads the next element of the same
-            // structure. Only loads that replaced their own base.
+            // structure. Only loads that replaced their own base, whose
+            // register still holds the loaded pointer at the IP (the
+            // sample may land after the `test` or the back edge that
+            // follow the load).
+            let via = insn.memory_base().full_register();
             let chase = insn.memory_index() == Register::None
                 && insn.op_count() > 0
                 && insn.op_kind(0) == iced_x86::OpKind::Register
-                && insn.op0_register().full_register() == insn.memory_base().full_register();
-            if chase && at + 1 == w.insns().len() {
-                let via = insn.memory_base().full_register();
+                && insn.op0_register().full_register() == via
+                && !w.insns()[at + 1..]
+                    .iter()
+                    .any(|later| soft::writes_register(later, via));
+            if chase {
                 if let a @ Access::Address { .. } =
                     soft::next_access_via(code, seg_start, regs.rip, regs, via)
                 {
