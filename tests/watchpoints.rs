@@ -39,13 +39,16 @@ fn between_workers(o: &serde_json::Value, kind: &str) -> u64 {
         .expect("sharing_lines")
         .iter()
         .filter(|l| l["kind"] == kind)
-        .filter(|l| {
-            let t = |i: usize| l["threads"][i].as_str().unwrap_or("").to_string();
-            let pair = [t(0), t(1)];
-            pair.contains(&"thread 1".to_string()) && pair.contains(&"thread 2".to_string())
-        })
+        .filter(|l| between_workers_line(l))
         .map(|l| l["events"].as_u64().unwrap())
         .sum()
+}
+
+/// True if a sharing line's two threads are the two workers.
+fn between_workers_line(l: &serde_json::Value) -> bool {
+    let t = |i: usize| l["threads"][i].as_str().unwrap_or("").to_string();
+    let pair = [t(0), t(1)];
+    pair.contains(&"thread 1".to_string()) && pair.contains(&"thread 2".to_string())
 }
 
 fn sharing_run(dir: &std::path::Path, exe: &std::path::Path, mode: &str) -> serde_json::Value {
@@ -75,11 +78,19 @@ fn false_and_true_sharing_between_two_threads() {
     let shared = sharing_run(&dir, &exe, "shared");
     assert!(between_workers(&shared, "false") > 0, "{shared:#?}");
     assert_eq!(between_workers(&shared, "true"), 0, "{shared:#?}");
-    // Both counters sit on the object's first line.
+    // Both counters sit on the object's first line; between the workers
+    // the line is written in `increment` (the main thread's accesses to
+    // the counters may come first in a line's list: not asserted).
     for l in shared["sharing_lines"].as_array().unwrap() {
         if l["kind"] == "false" {
             assert_eq!(l["line_offset"], 0, "{l:#?}");
-            assert_eq!(l["accesses"][0]["function"], "increment", "{l:#?}");
+        }
+        if l["kind"] == "false" && between_workers_line(l) {
+            let accesses = l["accesses"].as_array().expect("accesses");
+            assert!(
+                accesses.iter().any(|a| a["function"] == "increment"),
+                "{l:#?}"
+            );
         }
     }
 
