@@ -62,8 +62,20 @@ pub(super) fn finish(
         );
     }
 
-    // Allocation counts into the heap objects.
+    // Frames: keep the used ones, sorted.
+    let mut used = vec![false; frame_table.list.len()];
+    // Allocation counts into the heap objects. The call sites of every
+    // allocation path (a frame with a line and an offset) are kept, also
+    // those of paths no sample reached: the naming stage tells the calls
+    // of one line apart by their order (`double *cold = malloc(a), *hot =
+    // malloc(b);`, `ALLOCATE(a(n), b(m))`), which needs all of them.
     for (path, (allocations, bytes)) in std::mem::take(&mut part.site_counts) {
+        for &f in &path {
+            let frame = &frame_table.list[f as usize];
+            if frame.line.is_some() && frame.offset.is_some() {
+                used[f as usize] = true;
+            }
+        }
         if let Some(&id) = part.data.object_ids.get(&ObjKey::Heap(path)) {
             let o = &mut part.data.objects[id as usize];
             o.allocations = o.allocations.saturating_add(allocations);
@@ -71,8 +83,6 @@ pub(super) fn finish(
         }
     }
 
-    // Frames: keep the used ones, sorted.
-    let mut used = vec![false; frame_table.list.len()];
     for tb in [&part.code, &part.data.tb] {
         for k in &tb.keys {
             if let Key::Frame(f) = k {

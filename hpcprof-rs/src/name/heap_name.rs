@@ -33,7 +33,9 @@ use formats::database::Frame;
 use super::fortran::fortran_allocated;
 use super::frames::short_function;
 use super::source::{is_library_source, SourceCache};
-use super::statement::{constructor_class, is_return, line_name, returned_later, Named};
+use super::statement::{
+    constructor_class, line_name, line_targets, returned_later, returns_allocation, Named,
+};
 use super::through_params;
 
 /// The name of a heap object from its allocation path (root first) and its
@@ -62,7 +64,7 @@ pub fn names_at(lines: &[String], line: usize, function: &str) -> Option<Option<
     if line == 0 || line > lines.len() {
         return None;
     }
-    if is_return(&lines[line - 1]) {
+    if returns_allocation(&lines[line - 1]) {
         return Some(None);
     }
     if fortran_allocated(&lines[line - 1]).is_some() {
@@ -119,8 +121,15 @@ pub fn heap_name_with(
                     _ => return names.join("|"),
                 }
             }
+            // `double *cold = malloc(a), *hot = malloc(b);`: each call
+            // instruction of the line names its own, in order.
+            let targets = line_targets(text);
+            if let Some((k, n)) = ordinal.filter(|&(_, n)| n == targets.len()) {
+                debug_assert!(k < n);
+                return through_callers(path, i, targets[k].clone(), &lines, &mut read);
+            }
         }
-        if is_return(text) {
+        if returns_allocation(text) {
             continue;
         }
         let class = constructor_class(&frame.function);

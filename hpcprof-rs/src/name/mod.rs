@@ -72,14 +72,17 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
     let sites = choose_sites(&paths, frames, wrappers, &mut sources);
 
     // Objects whose sites are one source line reached by different call
-    // instructions (`ALLOCATE(a(n), b(m))`): their order by offset.
+    // instructions (`ALLOCATE(a(n), b(m))`, `double *cold = malloc(a),
+    // *hot = malloc(b);`): their order by offset among all the line's
+    // allocation calls (the merge keeps those of objects without samples
+    // too, so that one sampled object of two still knows its rank).
     let line_key = |f: &Frame| (f.module.clone(), f.function.clone(), f.file.clone(), f.line);
     let mut offsets: HashMap<_, BTreeSet<u64>> = HashMap::new();
-    for (path, site) in paths.iter().zip(&sites) {
-        let Some(s) = site else { continue };
-        let f = &frames[path[*s as usize] as usize];
+    for f in frames {
         if let (Some(_), Some(off)) = (f.line, f.offset) {
-            offsets.entry(line_key(f)).or_default().insert(off);
+            if f.module != LABEL_MODULE {
+                offsets.entry(line_key(f)).or_default().insert(off);
+            }
         }
     }
 

@@ -33,15 +33,23 @@ pub(super) fn line_name(lines: &[String], idx: usize, in_constructor: bool) -> O
             return Some(Named::Member(m));
         }
     }
-    let target = assignment_target(text).or_else(|| {
-        // `double *A =\n    malloc(n);`: the call is on the next line.
-        let prev = lines.get(idx.wrapping_sub(2))?;
-        if prev.trim_end().ends_with('=') {
-            assignment_target(&format!("{} x;", prev.trim_end()))
-        } else {
-            None
-        }
-    });
+    if let Some(name) = out_param_target(text) {
+        return Some(Named::Var {
+            name,
+            pointer: false,
+        });
+    }
+    let target = assignment_target(text)
+        .or_else(|| guard_assignment(text).map(|name| (name, false)))
+        .or_else(|| {
+            // `double *A =\n    malloc(n);`: the call is on the next line.
+            let prev = lines.get(idx.wrapping_sub(2))?;
+            if prev.trim_end().ends_with('=') {
+                assignment_target(&format!("{} x;", prev.trim_end()))
+            } else {
+                None
+            }
+        });
     if let Some((name, declared)) = target {
         if in_constructor && !declared {
             if let Some(m) = as_member(&name) {
@@ -365,6 +373,192 @@ pub fn is_return(line: &str) -> bool {
         let after = code[i + "return".len()..].chars().next();
         !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
     })
+}
+
+/// True when the line returns something that may be the allocation: a
+/// `return` ([`is_return`]) whose value is not a constant. `if
+/// (posix_memalign(&p, 64, n)) return 1;`, `if (!p) return NULL;` and
+/// `return;` return no allocation: the allocation on such a line is the
+/// line's own, not a wrapper's.
+pub fn returns_allocation(line: &str) -> bool {
+    let code = code_part(line);
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices("return").any(|(i, _)| {
+        let before = code[..i].chars().next_back();
+        let rest = &code[i + "return".len()..];
+        if before.is_some_and(is_ident) || rest.chars().next().is_some_and(is_ident) {
+            return false;
+        }
+        let value = rest.split([';', '}']).next().unwrap_or("");
+        !is_constant(without_parens(value))
+    })
+}
+
+/// A constant a function returns on failure: empty (`return;`), a number
+/// (`-1`, `0x10`), a character, `NULL`, `nullptr`, `true`, `false` or an
+/// all-capitals macro (`EXIT_FAILURE`, `-ENOMEM`).
+fn is_constant(value: &str) -> bool {
+    let v = value.trim().trim_start_matches(['-', '+']).trim();
+    if v.is_empty() || v.starts_with('\'') {
+        return true;
+    }
+    if v.starts_with(|c: char| c.is_ascii_digit()) {
+        return v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+    }
+    matches!(v, "nullptr" | "true" | "false")
+        || (v
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            && v.starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
+/// Allocation functions that return the memory through their first
+/// argument (`posix_memalign(&p, align, n)`): their out-parameter names
+/// the object, whatever the line assigns the status to.
+const OUT_PARAM_ALLOCATORS: &[&str] = &["posix_memalign"];
+
+/// The object an out-parameter allocator on the line fills:
+/// `if (posix_memalign((void **)&pm, 64, n))` -> `pm`, `rc =
+/// posix_memalign(&s->buf, 64, n);` -> `s->buf`, `posix_memalign(pp, 64,
+/// n)` -> `*pp`.
+pub(super) fn out_param_target(line: &str) -> Option<String> {
+    let code = code_part(line);
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    for f in OUT_PARAM_ALLOCATORS {
+        for (i, _) in code.match_indices(f) {
+            if code[..i].chars().next_back().is_some_and(is_ident) {
+                continue;
+            }
+            let after = &code[i + f.len()..];
+            let open = i + f.len() + (after.len() - after.trim_start().len());
+            if !code[open..].starts_with('(') {
+                continue;
+            }
+            let close = matching_close(code, open)?;
+            let first = *split_outside_brackets(&code[open + 1..close], ',').first()?;
+            return out_param_name(first);
+        }
+    }
+    None
+}
+
+/// Splits C expressions on `sep` outside `()`, `[]` and `{}` (not
+/// [`split_top_level`], which takes the `>` of `s->buf` or the `<` of a
+/// comparison for brackets).
+fn split_outside_brackets(text: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+/// `(void **)&p` -> `p`, `&s->buf` -> `s->buf`, `pp` -> `*pp`.
+fn out_param_name(arg: &str) -> Option<String> {
+    let mut arg = without_parens(arg);
+    // Casts: `(void **)&p`, `(void**)(&p)`.
+    while arg.starts_with('(') {
+        let close = matching_close(arg, 0)?;
+        arg = without_parens(&arg[close + 1..]);
+    }
+    match arg.strip_prefix('&') {
+        Some(rest) => {
+            let rest = without_parens(rest);
+            (lvalue_suffix(rest).as_deref() == Some(rest))
+                .then(|| valid(rest.to_string()))
+                .flatten()
+        }
+        None => (lvalue_suffix(arg).as_deref() == Some(arg))
+            .then(|| valid(format!("*{arg}")))
+            .flatten(),
+    }
+}
+
+/// An assignment in a condition: `if ((p = malloc(n)) == NULL)`, `if
+/// (!(s->buf = calloc(n, 8)))` -> `p`, `s->buf` (a call on its right).
+pub(super) fn guard_assignment(line: &str) -> Option<String> {
+    let code = code_part(line);
+    let guard = &code[..code.len() - without_guard(code).len()];
+    for (open, _) in guard.match_indices('(') {
+        let Some(close) = matching_close(guard, open) else {
+            continue;
+        };
+        let inner = &guard[open + 1..close];
+        let Some(eq) = assignment_index(inner) else {
+            continue;
+        };
+        if inner[eq + 1..].contains('(') {
+            if let Some((name, _)) = assignment_target(&format!("{inner};")) {
+                return Some(name);
+            }
+        }
+    }
+    None
+}
+
+/// The objects a line with several allocations names, in source order:
+/// `double *cold = malloc(a), *hot = malloc(b);` -> `cold`, `hot`;
+/// `a = malloc(n); b = malloc(m);` -> `a`, `b`. Only the parts of the
+/// statement that call something (or `new`) count: `int n = 4, *p =
+/// malloc(n);` has one. Empty when the line has fewer than two.
+pub(super) fn line_targets(line: &str) -> Vec<String> {
+    let code = code_part(line);
+    let mut names = Vec::new();
+    for statement in split_outside_brackets(code, ';') {
+        let whole = statement.trim();
+        let statement = without_guard(whole);
+        let guard = &whole[..whole.len() - statement.len()];
+        if let Some(name) = out_param_target(guard).or_else(|| guard_assignment(guard)) {
+            names.push(name);
+        }
+        // The declarators after the first share its type.
+        let mut declares = false;
+        for (k, part) in split_outside_brackets(statement, ',')
+            .into_iter()
+            .enumerate()
+        {
+            let part = part.trim();
+            let rhs = assignment_index(part).map(|i| &part[i + 1..]);
+            let calls = |t: &str| t.contains('(') || t.split_whitespace().any(|w| w == "new");
+            if let Some(name) = out_param_target(part) {
+                names.push(name);
+                continue;
+            }
+            let Some(rhs) = rhs else { continue };
+            let target = if k > 0 && declares {
+                // `*hot = ...` after `double *cold = ...`: a declarator.
+                let lhs = part[..part.len() - rhs.len() - 1].trim();
+                valid(lhs.trim_start_matches(['*', '&', ' ']).to_string())
+                    .filter(|n| lvalue_suffix(n).as_deref() == Some(n.as_str()))
+                    .map(|n| (n, true))
+            } else {
+                assignment_target(&format!("{part};"))
+            };
+            let Some((name, declared)) = target else {
+                continue;
+            };
+            if k == 0 {
+                declares = declared;
+            }
+            if calls(rhs) {
+                names.push(name);
+            }
+        }
+    }
+    if names.len() < 2 {
+        names.clear();
+    }
+    names
 }
 
 /// True when one of the next lines (up to the end of the function, as far as

@@ -540,3 +540,112 @@ fn rust_vecs() {
         "heap@rust_vec::main:5"
     );
 }
+
+/// `if (posix_memalign(&p, ...)) return 1;` returns a constant, not the
+/// allocation: the line is the program's own site, not a wrapper's.
+#[test]
+fn constant_returns_are_no_wrappers() {
+    assert!(returns_allocation("  return malloc(n);"));
+    assert!(returns_allocation("return(p);"));
+    assert!(returns_allocation("{ return xmalloc(n); }"));
+    assert!(returns_allocation("  return new double[n];"));
+    for line in [
+        "  if (posix_memalign((void **)&pm, 64, n)) return 1;",
+        "  if (!p) return NULL;",
+        "  if (posix_memalign(&p, 64, n) != 0) return -ENOMEM;",
+        "  if ((p = malloc(n)) == NULL) return -1;",
+        "  if (!q) return;",
+        "  if (!q) { return nullptr; }",
+        "  if (!q) return EXIT_FAILURE;",
+    ] {
+        assert!(!returns_allocation(line), "{line}");
+    }
+    let lines = ["  if (posix_memalign((void **)&pm, 64, n)) return 1;".to_string()];
+    assert_eq!(names_at(&lines, 1, "main"), Some(Some(true)));
+}
+
+#[test]
+fn out_parameters_name_the_object() {
+    for (line, name) in [
+        ("  if (posix_memalign((void **)&pm, 64, n)) return 1;", "pm"),
+        ("  int rc = posix_memalign((void **)&pr, 64, n);", "pr"),
+        ("  rc = posix_memalign(&s->buf, 4096, n);", "s->buf"),
+        (
+            "  err = posix_memalign((void**)(&grid[i]), 64, n);",
+            "grid[i]",
+        ),
+        ("  posix_memalign(pp, 64, n);", "*pp"),
+    ] {
+        let lines = [line.to_string()];
+        let site = frame("main", Some("/src/a.c"), Some(1));
+        let read = |_: &str| Some(lines.to_vec());
+        assert_eq!(heap_name_with(&[&site], 0, None, read), name, "{line}");
+    }
+    assert_eq!(out_param_target("  my_posix_memalign(&p, 64, n);"), None);
+    // An assignment inside the condition.
+    let lines = ["  if ((buf = malloc(n)) == NULL) return -1;".to_string()];
+    let site = frame("main", Some("/src/a.c"), Some(1));
+    assert_eq!(
+        heap_name_with(&[&site], 0, None, |_| Some(lines.to_vec())),
+        "buf"
+    );
+}
+
+#[test]
+fn several_allocations_on_one_line() {
+    let t = |s: &str| line_targets(s);
+    assert_eq!(
+        t("    double *cold = malloc(16 * MIB), *hot = malloc(32 * MIB);"),
+        ["cold", "hot"]
+    );
+    assert_eq!(t("a = malloc(n); b = calloc(n, 8);"), ["a", "b"]);
+    assert_eq!(
+        t("  s->u = malloc(n), s->v = malloc(n < m ? m : n);"),
+        ["s->u", "s->v"]
+    );
+    assert_eq!(
+        t("  struct grid *g = xmalloc(n), **rows = xcalloc(m, 8); // two"),
+        ["g", "rows"]
+    );
+    // One allocation among other declarators: not a multi-allocation line.
+    assert!(t("  int n = 4, *p = malloc(n);").is_empty());
+    assert!(t("  double *p = malloc(n);").is_empty());
+
+    let lines = ["    double *cold = malloc(16 * MIB), *hot = malloc(32 * MIB);".to_string()];
+    let site = Frame {
+        offset: Some(0x40),
+        ..frame("main", Some("/src/a.c"), Some(1))
+    };
+    let read = |_: &str| Some(lines.to_vec());
+    assert_eq!(heap_name_with(&[&site], 0, Some((0, 2)), read), "cold");
+    assert_eq!(heap_name_with(&[&site], 0, Some((1, 2)), read), "hot");
+    // A count that does not match the line: the first, as before.
+    assert_eq!(heap_name_with(&[&site], 0, Some((0, 3)), read), "cold");
+}
+
+/// The rank of a call among the calls of its line counts the call sites
+/// of objects without samples too (frames the merge keeps): one sampled
+/// object of `ALLOCATE(a(n/2), b(n))` is `b`, not `a|b`.
+#[test]
+fn rank_among_all_calls_of_the_line() {
+    use formats::database::{DataObject, ObjectKind};
+    let dir = std::env::temp_dir().join(format!("rank-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("two.f90");
+    std::fs::write(&src, "program two\n  allocate(a(n/2), b(n))\nend program\n").unwrap();
+    let file = src.to_str().unwrap();
+    let at = |offset| Frame {
+        offset: Some(offset),
+        ..frame("MAIN__", Some(file), Some(2))
+    };
+    // Frame 0: `a`'s call (no object), frame 1: `b`'s call.
+    let frames = vec![at(0x20), at(0x33)];
+    let mut objects = vec![DataObject {
+        kind: ObjectKind::Heap,
+        alloc_path: vec![1],
+        ..DataObject::default()
+    }];
+    super::name_objects(&mut objects, &frames, &super::Wrappers::default());
+    assert_eq!(objects[0].name, "b");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

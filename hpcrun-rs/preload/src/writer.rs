@@ -344,6 +344,9 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         .collect();
     object_stats.sort_by_key(|s| format!("{:?}", s.object));
     profile.object_stats = object_stats;
+    if let Some(objs) = objs {
+        sites.add_siblings(objs);
+    }
     profile.alloc_sites = sites.into_sites(objs);
     let [code, heap, statics, unknown] = trees;
     profile.code = code;
@@ -488,6 +491,41 @@ impl SiteTable {
             self.order.push(global);
             next
         })
+    }
+
+    /// Adds the sites that differ from a site of this file only by their
+    /// innermost return address, a few instructions away (the other calls
+    /// of one source line: `double *cold = malloc(a), *hot = malloc(b);`,
+    /// `ALLOCATE(a(n), b(m))`), also when no sample reached their objects:
+    /// hpcprof-rs names each call of a line by its rank among all of them.
+    fn add_siblings(&mut self, objs: &objects::Objects) {
+        /// How far apart the calls of one line can be, in bytes.
+        const LINE_SPAN: u64 = 4096;
+        let count = objs.site_count();
+        let mut by_callers: HashMap<Vec<u64>, Vec<(u32, u64)>> = HashMap::new();
+        for g in 0..count {
+            if let Some((frames, _)) = objs.site_info(g) {
+                if let Some((&inner, callers)) = frames.split_first() {
+                    by_callers
+                        .entry(callers.to_vec())
+                        .or_default()
+                        .push((g, inner));
+                }
+            }
+        }
+        for g in self.order.clone() {
+            let Some((frames, _)) = objs.site_info(g) else {
+                continue;
+            };
+            let Some((&inner, callers)) = frames.split_first() else {
+                continue;
+            };
+            for &(h, other) in by_callers.get(callers).into_iter().flatten() {
+                if other.abs_diff(inner) <= LINE_SPAN {
+                    self.local(h);
+                }
+            }
+        }
     }
 
     fn into_sites(self, objs: Option<&objects::Objects>) -> Vec<AllocSite> {
