@@ -90,7 +90,18 @@ fn previous_from_anchor_or_start(code: &[u8], seg_start: u64, func: u64, ip: u64
 /// The instruction that retired before `ip`: the one that ends at `ip`,
 /// or, when that one cannot fall through to `ip` (padding before a loop
 /// label, a jump), the loop's back-edge branch that jumps to `ip`.
+///
+/// At a function's first instruction nothing fell through: a call or a
+/// jump landed there (compilers never let one symbol fall into the next;
+/// the bytes before are the previous function's padding or its last
+/// instruction, or a CRT stub such as `frame_dummy`). The previous
+/// instruction is then a back edge to the entry (a loop whose head is the
+/// function's first instruction), else none: the period belongs to the
+/// landed instruction, in the function that was running.
 fn previous_executed(snap: &Snapshot, code: &[u8], seg_start: u64, ip: u64) -> Option<u64> {
+    if snap.function_start(ip) == Some(ip) {
+        return blame::back_edge(code, seg_start, ip).map(|b| b.ip());
+    }
     let linear = linear_previous(snap, code, seg_start, ip)?;
     let falls_through =
         soft::decode_at(code, seg_start, linear).is_some_and(|insn| !blame::no_fall_through(&insn));
@@ -371,5 +382,58 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
         access,
         source,
         rule,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::code::modules::{ModuleData, ModuleInfo, UnwindSections};
+
+    /// f, g and h at 0x1000, 0x1010 and 0x1020, each followed by nop
+    /// padding; g's entry is its loop's head.
+    fn program() -> (Snapshot, Vec<u8>) {
+        let mut code = vec![0x90u8; 0x30];
+        // f: mov eax, 1; ret; then a 9-byte nop and a nop.
+        let f = [0xb8, 1, 0, 0, 0, 0xc3];
+        let pad = [0x66, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0];
+        code[..6].copy_from_slice(&f);
+        code[6..15].copy_from_slice(&pad);
+        // g: 1: add rax, 1; cmp rax, rbx; jne 1b; ret.
+        let g = [0x48, 0x83, 0xc0, 0x01, 0x48, 0x39, 0xd8, 0x75, 0xf7, 0xc3];
+        code[0x10..0x1a].copy_from_slice(&g);
+        code[0x1a..0x20].copy_from_slice(&[0x66, 0x0f, 0x1f, 0x44, 0, 0]);
+        // h: mov rax, [rdi]; ret.
+        code[0x20..0x24].copy_from_slice(&[0x48, 0x8b, 0x07, 0xc3]);
+        let m = ModuleData {
+            info: ModuleInfo {
+                path: "prog".into(),
+                bias: 0,
+                build_id: None,
+                segments: vec![(0x1000, 0x1030, true)],
+                sections: UnwindSections::default(),
+                is_self: false,
+            },
+            statics: vec![],
+            sorted_statics: 0,
+            functions: vec![(0x1000, 0x1006), (0x1010, 0x101a), (0x1020, 0x1024)],
+        };
+        (Snapshot::new(vec![(0, Arc::new(m))]), code)
+    }
+
+    /// A sample on a function's first instruction: a call landed there;
+    /// the padding (or CRT stub) before it did not run just before.
+    #[test]
+    fn nothing_falls_into_a_function_entry() {
+        let (snap, code) = program();
+        assert_eq!(previous_executed(&snap, &code, 0x1000, 0x1020), None);
+        assert_eq!(previous_executed(&snap, &code, 0x1000, 0x1000), None);
+        // An entry that is also a loop head: its back edge ran before.
+        assert_eq!(
+            previous_executed(&snap, &code, 0x1000, 0x1010),
+            Some(0x1017)
+        );
     }
 }
