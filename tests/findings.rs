@@ -164,6 +164,35 @@ fn one_allocation_site_reached_by_two_threads_is_one_row() {
             assert!(kinds.insert(kind.to_string()), "{finding} twice:\n{text}");
         }
     }
+
+    // The viewer's data pane: one row too, with both objects' samples, and
+    // it expands into both allocation call paths.
+    let model = hpcview_tui::state::model::Model::open(&p.db).expect("open the database");
+    let samples_column = model.samples_metric.expect("a samples column");
+    let mut pane =
+        hpcview_tui::state::tree::Pane::new(&model, hpcview_tui::state::tree::PaneKind::Data);
+    let rows: Vec<u32> = pane
+        .roots
+        .iter()
+        .copied()
+        .filter(|&r| pane.items[r as usize].label == "data")
+        .collect();
+    assert_eq!(rows.len(), 1, "data pane rows named data: {rows:?}");
+    let row = rows[0];
+    assert_eq!(pane.items[row as usize].inc[samples_column], total);
+    pane.materialize(&model, row);
+    let paths = pane.items[row as usize]
+        .children
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|&k| {
+            pane.items[k as usize]
+                .label
+                .starts_with("allocated at (call path")
+        })
+        .count();
+    assert_eq!(paths, 2, "the row expands into both allocation paths");
 }
 
 /// Each finding rests on its own evidence (tests/programs/findings_kinds.c,

@@ -158,6 +158,16 @@ pub struct Model {
     /// The CPU samples spent inside those runtimes (the "waiting in
     /// MPI/OpenMP" share of the bottleneck view).
     pub waiting: formats::runtimes::Waiting,
+    /// Per object: the object whose row shows it. Heap objects of one name
+    /// and allocation site reached by several call paths (a function
+    /// inlined into two callers, one line run by two threads) are one row
+    /// of the data pane, as in `--report` (`report::merge_duplicates`):
+    /// the one with the most samples; every other object points to
+    /// itself.
+    pub row_of: Vec<u32>,
+    /// The objects a merged row stands for (the row's own first), by the
+    /// row's object; objects alone in their row are not in it.
+    pub same_object: HashMap<u32, Vec<u32>>,
 }
 
 impl Model {
@@ -239,7 +249,10 @@ impl Model {
             .map(|f| formats::runtimes::of_module(&f.module).is_some())
             .collect();
         let waiting = formats::runtimes::waiting(&db);
+        let (row_of, same_object) = Self::same_objects(&db, &data, primary);
         Model {
+            row_of,
+            same_object,
             numa,
             runtime_frame,
             waiting,
@@ -258,6 +271,50 @@ impl Model {
             data_mem,
             object_mem,
             function_bottleneck,
+        }
+    }
+
+    /// [`Model::row_of`] and [`Model::same_object`]: heap objects grouped
+    /// by name and allocation site ([`crate::findings::object_identity`]),
+    /// each group shown by its member with the most samples (the first by
+    /// index on a tie).
+    fn same_objects(
+        db: &Database,
+        data: &TreeIndex,
+        primary: usize,
+    ) -> (Vec<u32>, HashMap<u32, Vec<u32>>) {
+        let mut groups: HashMap<(String, String), Vec<u32>> = HashMap::new();
+        for (i, o) in db.objects.iter().enumerate() {
+            if o.kind == ObjectKind::Heap && o.site_frame().is_some() {
+                groups
+                    .entry(crate::findings::object_identity(db, i as u32))
+                    .or_default()
+                    .push(i as u32);
+            }
+        }
+        let mut row_of: Vec<u32> = (0..db.objects.len() as u32).collect();
+        let mut same = HashMap::new();
+        for mut members in groups.into_values().filter(|m| m.len() > 1) {
+            let value = |o: u32| {
+                let node = db.objects[o as usize].node;
+                data.inclusive(node).get(primary).copied().unwrap_or(0)
+            };
+            members.sort_by(|&a, &b| value(b).cmp(&value(a)).then(a.cmp(&b)));
+            for &m in &members {
+                row_of[m as usize] = members[0];
+            }
+            same.insert(members[0], members);
+        }
+        (row_of, same)
+    }
+
+    /// The objects the row of object `o` (a row's object, `row_of[o] ==
+    /// o`) stands for: itself and the objects merged into it
+    /// ([`Model::same_object`]).
+    pub fn row_objects(&self, o: u32) -> &[u32] {
+        match self.same_object.get(&o) {
+            Some(members) => members,
+            None => std::slice::from_ref(&self.row_of[o as usize]),
         }
     }
 

@@ -55,16 +55,29 @@ pub fn lines_in(app: &AppState, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(o) = item.object.filter(|_| matches!(item.node, Node::Object(_))) {
         let obj = &model.db.objects[o as usize];
-        let allocs = match obj.allocations {
+        // A row that stands for several call paths to one site: their
+        // allocations and bytes together.
+        let members = model.row_objects(o);
+        let of_all = |f: fn(&formats::database::DataObject) -> u64| -> u64 {
+            members
+                .iter()
+                .map(|&m| f(&model.db.objects[m as usize]))
+                .sum()
+        };
+        let allocs = match of_all(|o| o.allocations) {
             0 => String::new(),
             1 => " · 1 allocation".to_string(),
             n => format!(" · {n} allocations"),
         };
+        let paths = match members.len() {
+            1 => String::new(),
+            n => format!(" · {n} allocation call paths"),
+        };
         out.push(format!(
-            "{} · {} · {}{allocs}",
+            "{} · {} · {}{allocs}{paths}",
             obj.name,
             obj.kind.as_str(),
-            bytes(obj.bytes)
+            bytes(of_all(|o| o.bytes))
         ));
         if !obj.alloc_path.is_empty() {
             let path: Vec<_> = obj

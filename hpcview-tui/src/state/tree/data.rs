@@ -3,6 +3,11 @@
 //! access call paths. An object row's exclusive value is all of its
 //! accesses (equal to its inclusive value); an access-path row's is the
 //! samples at that line, as in the code-centric tree.
+//!
+//! Heap objects of one name and allocation site reached by several call
+//! paths are one row ([`Model::row_objects`]), as in `--report`: its
+//! values are theirs summed, and it expands into each one's allocation
+//! path and access paths.
 
 use formats::database::{Frame, Tree};
 
@@ -14,6 +19,7 @@ pub(super) struct Data;
 impl Outline for Data {
     fn roots(&self, pane: &mut Pane, model: &Model) -> Vec<u32> {
         (0..model.db.objects.len() as u32)
+            .filter(|&o| model.row_of[o as usize] == o)
             .map(|o| pane.push(model, Node::Object(o), None))
             .collect()
     }
@@ -32,15 +38,25 @@ impl Outline for Data {
             }
             Node::Object(o) => {
                 let obj = &model.db.objects[o as usize];
-                item.inc = model.data.inclusive(obj.node).to_vec();
+                let members = model.row_objects(o);
+                let mut inc = model.data.inclusive(obj.node).to_vec();
+                for &m in &members[1..] {
+                    let node = model.db.objects[m as usize].node;
+                    for (a, b) in inc.iter_mut().zip(model.data.inclusive(node)) {
+                        *a += b;
+                    }
+                }
+                item.inc = inc;
                 // An object's own cost is every access to it: no other
                 // object lies below it (the tree node itself carries
                 // none, its access paths do). Rows below keep the tree's
                 // meaning: the samples at that line.
                 item.exc = item.inc.clone();
                 item.mem = model.object_mem[o as usize];
-                item.expandable =
-                    !obj.alloc_path.is_empty() || !model.data.children(obj.node).is_empty();
+                item.expandable = members.iter().any(|&m| {
+                    let obj = &model.db.objects[m as usize];
+                    !obj.alloc_path.is_empty() || !model.data.children(obj.node).is_empty()
+                });
                 item.label = obj.name.clone();
                 item.site = obj
                     .site_frame()
@@ -52,8 +68,13 @@ impl Outline for Data {
             }
             Node::AllocPath(o) => {
                 let n = model.db.objects[o as usize].alloc_path.len();
+                let row = model.row_objects(model.row_of[o as usize]);
+                let which = match row.iter().position(|&m| m == o) {
+                    Some(k) if row.len() > 1 => format!("call path {} of {}, ", k + 1, row.len()),
+                    _ => String::new(),
+                };
                 item.label = format!(
-                    "allocated at ({n} frame{}, root first)",
+                    "allocated at ({which}{n} frame{}, root first)",
                     if n == 1 { "" } else { "s" }
                 );
                 item.expandable = n > 0;
@@ -79,13 +100,16 @@ impl Outline for Data {
                 }
             }
             Node::Object(o) => {
-                let obj = &model.db.objects[o as usize];
-                let data_node = obj.node;
-                if !obj.alloc_path.is_empty() {
-                    kids.push(pane.push(model, Node::AllocPath(o), Some(id)));
+                let members = model.row_objects(o);
+                for &m in members {
+                    if !model.db.objects[m as usize].alloc_path.is_empty() {
+                        kids.push(pane.push(model, Node::AllocPath(m), Some(id)));
+                    }
                 }
-                for &c in model.data.children(data_node) {
-                    kids.push(pane.push(model, Node::Data(c), Some(id)));
+                for &m in members {
+                    for &c in model.data.children(model.db.objects[m as usize].node) {
+                        kids.push(pane.push(model, Node::Data(c), Some(id)));
+                    }
                 }
             }
             Node::AllocPath(o) => {

@@ -742,10 +742,10 @@ impl SearchIndex {
         let at = |n: u32| self.subtree.get(n as usize).copied().unwrap_or(false);
         match item.node {
             Node::Code(n) | Node::Data(n) => at(n),
-            Node::Object(o) => {
-                let obj = &model.db.objects[o as usize];
-                self.objects[o as usize] || at(obj.node) || !obj.alloc_path.is_empty()
-            }
+            Node::Object(o) => model.row_objects(o).iter().any(|&m| {
+                let obj = &model.db.objects[m as usize];
+                self.objects[m as usize] || at(obj.node) || !obj.alloc_path.is_empty()
+            }),
             Node::AllocPath(_) => true,
             _ => false,
         }
