@@ -59,7 +59,8 @@ struct Args {
     )]
     output: PathBuf,
 
-    /// Smallest heap block (bytes) that is tracked with its allocation call path.
+    /// Smallest heap block (bytes) that is tracked with its allocation call path; smaller blocks
+    /// that the program's own code allocated (not a library's) are tracked too, the first 16,384.
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     min_bytes: usize,
 

@@ -131,7 +131,15 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
     timed(|| {
         if size < config::get().min_bytes {
             objects::note_small_block(ptr as u64);
-            return;
+            let small_site = caller.is_some_and(|c| {
+                objects::small_sites::wanted(c.ret, |ret| {
+                    let _section = sys::reading();
+                    modules::get().is_some_and(|snap| snap.is_program_code(ret))
+                })
+            });
+            if !small_site {
+                return;
+            }
         }
         guarded(|| track(ptr as u64, size as u64, Entry::Block, caller));
     });
@@ -279,7 +287,7 @@ unsafe fn forget_block(ptr: *mut c_void) {
     timed(|| {
         // SAFETY: a live glibc block, per this function's contract.
         let usable = unsafe { sys::usable_size(ptr) };
-        if usable.is_some_and(|u| u < config::get().min_bytes) {
+        if usable.is_some_and(|u| u < config::get().min_bytes) && !objects::small_sites::any() {
             return;
         }
         if let Some(objs) = objects::get() {

@@ -2,7 +2,9 @@
 //! variables, the static-data map, [`modules`]) and the call-path unwinder
 //! built from their `.eh_frame` sections ([`unwind`]). One unit because
 //! each needs the other: a new module snapshot rebuilds the unwinder, and
-//! the unwinder reads the snapshot's modules.
+//! the unwinder reads the snapshot's modules. Functions without a symbol
+//! get their ranges from the unwind table ([`eh_ranges`]).
 
+pub mod eh_ranges;
 pub mod modules;
 pub mod unwind;

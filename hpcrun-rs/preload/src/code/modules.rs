@@ -32,6 +32,12 @@ pub struct ModuleInfo {
     pub sections: UnwindSections,
     /// True for this library itself.
     pub is_self: bool,
+    /// The program's own code (the executable or a library of its, such
+    /// as `liblammps.so`): not the C and C++ runtimes, the loader, an MPI
+    /// or OpenMP runtime, nor the common system libraries they use. Small
+    /// heap blocks allocated right from here get their allocation site
+    /// ([`crate::objects::small_sites`]).
+    pub program_code: bool,
 }
 
 /// A static variable at runtime addresses.
@@ -182,6 +188,48 @@ pub fn static_symbol(id: u32, index: u32) -> Option<Symbol> {
         .cloned()
 }
 
+/// Base-name prefixes of system libraries that are never the program's
+/// own code (besides [`formats::runtimes`]' C library, loader and MPI and
+/// OpenMP runtimes): language runtimes and what MPI libraries load.
+const SYSTEM_LIBRARIES: &[&str] = &[
+    "libstdc++",
+    "libc++",
+    "libgcc_s",
+    "libgfortran",
+    "libquadmath",
+    "libm.so",
+    "libdl",
+    "librt",
+    "libevent",
+    "libhwloc",
+    "libltdl",
+    "libudev",
+    "libz.so",
+    "libnl",
+    "libxml2",
+    "liblzma",
+    "libcrypto",
+    "libssl",
+    "libnuma",
+    "libpython",
+    "libffi",
+    "libjemalloc",
+    "libtcmalloc",
+    "libmimalloc",
+];
+
+/// True if the module at `path` can be the program's own code (see
+/// [`ModuleInfo::program_code`]).
+fn is_program_module(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    !path.is_empty()
+        && !formats::runtimes::is_system_module(path)
+        && formats::runtimes::of_module(path).is_none()
+        && !path.contains("/openmpi/")
+        && !path.contains("/mpich/")
+        && !SYSTEM_LIBRARIES.iter().any(|p| base.starts_with(p))
+}
+
 fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
     let mut data = ModuleData {
         info: ModuleInfo {
@@ -191,6 +239,7 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
             segments: loaded.segments.clone(),
             sections: UnwindSections::default(),
             is_self,
+            program_code: !is_self && is_program_module(&loaded.path),
         },
         statics: Vec::new(),
         sorted_statics: 0,
@@ -273,6 +322,29 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
         }
     }
     data.functions.sort_unstable();
+    // Functions without a symbol (a stripped library's static functions):
+    // their ranges from the unwind table, so that mem:soft decodes them
+    // from a real instruction boundary.
+    let contents = |name: &str| {
+        let s = file.section_by_name(name)?;
+        Some((s.data().ok()?, s.address()))
+    };
+    if let (Some(hdr), Some(frame)) = (contents(".eh_frame_hdr"), contents(".eh_frame")) {
+        let unnamed = super::eh_ranges::without_symbols(
+            super::eh_ranges::function_ranges(hdr, frame),
+            &data
+                .functions
+                .iter()
+                .map(|&(s, e)| (s.wrapping_sub(bias), e.wrapping_sub(bias)))
+                .collect::<Vec<_>>(),
+        );
+        data.functions.extend(
+            unnamed
+                .into_iter()
+                .map(|(s, e)| (s.wrapping_add(bias), e.wrapping_add(bias))),
+        );
+        data.functions.sort_unstable();
+    }
     data
 }
 
@@ -325,6 +397,15 @@ impl Snapshot {
         self.segment(addr)
             .filter(|s| s.3)
             .map(|&(start, end, _, _)| (start, end))
+    }
+
+    /// True if `addr` is code of a module of the program's own
+    /// ([`ModuleInfo::program_code`]).
+    pub fn is_program_code(&self, addr: u64) -> bool {
+        self.segment(addr)
+            .filter(|s| s.3)
+            .and_then(|s| self.modules.get(s.2 as usize))
+            .is_some_and(|(_, m)| m.info.program_code)
     }
 
     /// True if `addr` is code of this library itself.
@@ -414,11 +495,32 @@ mod tests {
                 segments,
                 sections: UnwindSections::default(),
                 is_self,
+                program_code: !is_self,
             },
             statics: vec![],
             sorted_statics: 0,
             functions: vec![(0x1000, 0x1100), (0x1100, 0x1180)],
         })
+    }
+
+    #[test]
+    fn program_modules_leave_out_runtimes_and_system_libraries() {
+        assert!(is_program_module("/usr/bin/lmp"));
+        assert!(is_program_module(
+            "/usr/lib/x86_64-linux-gnu/liblammps.so.0"
+        ));
+        assert!(is_program_module("/work/app"));
+        for lib in [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+            "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40",
+            "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so",
+            "/usr/lib/x86_64-linux-gnu/libhwloc.so.15",
+            "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+            "",
+        ] {
+            assert!(!is_program_module(lib), "{lib}");
+        }
     }
 
     #[test]
@@ -477,6 +579,7 @@ mod tests {
                 segments: l.segments.clone(),
                 sections: UnwindSections::default(),
                 is_self: false,
+                program_code: true,
             },
             statics: vec![],
             sorted_statics: 0,

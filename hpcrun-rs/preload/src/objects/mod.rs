@@ -45,6 +45,7 @@ pub(crate) mod big;
 pub(crate) mod granules;
 pub mod mapping;
 mod small_heap;
+pub mod small_sites;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
