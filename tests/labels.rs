@@ -76,7 +76,7 @@ fn registered_ranges_and_labelled_blocks_are_objects_of_their_own() {
     // What the program said, from the measurement (no sampling involved).
     let profiles = read_profiles(&p.measurements);
     let untracked: u64 = profiles.iter().map(|p| p.stats.labels_untracked).sum();
-    assert_eq!(untracked, 1, "the 100-byte block is below --min-bytes");
+    assert_eq!(untracked, 1, "strdup's small block is not tracked");
     let log = records_by_label(&profiles);
     let label = |s: &str| Some(s.to_string());
     assert_eq!(

@@ -4,7 +4,9 @@
 //! object's site is the call in the application's own code (asserted
 //! exactly), never a wrapper or libc; with `-g` the objects are named after
 //! the variables; `--alloc-wrapper` moves sites out of a function the user
-//! names.
+//! names. A library call's own buffers (glibc's `qsort`) are named after
+//! the call, and small blocks the program allocates itself are an object
+//! of their site, not `<small heap objects>`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -203,4 +205,109 @@ fn alloc_wrapper_moves_sites_to_the_callers() {
         .arg(dir.join("measurements")));
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--alloc-wrapper"));
+}
+
+/// Line number (1-based) of the first line of `tests/programs/<name>`
+/// containing `needle`.
+fn program_line(name: &str, needle: &str) -> u64 {
+    let text = std::fs::read_to_string(root().join("tests/programs").join(name)).unwrap();
+    text.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
+}
+
+fn objects(export: &serde_json::Value) -> &Vec<serde_json::Value> {
+    export["objects"].as_array().expect("objects")
+}
+
+fn samples_of(o: &serde_json::Value) -> u64 {
+    o["metrics"]["samples"].as_u64().unwrap_or(0)
+}
+
+/// tests/programs/qsort_buffer.c: glibc's qsort mallocs a buffer as large
+/// as the array it sorts, 20 times from one call line. Those blocks are
+/// one object named `qsort buffer (qsort_buffer.c:LINE)`, sited at the
+/// call; `table` keeps its own name; nothing is named after the array
+/// the call line sorts.
+#[test]
+fn qsort_buffers_are_named_after_the_call() {
+    let dir = scratch("qsort-buffer");
+    let exe = compile_test_program("qsort_buffer.c", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("20")), "native qsort_buffer");
+    let p = profile(&dir, EVENT, &exe, &["20"]);
+    assert_eq!(p.program_stdout, native);
+    let export = export_json(&p.db, "data");
+    let call = program_line("qsort_buffer.c", "qsort(table,");
+    let want = format!("qsort buffer (qsort_buffer.c:{call})");
+    let all = objects(&export);
+    let buffer = all
+        .iter()
+        .find(|o| o["name"] == want.as_str())
+        .unwrap_or_else(|| panic!("no {want} in {export:#}"));
+    assert_eq!(buffer["allocations"], 20, "{buffer:#}");
+    assert_eq!(
+        buffer["alloc_site"]["line"].as_u64(),
+        Some(call),
+        "{buffer:#}"
+    );
+    assert!(all.iter().any(|o| o["name"] == "table"), "{export:#}");
+    // Every block allocated at the call line is the buffer.
+    let at_call: Vec<&str> = all
+        .iter()
+        .filter(|o| o["alloc_site"]["line"].as_u64() == Some(call))
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(at_call, [want.as_str()], "{export:#}");
+}
+
+/// tests/programs/small_tables.c: 64 rows of 128 bytes (under
+/// `--min-bytes`) allocated by the program and read in a hot loop are one
+/// object of their site with most of the samples, not `<small heap
+/// objects>`: `t[i]` with `-g`, `heap@make_table+0x... (64 small blocks)`
+/// without.
+#[test]
+fn small_blocks_of_the_program_are_named_by_site() {
+    for (debug, flags) in [(true, &[][..]), (false, &["-g0"][..])] {
+        let dir = scratch(if debug {
+            "small-tables-g"
+        } else {
+            "small-tables-g0"
+        });
+        let exe = compile_test_program("small_tables.c", &dir, flags);
+        let native = ok_stdout(&run(Command::new(&exe).arg("100")), "native small_tables");
+        let p = profile(&dir, EVENT, &exe, &["100"]);
+        assert_eq!(p.program_stdout, native);
+        let export = export_json(&p.db, "data");
+        let all = objects(&export);
+        let total: u64 = all.iter().map(samples_of).sum();
+        assert!(total > 200, "{total} samples");
+        let rows = all
+            .iter()
+            .find(|o| o["kind"] == "heap" && o["allocations"] == 64)
+            .unwrap_or_else(|| panic!("no object of the 64 rows in {export:#}"));
+        let name = rows["name"].as_str().unwrap();
+        if debug {
+            assert_eq!(name, "t[i]", "{rows:#}");
+        } else {
+            assert!(
+                name.starts_with("heap@make_table+0x") && name.ends_with(" (64 small blocks)"),
+                "{rows:#}"
+            );
+        }
+        let small: u64 = all
+            .iter()
+            .filter(|o| o["name"] == "<small heap objects>")
+            .map(samples_of)
+            .sum();
+        // The loop reads the rows (and the row pointers, `coeff`, one small
+        // block of its own): the rows hold a large share, the bucket of
+        // untracked small blocks next to none.
+        assert!(
+            samples_of(rows) * 4 >= total,
+            "{} of {total}: {export:#}",
+            samples_of(rows)
+        );
+        assert!(
+            small * 20 <= total,
+            "<small heap objects> {small} of {total}"
+        );
+    }
 }

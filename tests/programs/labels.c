@@ -7,8 +7,8 @@
  *   its later reads belong to the pool;
  * - the rest of the pool is read unregistered: the pool's own object;
  * - "grid" (16 MiB) is a normal malloc named with hpcrun_label;
- * - a 100-byte block (below --min-bytes) named with hpcrun_label: counted
- *   as untracked, nothing else.
+ * - a small block the C library allocated (strdup, below --min-bytes: not
+ *   tracked) named with hpcrun_label: counted as untracked, nothing else.
  *
  * Each region is summed for the same number of passes over 2 MiB, so every
  * one gets a share of the samples. Prints the sums (exact in doubles):
@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         return 1;
     hpcrun_label(grid, "grid");
 
-    char *tiny = malloc(100);
+    char *tiny = strdup("a block below --min-bytes, allocated by the C library");
     hpcrun_label(tiny, "tiny");
     /* NULL pointers and names are ignored. */
     hpcrun_label(NULL, "nothing");

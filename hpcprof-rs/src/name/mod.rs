@@ -20,6 +20,9 @@
 //!   per language;
 //! * `heap_name`: the name of an object, walking its allocation path from
 //!   the site outwards;
+//! * `library_call`: a library function's own temporary buffers (`qsort
+//!   buffer (GridInit.c:51)`), named after the call;
+//! * `small_blocks`: a site of many small blocks says how many;
 //! * `site`: choosing the allocation site outside the allocator and its
 //!   wrappers;
 //! * `stack`: the names of stack objects (a function's frames);
@@ -28,7 +31,9 @@
 mod fortran;
 mod frames;
 mod heap_name;
+mod library_call;
 mod site;
+mod small_blocks;
 mod source;
 mod stack;
 mod statement;
@@ -69,7 +74,19 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
         .map(|(&i, (len, _))| &objects[i].alloc_path[..*len])
         .collect();
     let mut sources = SourceCache::default();
-    let sites = choose_sites(&paths, frames, wrappers, &mut sources);
+    let mut sites = choose_sites(&paths, frames, wrappers, &mut sources);
+    // A library call's own buffer (`qsort`'s): named after the call and
+    // sited at the program's frame that made it.
+    let buffers: Vec<Option<String>> = paths
+        .iter()
+        .zip(sites.iter_mut())
+        .map(|(path, site)| {
+            let frames_of: Vec<&Frame> = path.iter().map(|&f| &frames[f as usize]).collect();
+            let (at, name) = library_call::buffer(&frames_of)?;
+            *site = Some(at as u32);
+            Some(name)
+        })
+        .collect();
 
     // Objects whose sites are one source line reached by different call
     // instructions (`ALLOCATE(a(n), b(m))`, `double *cold = malloc(a),
@@ -87,10 +104,11 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
     }
 
     let mut names = Vec::with_capacity(heap.len());
-    for ((path, site), (_, label)) in paths.iter().zip(&sites).zip(&parts) {
-        let name = match (label, site) {
-            (Some(label), _) => label.clone(),
-            (None, Some(s)) => {
+    for (((path, site), (_, label)), buffer) in paths.iter().zip(&sites).zip(&parts).zip(buffers) {
+        let name = match (label, site, buffer) {
+            (Some(label), _, _) => label.clone(),
+            (None, Some(_), Some(buffer)) => buffer,
+            (None, Some(s), None) => {
                 let f = &frames[path[*s as usize] as usize];
                 let ordinal = f.offset.and_then(|off| {
                     let all = offsets.get(&line_key(f))?;
@@ -99,7 +117,7 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
                 let frames_of: Vec<&Frame> = path.iter().map(|&f| &frames[f as usize]).collect();
                 heap_name(&frames_of, *s as usize, ordinal, &mut sources)
             }
-            (None, None) => "heap@[unknown]".to_string(),
+            (None, None, _) => "heap@[unknown]".to_string(),
         };
         names.push(name);
     }
@@ -123,6 +141,7 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
         o.runtime = runtime.map(|(r, _)| r.name.to_string());
         o.label = label;
     }
+    small_blocks::name_small_block_sites(objects, frames);
     name_runtime_statics(objects);
 }
 
