@@ -415,6 +415,7 @@ mod tests {
                 segments: vec![(0x1000, 0x1030, true)],
                 sections: UnwindSections::default(),
                 is_self: false,
+                program_code: true,
             },
             statics: vec![],
             sorted_statics: 0,
