@@ -1,5 +1,6 @@
-/* A program that fits under `ulimit -v` (issue 33 #6): a second thread,
- * then argv[1] blocks of 4 MiB (default 40), each written, then freed.
+/* A program that fits under `ulimit -v` (issue 33 #6): argv[2] threads
+ * in all (default 2: one more than main, each idle for 0.2 s), then
+ * argv[1] blocks of 4 MiB (default 40), each written, then freed.
  * Prints "blocks N" with the number of blocks it got. */
 #include <pthread.h>
 #include <stdio.h>
@@ -14,8 +15,11 @@ static void *idle(void *arg) {
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 40;
-    pthread_t t;
-    pthread_create(&t, NULL, idle, NULL);
+    int threads = argc > 2 ? atoi(argv[2]) : 2;
+    pthread_t t[256];
+    int started = 0;
+    for (int i = 1; i < threads && i < 256; i++)
+        if (pthread_create(&t[started], NULL, idle, NULL) == 0) started++;
     char **blocks = calloc(n, sizeof *blocks);
     int got = 0;
     for (int i = 0; i < n; i++) {
@@ -24,7 +28,7 @@ int main(int argc, char **argv) {
         memset(blocks[i], i, 4 << 20);
         got++;
     }
-    pthread_join(t, NULL);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
     for (int i = 0; i < got; i++) free(blocks[i]);
     printf("blocks %d\n", got);
     return got == n ? 0 : 1;

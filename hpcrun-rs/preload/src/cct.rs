@@ -9,7 +9,7 @@
 //! races even if a late signal arrives while the file is written.
 
 use std::sync::atomic::{
-    AtomicU32, AtomicU64,
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
 
@@ -90,12 +90,56 @@ pub struct Node {
 #[allow(unsafe_code)]
 unsafe impl sys::ZeroInit for Node {}
 
-/// The node pool of one thread.
+/// The node pool of one thread, mapped in chunks as it fills: chunk 0
+/// holds nodes `[0, first)`, chunk `k > 0` nodes `[first << (k - 1),
+/// first << k)`, up to the capacity. The signal handler never maps: when
+/// the pool passes half of what is mapped it asks for the next chunk
+/// ([`Tree::wants_chunk`]), which the thread's allocation hooks, the
+/// checkpoint helper or the thread's next start map ([`Tree::grow`]); a
+/// sample that finds no room is dropped (counted as "tree full").
 pub struct Tree {
-    nodes: &'static [Node],
-    /// 0 = empty, otherwise node index + 1.
+    chunks: [AtomicPtr<Node>; MAX_CHUNKS],
+    /// log2 of chunk 0's nodes.
+    first_shift: u32,
+    /// Most nodes (a power of two).
+    capacity: u32,
+    /// Nodes in the mapped chunks.
+    mapped: AtomicU32,
+    /// Set by the handler when the pool passed half of `mapped`.
+    wants: AtomicBool,
+    /// Held while a chunk is being mapped (the owner's hooks and the
+    /// helper may both try).
+    growing: AtomicBool,
+    /// 0 = empty, otherwise node index + 1 (sized for the capacity: 8
+    /// bytes a node, touched only where used).
     table: &'static [AtomicU32],
     len: AtomicU32,
+}
+
+/// Chunks of a pool at most (2^(MAX_CHUNKS - 1) times the first).
+const MAX_CHUNKS: usize = 12;
+
+/// Nodes of a pool's first chunk (384 KiB): what most threads need.
+pub const FIRST_CHUNK: usize = 1 << 11;
+
+/// The chunk of node `i` and its index in that chunk.
+fn chunk_of(i: u32, first_shift: u32) -> (usize, usize) {
+    let c = i >> first_shift;
+    if c == 0 {
+        (0, i as usize)
+    } else {
+        let k = 32 - c.leading_zeros();
+        (k as usize, (i - (1 << (first_shift + k - 1))) as usize)
+    }
+}
+
+/// Nodes of chunk `k`.
+fn chunk_len(k: usize, first_shift: u32) -> usize {
+    if k == 0 {
+        1 << first_shift
+    } else {
+        1 << (first_shift + k as u32 - 1)
+    }
 }
 
 /// Slot hash of a (parent, tag, key) edge. Every input bit must reach the
@@ -111,20 +155,124 @@ fn hash(parent: u32, tag: u32, key: u64) -> u64 {
 }
 
 impl Tree {
-    /// A pool of `capacity` nodes (a power of two), or `None` if memory
+    /// A pool of up to `capacity` nodes (a power of two), its first
+    /// [`FIRST_CHUNK`] (or all of them, if fewer) mapped; `None` if memory
     /// could not be mapped.
     pub fn new(capacity: usize) -> Option<Tree> {
         let capacity = capacity.next_power_of_two().max(64);
-        let nodes = sys::map_zeroed::<Node>(capacity)?;
+        let first = capacity.min(FIRST_CHUNK);
         let table = sys::map_zeroed::<AtomicU32>(capacity * 2)?;
-        for root in 0..ROOTS {
-            nodes[root as usize].parent.store(u32::MAX, Relaxed);
-        }
-        Some(Tree {
-            nodes,
+        let tree = Tree {
+            chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CHUNKS],
+            first_shift: first.trailing_zeros(),
+            capacity: capacity as u32,
+            mapped: AtomicU32::new(0),
+            wants: AtomicBool::new(false),
+            growing: AtomicBool::new(false),
             table,
             len: AtomicU32::new(ROOTS),
-        })
+        };
+        if !tree.grow() {
+            return None;
+        }
+        tree.init_roots();
+        Some(tree)
+    }
+
+    /// A pool as [`Tree::new`] with all of its `capacity` mapped at once
+    /// (the main thread's: there may be no other thread to map more).
+    pub fn new_whole(capacity: usize) -> Option<Tree> {
+        let tree = Tree::new(capacity)?;
+        while tree.mapped() < tree.capacity as usize {
+            if !tree.grow() {
+                break;
+            }
+        }
+        Some(tree)
+    }
+
+    fn init_roots(&self) {
+        for root in 0..ROOTS {
+            if let Some(n) = self.get(root) {
+                n.parent.store(u32::MAX, Relaxed);
+            }
+        }
+    }
+
+    /// The nodes of chunk `k`, if it is mapped.
+    #[allow(unsafe_code)]
+    fn chunk(&self, k: usize) -> Option<&'static [Node]> {
+        let p = self.chunks.get(k)?.load(Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null chunk pointer is the start of a zeroed mapping
+        // of `chunk_len(k)` nodes that is never unmapped (`grow`).
+        Some(unsafe { std::slice::from_raw_parts(p, chunk_len(k, self.first_shift)) })
+    }
+
+    /// Node `i`, if its chunk is mapped.
+    fn get(&self, i: u32) -> Option<&Node> {
+        let (k, at) = chunk_of(i, self.first_shift);
+        self.chunk(k)?.get(at)
+    }
+
+    /// Nodes that fit in the mapped chunks.
+    pub fn mapped(&self) -> usize {
+        self.mapped.load(Acquire) as usize
+    }
+
+    /// True when the handler asked for the next chunk.
+    pub fn wants_chunk(&self) -> bool {
+        self.wants.load(Relaxed)
+    }
+
+    /// Maps the next chunk (never from a signal handler); false when the
+    /// pool is at its capacity, another thread is mapping one, or the
+    /// kernel refused (an address-space limit).
+    pub fn grow(&self) -> bool {
+        if self.growing.swap(true, Acquire) {
+            return false;
+        }
+        let mapped = self.mapped.load(Relaxed);
+        let grown = mapped < self.capacity && {
+            let (k, _) = chunk_of(mapped, self.first_shift);
+            let len = chunk_len(k, self.first_shift);
+            match sys::map_zeroed::<Node>(len) {
+                Some(chunk) if k < MAX_CHUNKS => {
+                    self.chunks[k].store(chunk.as_ptr() as *mut Node, Release);
+                    self.mapped.store(mapped + len as u32, Release);
+                    true
+                }
+                _ => false,
+            }
+        };
+        self.wants.store(false, Relaxed);
+        self.growing.store(false, Release);
+        grown
+    }
+
+    /// Maps the next chunk if the handler asked for it.
+    pub fn grow_if_wanted(&self) {
+        if self.wants_chunk() {
+            self.grow();
+        }
+    }
+
+    /// Empties the pool for another thread (its owner ended; nothing reads
+    /// it any more): its index and chunks are given back to the kernel
+    /// (`sys::discard`: zeros again, pages taken as touched), the mapped
+    /// chunks are kept.
+    pub fn reset(&self) {
+        sys::discard(self.table);
+        for k in 0..MAX_CHUNKS {
+            if let Some(nodes) = self.chunk(k) {
+                sys::discard(nodes);
+            }
+        }
+        self.wants.store(false, Relaxed);
+        self.len.store(ROOTS, Release);
+        self.init_roots();
     }
 
     /// Finds or creates the child of `parent` with this tag and key. `None`
@@ -136,10 +284,15 @@ impl Tree {
             let entry = self.table[slot].load(Relaxed);
             if entry == 0 {
                 let index = self.len.load(Relaxed);
-                if index as usize >= self.nodes.len() {
+                let mapped = self.mapped.load(Acquire);
+                if index >= mapped / 2 + mapped / 4 {
+                    // Three quarters used: the next chunk, please.
+                    self.wants.store(true, Relaxed);
+                }
+                if index >= mapped {
                     return None;
                 }
-                let node = &self.nodes[index as usize];
+                let node = self.get(index)?;
                 node.parent.store(parent, Relaxed);
                 node.tag.store(tag, Relaxed);
                 node.key.store(key, Relaxed);
@@ -149,7 +302,7 @@ impl Tree {
                 self.table[slot].store(index + 1, Relaxed);
                 return Some(index);
             }
-            let node = &self.nodes[entry as usize - 1];
+            let node = self.get(entry - 1)?;
             if node.parent.load(Relaxed) == parent
                 && node.tag.load(Relaxed) == tag
                 && node.key.load(Relaxed) == key
@@ -175,7 +328,9 @@ impl Tree {
     }
 
     pub fn add(&self, node: u32, metric: usize, value: u64) {
-        self.nodes[node as usize].metrics[metric].fetch_add(value, Relaxed);
+        if let Some(n) = self.get(node) {
+            n.metrics[metric].fetch_add(value, Relaxed);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -188,7 +343,9 @@ impl Tree {
 
     /// (parent, tag, key, metrics) of node `i`.
     pub fn node(&self, i: usize) -> (u32, u32, u64, [u64; METRICS]) {
-        let n = &self.nodes[i];
+        let Some(n) = self.get(i as u32) else {
+            return (u32::MAX, TAG_ROOT, 0, [0; METRICS]);
+        };
         let mut m = [0u64; METRICS];
         for (out, v) in m.iter_mut().zip(&n.metrics) {
             *out = v.load(Relaxed);
@@ -329,6 +486,16 @@ impl Counts {
         false
     }
 
+    /// Empties the table for another thread (its owner ended; nothing
+    /// reads it any more): its pages are given back (`sys::discard`).
+    pub fn reset(&self) {
+        if self.filled.slots().next().is_some() {
+            sys::discard(self.keys);
+            sys::discard(self.values);
+        }
+        self.filled.reset();
+    }
+
     /// Every (node, bucket, count), in no particular order.
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
         self.filled.slots().filter_map(|slot| {
@@ -375,7 +542,7 @@ mod tests {
     fn one_frame_under_many_parents() {
         // Deep recursion: the same return address at every level, and the
         // same call site reached from many callers.
-        let tree = Tree::new(1 << 16).unwrap();
+        let tree = Tree::new_whole(1 << 16).unwrap();
         let leaf = tree
             .path(CODE, std::iter::repeat_n(0x40_1234u64, 2_000))
             .expect("a 2,000-deep recursion fits");
@@ -417,6 +584,78 @@ mod tests {
         cache.code_parent(&tree, &callers_b);
         let expected = tree.path(HEAP, callers_b.iter().rev().copied()).unwrap();
         assert_eq!(cache.data_parent(&tree, HEAP, &callers_b), Some(expected));
+    }
+
+    #[test]
+    fn the_pool_grows_by_chunks_when_asked_and_resets_empty() {
+        let tree = Tree::new(1 << 16).unwrap();
+        assert_eq!(tree.mapped(), FIRST_CHUNK);
+        let mut k = 0u64;
+        // Fill the first chunk: the pool asks for more at three quarters
+        // and refuses past what is mapped.
+        while tree.child(CODE, TAG_CALL, k).is_some() {
+            k += 1;
+        }
+        assert_eq!(tree.len(), FIRST_CHUNK);
+        assert!(tree.wants_chunk());
+        tree.grow_if_wanted();
+        assert_eq!(tree.mapped(), 2 * FIRST_CHUNK);
+        assert!(!tree.wants_chunk());
+        // Every node is where it was, the new ones in the new chunk.
+        for j in 0..k {
+            let n = tree.child(CODE, TAG_CALL, j).unwrap();
+            assert_eq!(tree.node(n as usize).2, j);
+        }
+        let more = tree
+            .child(CODE, TAG_CALL, k)
+            .expect("room in the second chunk");
+        tree.add(more, M_SAMPLES, 3);
+        assert_eq!(
+            tree.node(more as usize),
+            (CODE, TAG_CALL, k, {
+                let mut m = [0; METRICS];
+                m[M_SAMPLES] = 3;
+                m
+            })
+        );
+        while tree.mapped() < 1 << 16 {
+            assert!(tree.grow());
+        }
+        assert!(!tree.grow(), "at capacity");
+        // Emptied for another thread: only the roots, no metric, the same
+        // keys inserted afresh.
+        tree.reset();
+        assert_eq!(tree.len(), ROOTS as usize);
+        assert_eq!(tree.mapped(), 1 << 16);
+        assert_eq!(
+            tree.node(CODE as usize),
+            (u32::MAX, TAG_ROOT, 0, [0; METRICS])
+        );
+        assert_eq!(tree.child(CODE, TAG_CALL, k), Some(ROOTS));
+        assert_eq!(tree.node(ROOTS as usize).3, [0; METRICS]);
+    }
+
+    #[test]
+    fn chunk_of_finds_every_node() {
+        let shift = 4;
+        let mut next = [0usize; MAX_CHUNKS];
+        for i in 0..(16u32 << 6) {
+            let (k, at) = chunk_of(i, shift);
+            assert_eq!(at, next[k], "node {i}");
+            assert!(at < chunk_len(k, shift));
+            next[k] += 1;
+        }
+        assert_eq!(&next[..7], &[16, 16, 32, 64, 128, 256, 512]);
+    }
+
+    #[test]
+    fn counts_reset_empty() {
+        let c = Counts::new(64).unwrap();
+        assert!(c.add(7, 2));
+        c.reset();
+        assert_eq!(c.entries().count(), 0);
+        assert!(c.add(1, 1));
+        assert_eq!(c.entries().collect::<Vec<_>>(), vec![(1, 1, 1)]);
     }
 
     #[test]

@@ -223,14 +223,20 @@ fn spawn_helper(interval: Duration, pid: u32) {
     }
     let mut old = sys::empty_sigset();
     sys::raw_sigmask(libc::SIG_BLOCK, Some(&all), Some(&mut old));
-    let spawned = std::thread::Builder::new()
-        .name("hpcrun-ckpt".into())
-        .stack_size(256 << 10)
-        .spawn(move || crate::guard::without_hooks(|| run(interval, pid)));
+    // A plain pthread (`sys::spawn_thread`), not a std thread: std's
+    // thread start registers TLS destructors with glibc's `calloc` before
+    // any code of ours runs, and the helper would get a glibc arena
+    // (64 MiB of address space); glibc's allocations on it come from the
+    // library's heap instead.
+    let spawned = sys::spawn_thread(
+        256 << 10,
+        c"hpcrun-ckpt",
+        Box::new(move || crate::guard::without_hooks(|| run(interval, pid))),
+    );
     sys::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
-    if let Err(e) = spawned {
+    if let Err(errno) = spawned {
         crate::run::warn(&format!(
-            "could not start the checkpoint thread ({e}); no checkpoints"
+            "could not start the checkpoint thread (errno {errno}); no checkpoints"
         ));
     }
 }
@@ -255,6 +261,14 @@ fn run(interval: Duration, pid: u32) {
             }
             if !crate::signals::WITHDRAWN.load(Relaxed) && crate::signals::handler_taken() {
                 crate::sampling::withdraw();
+            }
+            // Call-path trees that asked for more room get it here, out
+            // of their threads' signal handlers (a thread that does not
+            // allocate has no other place to map it).
+            for state in threads::all().filter(|s| s.pid == pid) {
+                if !state.finished.load(Relaxed) {
+                    state.tree.grow_if_wanted();
+                }
             }
             if MAIN_EXITED.load(SeqCst) && only_helper_left() {
                 // The program's last thread has ended: end the process as

@@ -34,6 +34,15 @@ impl Filled {
         }
     }
 
+    /// Forgets every slot (the table was emptied for another thread; no
+    /// other thread reads it meanwhile).
+    pub fn reset(&self) {
+        if self.len.load(Acquire) > 0 {
+            sys::discard(self.order);
+        }
+        self.len.store(0, Release);
+    }
+
     /// The filled slots, oldest first (readable from any thread: a slot is
     /// listed only once its key is visible).
     pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {

@@ -85,6 +85,9 @@ pub(super) fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs,
             // coroutine's).
             let regs = registers(uc);
             let interrupted_sp = regs.1;
+            // (The tables may change: emptied before the state goes to
+            // another thread.)
+            state.touched.store(true, Relaxed);
             let mut job = Some((work, regs));
             state.handler_stack.run_below(interrupted_sp, &mut || {
                 if let Some((work, regs)) = job.take() {

@@ -41,6 +41,13 @@ impl Histogram {
         self.max_ns.fetch_max(ns, Relaxed);
     }
 
+    /// Back to no samples (the thread's state goes to the next thread).
+    pub fn reset(&self) {
+        for c in self.counts.iter().chain([&self.max_ns, &self.total_ns]) {
+            c.store(0, Relaxed);
+        }
+    }
+
     /// The counts so far, for the profile.
     pub fn snapshot(&self) -> formats::measurement::HandlerTime {
         formats::measurement::HandlerTime {

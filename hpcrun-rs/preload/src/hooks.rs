@@ -103,6 +103,9 @@ fn timed(work: impl FnOnce()) {
     let Some(state) = threads::current() else {
         return work();
     };
+    // The handler asked for more of the call-path tree: mapped here, out
+    // of the signal handler.
+    state.tree.grow_if_wanted();
     let s = &state.stats;
     if bump(&s.hook_calls, 1) % HOOK_TIME_EVERY != 0 {
         return work();
@@ -125,7 +128,7 @@ fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
 /// Unwinds the allocation call path from `caller` and records the block.
 #[inline(never)]
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
-    if ptr.is_null() || !READY.load(Ordering::Acquire) {
+    if ptr.is_null() || !READY.load(Ordering::Acquire) || sys::heap::serving_libc() {
         return;
     }
     timed(|| {
@@ -282,6 +285,12 @@ fn forget(ptr: *mut c_void) {
 /// realloc's contract), never a mapping (`munmap` uses [`forget`]).
 unsafe fn forget_block(ptr: *mut c_void) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
+        return;
+    }
+    // (Blocks of the library's heap, for glibc's own allocations inside
+    // the library's calls, are never tracked.)
+    // SAFETY: a live block, per this function's contract.
+    if unsafe { sys::heap::is_c_block(ptr as *const u8) } {
         return;
     }
     timed(|| {

@@ -36,8 +36,9 @@
 //!    the only module that may import every other.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
-//! memory never comes from the hooked functions (its global allocator is on
-//! glibc's `__libc_*` entry points); the signal handler neither allocates
+//! memory never comes from the hooked functions nor from glibc's allocator
+//! (its global allocator is its own heap, `sys::heap`, on private
+//! mappings: no glibc arena per thread); the signal handler neither allocates
 //! nor takes a lock; `unsafe` is denied at the crate root and allowed only
 //! in [`sys`], the C entry points ([`hooks`], [`exec`], [`labels`],
 //! [`signal_hooks`]), [`handler`], and on single items that say why (the
@@ -83,6 +84,6 @@ pub mod threads;
 pub mod watch;
 pub mod writer;
 
-/// The library's own allocator: glibc's allocator, reached without the hooks.
+/// The library's own allocator: its own heap, never glibc's nor the hooks.
 #[global_allocator]
-static ALLOCATOR: sys::LibcAllocator = sys::LibcAllocator;
+static ALLOCATOR: sys::LibraryAllocator = sys::LibraryAllocator;

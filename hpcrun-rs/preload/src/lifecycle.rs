@@ -141,6 +141,8 @@ pub const FATAL_SIGNALS: [i32; 10] = [
 /// In a forked child: reset locks other threads may have held, forget the
 /// parent's threads and measure this (only) thread afresh.
 extern "C" fn after_fork_in_child() {
+    // First: a parent thread may have held the library heap's lock.
+    sys::heap::reset_after_fork();
     guard::without_hooks(|| {
         if let Some(objs) = objects::get() {
             objs.reset_locks_after_fork();
@@ -160,10 +162,14 @@ extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
     guard::without_hooks(|| {
         if let Some(state) = threads::current() {
             checkpoint::thread_exited(state);
-            writer::finish(state);
+            let finished_here = writer::finish(state);
             threads::clear_current();
             // Finished: no handler of this thread uses its stack any more.
             state.handler_stack.release();
+            if finished_here {
+                // Its tables and caches go to the next thread.
+                threads::recycle(state);
+            }
         }
     });
 }

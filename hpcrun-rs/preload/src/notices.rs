@@ -152,7 +152,8 @@ pub fn short_lived_note() -> Option<(String, u64)> {
     let all: u64 = threads::all()
         .filter(|s| s.pid == pid)
         .map(|s| s.stats.cpu_time_ns.load(Relaxed))
-        .sum();
+        .sum::<u64>()
+        + threads::recycled_cpu_ns();
     let cpu_ns = UNWRITTEN_CPU_NS.load(Relaxed);
     let note = formats::notes::short_lived(
         threads_n,

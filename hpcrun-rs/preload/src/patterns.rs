@@ -99,6 +99,12 @@ impl IpTable {
         }
     }
 
+    /// Empties the table for another thread (`sys::discard`; its owner
+    /// ended, nothing reads it any more).
+    pub fn reset(&self) {
+        sys::discard(self.entries);
+    }
+
     /// Remembers `addr` in `object` as the last sample of `ip`; returns the
     /// delta from the previous sample of `ip` if that was in the same
     /// object.
@@ -210,6 +216,15 @@ impl SiteTable {
             slot = (slot + 1) & mask;
         }
         None
+    }
+
+    /// Empties the table for another thread (`sys::discard`; its owner
+    /// ended, nothing reads it any more).
+    pub fn reset(&self) {
+        if self.filled.slots().next().is_some() {
+            sys::discard(self.sites);
+        }
+        self.filled.reset();
     }
 
     /// Records one sample of site (`object`, `ip`): the decoder's verdict

@@ -5,6 +5,19 @@
 //! handler through a thread-local pointer, and finished (sampling stopped,
 //! file written) at thread exit or process exit. States are never freed: a
 //! late signal can never see a dangling pointer.
+//!
+//! A state is two parts: the thread's identity ([`ThreadState`]: ids,
+//! stack, whether it finished, its file; about 200 bytes, kept for good)
+//! and its body ([`ThreadBody`]: the tables, the unwinder caches, the
+//! counters; a few MiB reserved, reached through `Deref`). When a thread
+//! ends after writing its own profile, its body goes on a free list
+//! ([`recycle`]) and the next thread to start takes it over, emptied
+//! (only the pages its tables touched are given back: `sys::discard`),
+//! with its registry slot: a program that creates and joins threads in a
+//! loop maps, faults in and allocates nothing per thread, and holds as
+//! many bodies as it ever had threads at once. Readers of another
+//! thread's state (checkpoints, the exit writer) take its `writing` lock
+//! and see it finished before its body can be handed on.
 
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
@@ -115,6 +128,79 @@ pub struct Stats {
     pub handler_time: crate::handler_time::Histogram,
 }
 
+impl Stats {
+    /// Back to zero, for the next thread (its body was handed on). Every
+    /// field is named: a new one must be reset here too.
+    pub fn reset(&self) {
+        let Stats {
+            samples,
+            timer_overruns,
+            cpu_time_ns,
+            user_time_ns,
+            user_time_read,
+            user_time_at_start_ns,
+            timer_periods,
+            memory,
+            stores,
+            recovered,
+            recovered_previous,
+            recovered_at_ip,
+            recovered_base_only,
+            attribution,
+            dropped,
+            fds_closed,
+            partial_unwinds,
+            page_faults,
+            hook_calls,
+            hook_timed,
+            hook_timed_ns,
+            fault_sampling_stopped,
+            histogram_full,
+            sites_full,
+            watch_armed,
+            watch_traps,
+            watch_stale,
+            watch_full,
+            handler_time,
+        } = self;
+        for c in [
+            samples,
+            timer_overruns,
+            cpu_time_ns,
+            user_time_ns,
+            user_time_at_start_ns,
+            timer_periods,
+            memory,
+            stores,
+            recovered,
+            recovered_previous,
+            recovered_at_ip,
+            recovered_base_only,
+            partial_unwinds,
+            page_faults,
+            hook_calls,
+            hook_timed,
+            hook_timed_ns,
+            fault_sampling_stopped,
+            histogram_full,
+            sites_full,
+            watch_armed,
+            watch_traps,
+            watch_stale,
+            watch_full,
+        ]
+        .into_iter()
+        .chain(attribution)
+        .chain(dropped)
+        {
+            c.store(0, Relaxed);
+        }
+        user_time_read.store(false, Relaxed);
+        fds_closed.store(0, Relaxed);
+        handler_time.reset();
+    }
+}
+
 impl ThreadState {
     /// Sample periods of this thread's user time since its timer started
     /// that no sample stands for (0 if it got all it should have), less
@@ -158,6 +244,9 @@ pub const REUSE_SLOTS: usize = 4096;
 /// Size of the per-thread cache of "instruction before this IP".
 pub const DECODE_CACHE: usize = 4096;
 
+/// A thread's identity, kept for good; its body ([`ThreadBody`], the
+/// tables and counters) is reached through `Deref` and may go to another
+/// thread once this one has finished and written its profile.
 pub struct ThreadState {
     pub pid: u32,
     pub tid: u32,
@@ -167,6 +256,28 @@ pub struct ThreadState {
     /// alternate signal stack unless the program installs one).
     pub handler_stack: sys::HandlerStack,
     pub start_ns: u64,
+    /// Set once the profile is written; the handler then ignores samples.
+    pub finished: AtomicBool,
+    /// Held while this thread's file is written (checkpoint or final).
+    pub writing: std::sync::Mutex<()>,
+    /// The file name this thread's profile claimed (at its first write).
+    pub file: std::sync::OnceLock<String>,
+    /// What the last checkpoint saw (`checkpoint::signature`).
+    pub checkpointed: AtomicU64,
+    body: &'static ThreadBody,
+}
+
+impl std::ops::Deref for ThreadState {
+    type Target = ThreadBody;
+
+    fn deref(&self) -> &ThreadBody {
+        self.body
+    }
+}
+
+/// A thread's tables, caches and counters: reserved once, handed from an
+/// ended thread to the next ([`recycle`]).
+pub struct ThreadBody {
     pub tree: cct::Tree,
     /// Offset histograms of the data objects: (object node, bucket) -> count.
     pub histogram: cct::Counts,
@@ -205,8 +316,9 @@ pub struct ThreadState {
     pub last_record: AtomicU64,
     /// Set while the signal handler runs (re-entry guard).
     pub in_handler: AtomicBool,
-    /// Set once the profile is written; the handler then ignores samples.
-    pub finished: AtomicBool,
+    /// Set once a handler ran a sample's work (the tables may hold
+    /// something: they are emptied before the body goes to another thread).
+    pub touched: AtomicBool,
     /// Unwind cache used only by the signal handler.
     pub handler_cache: UnsafeCell<unwind::Cache>,
     /// The handler's frame buffer (not on the signal stack: no 1 KiB
@@ -222,18 +334,18 @@ pub struct ThreadState {
     pub hook_cache: UnsafeCell<unwind::Cache>,
     /// The hardware memory event's ring and counts (mem:latency, mem:stores).
     pub hw: crate::pmu::sampler::ThreadHw,
-    /// Held while this thread's file is written (checkpoint or final).
-    pub writing: std::sync::Mutex<()>,
-    /// The file name this thread's profile claimed (at its first write).
-    pub file: std::sync::OnceLock<String>,
-    /// What the last checkpoint saw (`checkpoint::signature`).
-    pub checkpointed: AtomicU64,
+    /// The registry slot of the body's current thread, and the process
+    /// whose registry that is (a forked child starts its own).
+    slot: AtomicU32,
+    slot_pid: AtomicU32,
+    /// The next body on the free list.
+    next_free: std::sync::atomic::AtomicPtr<ThreadBody>,
 }
 
 // SAFETY: the UnsafeCell caches are only used by the owning thread (see the
 // field docs); everything else is atomic or immutable.
 #[allow(unsafe_code)]
-unsafe impl Sync for ThreadState {}
+unsafe impl Sync for ThreadBody {}
 
 thread_local! {
     static CURRENT: Cell<Option<&'static ThreadState>> = const { Cell::new(None) };
@@ -278,14 +390,24 @@ pub fn next_index() -> u32 {
     NEXT_INDEX.fetch_add(1, Relaxed)
 }
 
-/// Creates, registers and makes current a state for the calling thread.
+/// Creates, registers and makes current a state for the calling thread:
+/// an ended thread's body if one is free ([`recycle`]), else a new one.
 /// Built on the thread's handler stack (`sys::HandlerStack`): the state
 /// and the unwinder caches it creates take more than a small thread
 /// stack (16 KiB) holds.
 pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
     let handler_stack = sys::HandlerStack::for_current_thread().unwrap_or_default();
     let mut state = None;
-    handler_stack.run(&mut || state = build_current(index, tree_capacity, handler_stack));
+    handler_stack.run(&mut || {
+        let body = match FREE.pop() {
+            Some(body) => {
+                body.empty();
+                Some(body)
+            }
+            None => build_body(index, tree_capacity),
+        };
+        state = body.and_then(|body| register(index, handler_stack, body));
+    });
     state
 }
 
@@ -294,38 +416,29 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
 /// (`sys::with_region`).
 static TABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
-fn build_current(
-    index: u32,
-    tree_capacity: usize,
-    handler_stack: sys::HandlerStack,
-) -> Option<&'static ThreadState> {
-    let (state, asked) = sys::with_region(TABLE_BYTES.load(Relaxed), || {
-        build_tables(index, tree_capacity, handler_stack)
+fn build_body(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
+    let (body, asked) = sys::with_region(TABLE_BYTES.load(Relaxed), || {
+        build_tables(index, tree_capacity)
     });
     TABLE_BYTES.store(asked, Relaxed);
-    state
+    body
 }
 
-fn build_tables(
-    index: u32,
-    tree_capacity: usize,
-    handler_stack: sys::HandlerStack,
-) -> Option<&'static ThreadState> {
-    let stack = StackBounds::current().unwrap_or_default();
-    let tree = cct::Tree::new(tree_capacity)?;
+fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
+    // The main thread's pool is mapped whole: a single-threaded program
+    // has no helper thread to map more, and may never allocate.
+    let tree = if index == 0 {
+        cct::Tree::new_whole(tree_capacity)?
+    } else {
+        cct::Tree::new(tree_capacity)?
+    };
     let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
     let decode_cache = sys::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let ips = crate::patterns::IpTable::new()?;
     let sites = crate::patterns::SiteTable::new()?;
     let sharing = crate::watch::SharingTable::new()?;
     let reuse = cct::Counts::new(REUSE_SLOTS)?;
-    let state = ThreadState {
-        pid: sys::getpid(),
-        tid: sys::gettid(),
-        index,
-        stack,
-        handler_stack,
-        start_ns: sys::now_unix_ns(),
+    let body = ThreadBody {
         tree,
         histogram,
         ips,
@@ -346,26 +459,191 @@ fn build_tables(
         fault_same_page: AtomicU32::new(0),
         last_record: AtomicU64::new(0),
         in_handler: AtomicBool::new(false),
-        finished: AtomicBool::new(false),
+        touched: AtomicBool::new(false),
         handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
         handler_frames: UnsafeCell::new([0; MAX_FRAMES]),
         frames_seen: unwind::FrameRanges::default(),
         handler_paths: UnsafeCell::new(cct::PathCache::default()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
         hw: crate::pmu::sampler::ThreadHw::new(),
+        slot: AtomicU32::new(u32::MAX),
+        slot_pid: AtomicU32::new(0),
+        next_free: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+    };
+    Some(Box::leak(Box::new(body)))
+}
+
+/// Gives `body` to the calling thread: a new identity in the body's
+/// registry slot (or a new slot), made current.
+fn register(
+    index: u32,
+    handler_stack: sys::HandlerStack,
+    body: &'static ThreadBody,
+) -> Option<&'static ThreadState> {
+    let pid = sys::getpid();
+    let state = ThreadState {
+        pid,
+        tid: sys::gettid(),
+        index,
+        stack: StackBounds::current().unwrap_or_default(),
+        handler_stack,
+        start_ns: sys::now_unix_ns(),
+        finished: AtomicBool::new(false),
         writing: std::sync::Mutex::new(()),
         file: std::sync::OnceLock::new(),
         checkpointed: AtomicU64::new(0),
+        body,
     };
     let reg = registry();
-    let slot = reg.count.fetch_add(1, AcqRel) as usize;
+    let known = body.slot.load(Relaxed);
+    let slot = if body.slot_pid.load(Relaxed) == pid && (known as usize) < reg.slots.len() {
+        known as usize
+    } else {
+        reg.count.fetch_add(1, AcqRel) as usize
+    };
     let state: &'static ThreadState = match reg.slots.get(slot) {
-        Some(s) => s.publish_leaked(state),
-        None => Box::leak(Box::new(state)),
+        Some(s) => {
+            body.slot.store(slot as u32, Relaxed);
+            body.slot_pid.store(pid, Relaxed);
+            s.publish_leaked(state)
+        }
+        None => {
+            body.slot_pid.store(0, Relaxed);
+            Box::leak(Box::new(state))
+        }
     };
     CURRENT.with(|c| c.set(Some(state)));
     sys::set_handler_flag(Some(&state.in_handler));
     Some(state)
+}
+
+impl ThreadBody {
+    /// True if nothing but this thread's own code holds on to the body
+    /// once its thread has ended: no page-fault ring, hardware ring or
+    /// watchpoint is left open (those belong to the ended thread's
+    /// events; such bodies are kept as they are).
+    fn recyclable(&self) -> bool {
+        self.fault_ring.get().is_none()
+            && self.hw.ring.get().is_none()
+            && self.perf_fd.load(Relaxed) < 0
+            && self.fault_fd.load(Relaxed) < 0
+            && self.hw.leader_fd.load(Relaxed) < 0
+            && self.cpu_timer.load(Relaxed) < 0
+            && (0..crate::watch::SLOTS).all(|i| !self.watch.is_open(i))
+    }
+
+    /// Empties the body for the calling thread (it took it from the free
+    /// list; no other thread uses it): counters to zero, tables emptied if
+    /// the ended thread's handler touched them, caches of its callers
+    /// forgotten. The unwinder caches stay: they hold unwind rules of the
+    /// process's code, valid for any thread.
+    fn empty(&self) {
+        if self.touched.swap(false, Relaxed) {
+            self.tree.reset();
+            self.histogram.reset();
+            self.reuse.reset();
+            self.ips.reset();
+            self.sites.reset();
+            self.sharing.reset();
+            sys::discard(self.decode_cache);
+        }
+        // Chunks the ended thread asked for but did not get.
+        self.tree.grow_if_wanted();
+        let recycled_cpu = self.stats.cpu_time_ns.load(Relaxed);
+        RECYCLED_CPU_NS.fetch_add(recycled_cpu, Relaxed);
+        self.stats.reset();
+        self.hw.reset();
+        self.clock_limited.store(false, Relaxed);
+        self.fault_progress.store(false, Relaxed);
+        self.fault_idle.store(0, Relaxed);
+        self.fault_last_page.store(0, Relaxed);
+        self.fault_same_page.store(0, Relaxed);
+        self.last_record.store(0, Relaxed);
+        self.in_handler.store(false, Relaxed);
+        self.frames_seen.clear();
+        // SAFETY: the handler's caches are used by the owning thread only,
+        // and this thread owns the body now with no sampling started yet.
+        #[allow(unsafe_code)]
+        unsafe {
+            *self.handler_paths.get() = cct::PathCache::default();
+        }
+    }
+}
+
+/// CPU time (ns) of threads whose bodies went to other threads: their
+/// registry slot now shows the next thread (`notices` adds it back).
+static RECYCLED_CPU_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The CPU time of ended threads whose state was handed on (see
+/// [`RECYCLED_CPU_NS`]).
+pub fn recycled_cpu_ns() -> u64 {
+    RECYCLED_CPU_NS.load(Relaxed)
+}
+
+/// Bodies of ended threads, for the next threads: a list under a spin
+/// lock (never taken in a signal handler; reset in a forked child).
+struct FreeList {
+    lock: AtomicBool,
+    head: std::sync::atomic::AtomicPtr<ThreadBody>,
+}
+
+static FREE: FreeList = FreeList {
+    lock: AtomicBool::new(false),
+    head: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+};
+
+impl FreeList {
+    fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
+        while self.lock.swap(true, Acquire) {
+            std::thread::yield_now();
+        }
+        let r = f();
+        self.lock.store(false, Release);
+        r
+    }
+
+    fn push(&self, body: &'static ThreadBody) {
+        self.locked(|| {
+            body.next_free.store(self.head.load(Relaxed), Relaxed);
+            self.head
+                .store(body as *const ThreadBody as *mut ThreadBody, Relaxed);
+        })
+    }
+
+    fn pop(&self) -> Option<&'static ThreadBody> {
+        if self.head.load(Relaxed).is_null() {
+            return None;
+        }
+        self.locked(|| {
+            let p = self.head.load(Relaxed);
+            // SAFETY: the list holds only leaked bodies (`push`).
+            #[allow(unsafe_code)]
+            let body: &'static ThreadBody = unsafe { p.as_ref() }?;
+            self.head.store(body.next_free.load(Relaxed), Relaxed);
+            Some(body)
+        })
+    }
+}
+
+/// At the end of the calling thread, after it finished and wrote its own
+/// profile (`writer::finish` on this thread, under its `writing` lock: a
+/// checkpoint or the exit writer that comes later sees it finished and
+/// leaves its body alone): the body goes to the next thread that starts.
+/// Bodies with events of their own left open are kept as they are.
+/// Call it only when this thread's own `writer::finish` call finished it
+/// (not the exit writer of another thread, which may still be writing).
+pub fn recycle(state: &'static ThreadState) {
+    if !state.finished.load(Acquire)
+        || state.pid != sys::getpid()
+        || sys::in_crash_mode()
+        || !state.body.recyclable()
+    {
+        return;
+    }
+    // A checkpoint that took the lock before the thread finished is done
+    // once the lock is free (`writer::finish` waited for it too).
+    drop(state.writing.lock().unwrap_or_else(|e| e.into_inner()));
+    FREE.push(state.body);
 }
 
 static EXIT_KEY: std::sync::OnceLock<libc::pthread_key_t> = std::sync::OnceLock::new();
@@ -396,6 +674,11 @@ pub fn reset_after_fork() {
     let reg = registry();
     reg.count.store(0, Release);
     NEXT_INDEX.store(0, Relaxed);
+    // The free bodies may have been mid-list in another thread at the
+    // fork: the child starts a list of its own.
+    FREE.head.store(std::ptr::null_mut(), Relaxed);
+    FREE.lock.store(false, Release);
+    RECYCLED_CPU_NS.store(0, Relaxed);
     clear_current();
 }
 

@@ -378,6 +378,12 @@ impl SharingTable {
         })
     }
 
+    /// Empties the table for another thread (`sys::discard`; its owner
+    /// ended, nothing reads it any more).
+    pub fn reset(&self) {
+        sys::discard(self.entries);
+    }
+
     /// Counts one event; false (lost) when the table is full.
     pub fn note(&self, row: &SharingRow) -> bool {
         let h = (row.node as u64)

@@ -83,14 +83,16 @@ pub fn measured(state: &ThreadState) -> bool {
 /// the thread's last checkpoint, if any). A thread other than the main
 /// one that measured nothing (a short-lived thread that ended before its
 /// first sample) gets no file, only a count: creating and writing a file
-/// was most of what a short thread cost (issue 33 #18).
-pub fn finish(state: &ThreadState) {
+/// was most of what a short thread cost (issue 33 #18). True if this call
+/// finished it (false: it was finished already, or belongs to another
+/// process).
+pub fn finish(state: &ThreadState) -> bool {
     if state.pid != sys::getpid() || state.finished.swap(true, AcqRel) {
-        return;
+        return false;
     }
     sampling::stop(state, true);
     let Some(dir) = config::get().out_dir.as_deref() else {
-        return;
+        return true;
     };
     // A checkpoint of this thread being written finishes first.
     let _writing = wait_for_writer(state);
@@ -101,7 +103,7 @@ pub fn finish(state: &ThreadState) {
     };
     if state.index != 0 && !measured(state) && quiet() {
         crate::notices::count_unwritten(state.stats.cpu_time_ns.load(Relaxed));
-        return;
+        return true;
     }
     let profile = build_profile(state);
     crate::notices::publish(dir, &profile.stats.notices);
@@ -112,6 +114,7 @@ pub fn finish(state: &ThreadState) {
         }
     }
     crate::profile_file::write(state, dir, &profile);
+    true
 }
 
 fn read_process_info() -> ProcessInfo {

@@ -162,6 +162,13 @@ impl FrameRanges {
         self.lowest.store(lowest, Relaxed);
     }
 
+    /// Forgets the published frames (the thread's state goes to the next
+    /// thread): no address has an owner until its first sample.
+    pub fn clear(&self) {
+        self.begin(u64::MAX);
+        self.end();
+    }
+
     /// Frame `i` (lookup `address`) ends at `cfa`.
     fn set(&self, i: usize, cfa: u64, address: u64) {
         if i < PUBLISHED_FRAMES {

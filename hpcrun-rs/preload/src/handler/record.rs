@@ -29,7 +29,7 @@ pub fn record(
     let tree: &Tree = &state.tree;
     // Room for both paths and the object node, so that a sample is either
     // in every tree or in none.
-    if tree.len() + 2 * path.len() + 2 > run::tree_capacity() {
+    if tree.len() + 2 * path.len() + 2 > tree.mapped() {
         stats.dropped[threads::DROP_TREE_FULL].fetch_add(1, Relaxed);
         return false;
     }

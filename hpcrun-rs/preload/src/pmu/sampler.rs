@@ -119,6 +119,15 @@ impl ThreadHw {
         }
     }
 
+    /// Counts back to zero (the thread's state goes to the next thread;
+    /// its ring, if any, stays: such a state is not handed on).
+    pub fn reset(&self) {
+        self.samples.store(0, Relaxed);
+        for d in &self.dropped {
+            d.store(0, Relaxed);
+        }
+    }
+
     /// (cause, count) of the records that gave no sample.
     pub fn dropped(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         DROP_CAUSES

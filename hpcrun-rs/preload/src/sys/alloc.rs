@@ -1,6 +1,6 @@
-//! The library's own allocator: glibc's allocator reached through its
-//! `__libc_*` entry points (never through the malloc hooks), with a crash
-//! mode on private mappings; the real allocation functions for the hooks;
+//! The library's own allocator: its heap (`heap`, never glibc's allocator
+//! nor the malloc hooks), with a crash mode on private mappings; the real
+//! allocation functions for the hooks (glibc's `__libc_*` entry points);
 //! and the count of allocations made while a sample handler runs.
 
 use super::mem::raw_mmap;
@@ -49,14 +49,15 @@ pub fn note_allocation() {
     }
 }
 
-/// glibc's allocator, reached through its internal entry points so that the
-/// library's own memory never passes through its own hooks.
+/// The library's allocator: its own heap (`heap`: size classes on private
+/// mappings), never glibc's allocator nor the hooks, so that the library
+/// makes glibc create no arena on a thread of the program.
 ///
 /// In *crash mode* (set while flushing profiles from a fatal-signal
-/// handler, when the interrupted code may hold glibc's heap locks or have
-/// corrupted the heap) it allocates from fresh anonymous mappings instead
+/// handler, when the interrupted code may hold the heap's lock or have
+/// corrupted memory) it allocates from fresh anonymous mappings instead
 /// and never frees.
-pub struct LibcAllocator;
+pub struct LibraryAllocator;
 
 static CRASH_MODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static CRASH_NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -114,50 +115,38 @@ fn counted_crash_alloc(layout: Layout) -> Option<*mut u8> {
     in_crash_mode().then(|| crash_alloc(layout))
 }
 
-// SAFETY: the `__libc_*` functions implement malloc's contract; alignment
-// beyond 16 goes through `__libc_memalign`.
-unsafe impl GlobalAlloc for LibcAllocator {
+// SAFETY: `heap` implements the allocator's contract (blocks of at least
+// the size asked, aligned as asked, freed and resized with their layout).
+unsafe impl GlobalAlloc for LibraryAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if let Some(p) = counted_crash_alloc(layout) {
             return p;
         }
-        // SAFETY: plain calls into glibc's allocator.
-        unsafe {
-            if layout.align() <= 16 {
-                __libc_malloc(layout.size()) as *mut u8
-            } else {
-                __libc_memalign(layout.align(), layout.size()) as *mut u8
-            }
-        }
+        super::heap::alloc(layout.size(), layout.align())
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // Fresh anonymous pages are zero.
         if let Some(p) = counted_crash_alloc(layout) {
+            // Fresh anonymous pages are zero.
             return p;
         }
-        // SAFETY: as above; calloc zeroes.
-        unsafe {
-            if layout.align() <= 16 {
-                __libc_calloc(1, layout.size()) as *mut u8
-            } else {
-                let p = __libc_memalign(layout.align(), layout.size()) as *mut u8;
-                if !p.is_null() {
-                    std::ptr::write_bytes(p, 0, layout.size());
-                }
-                p
-            }
+        let p = super::heap::alloc(layout.size(), layout.align());
+        if !p.is_null() && layout.size() <= super::heap::LARGEST_CLASS {
+            // SAFETY: a block of at least `layout.size()` bytes (larger
+            // ones are fresh mappings, zero already).
+            unsafe { std::ptr::write_bytes(p, 0, layout.size()) };
         }
+        p
     }
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if in_crash_mode() {
             return; // Leaked: the process is about to die.
         }
-        // SAFETY: `ptr` came from one of the functions above.
-        unsafe { __libc_free(ptr as *mut c_void) }
+        // SAFETY: `ptr` came from this allocator with `layout` (a block
+        // from crash mode is never freed: the flag never goes back).
+        unsafe { super::heap::dealloc(ptr, layout.size(), layout.align()) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `ptr` came from this allocator; over-aligned blocks are
-        // copied by hand because realloc does not keep alignment.
+        // SAFETY: `ptr` came from this allocator with `layout`.
         unsafe {
             if in_crash_mode() {
                 let new = crash_alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
@@ -166,16 +155,7 @@ unsafe impl GlobalAlloc for LibcAllocator {
                 }
                 return new;
             }
-            if layout.align() <= 16 {
-                __libc_realloc(ptr as *mut c_void, new_size) as *mut u8
-            } else {
-                let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
-                if !new.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
-                    self.dealloc(ptr, layout);
-                }
-                new
-            }
+            super::heap::realloc(ptr, layout.size(), layout.align(), new_size)
         }
     }
 }
@@ -225,25 +205,60 @@ pub unsafe fn usable_size(p: *mut c_void) -> Option<usize> {
 /// The real allocator, for the hooks.
 pub mod real {
     use super::*;
+    // Inside `heap::with_libc_served` (the library's own calls into
+    // glibc code that allocates), the blocks come from the library's heap.
+    use super::super::heap;
     pub fn malloc(size: usize) -> *mut c_void {
+        if heap::serving_libc() {
+            return heap::c_malloc(size) as *mut c_void;
+        }
         // SAFETY: glibc's malloc has no preconditions.
         unsafe { __libc_malloc(size) }
     }
     pub fn calloc(n: usize, size: usize) -> *mut c_void {
+        if heap::serving_libc() {
+            let Some(bytes) = n.checked_mul(size) else {
+                return std::ptr::null_mut();
+            };
+            let p = heap::c_malloc(bytes);
+            if !p.is_null() {
+                // SAFETY: a fresh block of `bytes` bytes.
+                unsafe { std::ptr::write_bytes(p, 0, bytes) };
+            }
+            return p as *mut c_void;
+        }
         // SAFETY: glibc's calloc checks the multiplication itself.
         unsafe { __libc_calloc(n, size) }
     }
     /// # Safety
-    /// `p` is null or a live block of glibc's allocator.
+    /// `p` is null or a live block of glibc's allocator or of the
+    /// library's heap (`heap::c_malloc`: glibc's own allocations inside
+    /// the library's calls).
     pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         // SAFETY: per the caller's contract.
-        unsafe { __libc_realloc(p, size) }
+        unsafe {
+            if p.is_null() {
+                return malloc(size);
+            }
+            if heap::is_c_block(p as *const u8) {
+                return heap::c_realloc(p as *mut u8, size) as *mut c_void;
+            }
+            __libc_realloc(p, size)
+        }
     }
     /// # Safety
-    /// `p` is null or a live block of glibc's allocator.
+    /// As [`realloc`].
     pub unsafe fn free(p: *mut c_void) {
         // SAFETY: per the caller's contract.
-        unsafe { __libc_free(p) }
+        unsafe {
+            if p.is_null() {
+                return;
+            }
+            if heap::is_c_block(p as *const u8) {
+                return heap::c_free(p as *mut u8);
+            }
+            __libc_free(p)
+        }
     }
     pub fn memalign(align: usize, size: usize) -> *mut c_void {
         // SAFETY: glibc's memalign validates `align`.

@@ -204,6 +204,24 @@ pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
     Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
 }
 
+/// Gives back the pages of a table from [`map_zeroed`] (`MADV_DONTNEED`):
+/// it reads as zeros again, and only the pages touched from now on take
+/// memory. For a thread's tables handed to the next thread; no other
+/// thread may be writing them meanwhile (it would lose its writes).
+pub fn discard<T: ZeroInit>(table: &[T]) {
+    let page = PIECE_ALIGN as usize;
+    let start = table.as_ptr() as usize;
+    let bytes = std::mem::size_of_val(table);
+    if bytes == 0 || start % page != 0 {
+        return;
+    }
+    let len = (bytes + page - 1) & !(page - 1);
+    // SAFETY: the range is a page-aligned table of ours (`map_zeroed`
+    // pieces are page-aligned and own their last page); dropping its pages
+    // leaves zeros, a valid value of `T` (ZeroInit).
+    unsafe { libc::syscall(libc::SYS_madvise, start, len, libc::MADV_DONTNEED) };
+}
+
 /// A view of `len` bytes of this process's mapped memory at `addr`, for
 /// memory that stays mapped while the module it belongs to is loaded.
 ///

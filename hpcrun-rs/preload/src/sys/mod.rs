@@ -8,9 +8,10 @@
 //! plain data (the allocation counter of [`alloc`], the perf fd set of
 //! [`perf`]), never as a call back up.
 //!
-//! * [`alloc`]: the library's own allocator on glibc's `__libc_*` entry
-//!   points (crash mode on private mappings), the real allocation
-//!   functions for the hooks, allocations-in-handler counting.
+//! * [`alloc`]: the library's own allocator on [`heap`] (crash mode on
+//!   private mappings), the real allocation functions for the hooks
+//!   (glibc's `__libc_*` entry points), allocations-in-handler counting.
+//! * [`heap`]: the library's heap, size classes on private mappings.
 //! * [`mem`]: the `mmap` system calls, zeroed mappings ([`ZeroInit`]),
 //!   file mappings, views of loaded code, NUMA node of a page.
 //! * [`perf`]: perf events (task clock, page faults, watchpoints), ring
@@ -31,6 +32,7 @@
 
 pub mod alloc;
 pub mod dl;
+pub mod heap;
 pub mod mem;
 pub mod perf;
 pub mod proc;

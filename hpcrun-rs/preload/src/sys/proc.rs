@@ -70,6 +70,13 @@ pub fn set_errno(value: c_int) {
 
 /// The calling thread's stack as [low, high).
 pub fn current_stack_range() -> Option<(u64, u64)> {
+    // glibc allocates the attributes' CPU set with `malloc`: served by the
+    // library's heap (freed again inside), a thread that never allocates
+    // gets no glibc arena from this call.
+    super::heap::with_libc_served(stack_range_of_self)
+}
+
+fn stack_range_of_self() -> Option<(u64, u64)> {
     // SAFETY: `attr` is initialised by pthread_getattr_np before use and
     // destroyed after.
     unsafe {
@@ -127,6 +134,45 @@ pub fn arm_thread_exit(key: libc::pthread_key_t) {
     // SAFETY: `key` came from pthread_key_create; the value is never
     // dereferenced (the destructor ignores it).
     unsafe { libc::pthread_setspecific(key, 1 as *const c_void) };
+}
+
+/// Starts a detached thread of the library's own (`stack_bytes` of
+/// stack, named `name`) running `f`; glibc's allocations on it come from
+/// the library's heap (`heap::serve_libc_on_this_thread`). A plain
+/// pthread: a std thread would allocate with glibc's `calloc` at its
+/// start, before `f` runs. Returns the errno of `pthread_create`.
+pub fn spawn_thread(
+    stack_bytes: usize,
+    name: &std::ffi::CStr,
+    f: Box<dyn FnOnce() + Send>,
+) -> Result<(), i32> {
+    type Job = Box<dyn FnOnce() + Send>;
+    extern "C" fn start(arg: *mut c_void) -> *mut c_void {
+        super::heap::serve_libc_on_this_thread();
+        // SAFETY: `arg` is the Box leaked below, handed to this thread only.
+        let job = unsafe { Box::from_raw(arg as *mut Job) };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+        std::ptr::null_mut()
+    }
+    let arg = Box::into_raw(Box::new(f));
+    // SAFETY: `attr` is initialised before use and destroyed after; the
+    // new thread owns `arg` once pthread_create succeeds, else it is
+    // reclaimed here.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut attr);
+        libc::pthread_attr_setstacksize(&mut attr, stack_bytes);
+        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
+        let mut thread: libc::pthread_t = 0;
+        let rc = libc::pthread_create(&mut thread, &attr, start, arg as *mut c_void);
+        libc::pthread_attr_destroy(&mut attr);
+        if rc != 0 {
+            drop(Box::from_raw(arg));
+            return Err(rc);
+        }
+        libc::pthread_setname_np(thread, name.as_ptr());
+    }
+    Ok(())
 }
 
 /// Host name of the machine.

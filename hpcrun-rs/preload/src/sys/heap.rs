@@ -1,0 +1,486 @@
+//! The library's own heap: size classes carved from private mappings of
+//! its own, never glibc's allocator.
+//!
+//! glibc gives every thread that calls `malloc` an arena of its own (up to
+//! eight per core), each reserving 64 MiB of address space. Through
+//! glibc, the library's few allocations on a program thread that never
+//! allocates itself (its tables, its profile at exit), and on the
+//! checkpoint helper, each cost such an arena: a 64-thread compute
+//! program measured under `ulimit -v` ran out of address space for its
+//! own blocks. Here, blocks up to [`LARGEST_CLASS`] bytes come from
+//! 64 KiB slabs, kept on a free list per class when freed (any thread may
+//! free what another allocated); larger ones are mappings of their own.
+//! One spin lock guards the lists; it is never taken in a signal handler
+//! (the handler does not allocate) and is reset in a forked child.
+
+use std::sync::atomic::{AtomicBool, Ordering::*};
+
+use super::mem::{raw_mmap, raw_mremap, raw_munmap};
+
+/// Block sizes of the classes (multiples of 16; the powers of two among
+/// them are aligned to their size up to a page).
+const CLASSES: [usize; 40] = [
+    16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
+    1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336,
+    16384, 20480, 24576, 28672, 32768,
+];
+
+/// Blocks above this size are mappings of their own.
+pub const LARGEST_CLASS: usize = 32768;
+
+/// Bytes of a slab (a class's blocks are carved from these).
+const SLAB: usize = 64 << 10;
+
+const PAGE: usize = 4096;
+
+/// A free block (its first word links the next).
+struct FreeBlock {
+    next: *mut FreeBlock,
+}
+
+struct Class {
+    free: *mut FreeBlock,
+    /// The unused rest of the class's current slab: [bump, end).
+    bump: usize,
+    end: usize,
+}
+
+struct Heap {
+    classes: [Class; CLASSES.len()],
+}
+
+static LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Guarded by `LOCK`.
+static mut HEAP: Heap = Heap {
+    classes: [const {
+        Class {
+            free: std::ptr::null_mut(),
+            bump: 0,
+            end: 0,
+        }
+    }; CLASSES.len()],
+};
+
+/// Runs `f` on the heap under the lock.
+fn locked<R>(f: impl FnOnce(&mut Heap) -> R) -> R {
+    let mut spins = 0u32;
+    while LOCK
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
+        spins += 1;
+        if spins > 64 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    // SAFETY: the lock gives this thread the only access to HEAP until it
+    // is released below.
+    let r = f(unsafe { &mut *std::ptr::addr_of_mut!(HEAP) });
+    LOCK.store(false, Release);
+    r
+}
+
+/// The class of a block of `size` bytes aligned to `align`, if it fits
+/// one.
+fn class_of(size: usize, align: usize) -> Option<usize> {
+    let size = size.max(1);
+    let wanted = if align <= 16 {
+        size
+    } else if align <= PAGE {
+        // A power-of-two class at least `align`: its blocks lie at
+        // multiples of their size from a page-aligned slab.
+        size.max(align).checked_next_power_of_two()?
+    } else {
+        return None;
+    };
+    if wanted > LARGEST_CLASS {
+        return None;
+    }
+    let c = if wanted <= 128 {
+        wanted.div_ceil(16) - 1
+    } else {
+        CLASSES.partition_point(|&c| c < wanted)
+    };
+    (CLASSES[c] % align.max(16) == 0 || align <= 16).then_some(c)
+}
+
+fn map(bytes: usize) -> *mut u8 {
+    raw_mmap(
+        0,
+        bytes,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    )
+    .unwrap_or(std::ptr::null_mut())
+}
+
+fn page_round(bytes: usize) -> Option<usize> {
+    Some(bytes.checked_add(PAGE - 1)? & !(PAGE - 1))
+}
+
+/// A block of `size` bytes aligned to `align` (null when the kernel
+/// refuses memory).
+pub fn alloc(size: usize, align: usize) -> *mut u8 {
+    let Some(c) = class_of(size, align) else {
+        return alloc_large(size, align);
+    };
+    let block = CLASSES[c];
+    let fresh = locked(|heap| {
+        let class = &mut heap.classes[c];
+        if !class.free.is_null() {
+            let b = class.free;
+            // SAFETY: blocks on the list are free blocks of this class,
+            // each holding the link to the next.
+            class.free = unsafe { (*b).next };
+            return Ok(b as *mut u8);
+        }
+        if class.end - class.bump >= block {
+            let b = class.bump;
+            class.bump += block;
+            return Ok(b as *mut u8);
+        }
+        Err(())
+    });
+    if let Ok(p) = fresh {
+        return p;
+    }
+    // A new slab, mapped outside the lock.
+    let slab_bytes = SLAB.max(block);
+    let slab = map(slab_bytes);
+    if slab.is_null() {
+        return slab;
+    }
+    locked(|heap| {
+        let class = &mut heap.classes[c];
+        // The rest of the old slab is given up (less than one block).
+        class.bump = slab as usize + block;
+        class.end = slab as usize + slab_bytes;
+    });
+    slab
+}
+
+fn alloc_large(size: usize, align: usize) -> *mut u8 {
+    let Some(bytes) = page_round(size.max(1)) else {
+        return std::ptr::null_mut();
+    };
+    if align <= PAGE {
+        return map(bytes);
+    }
+    // Over-aligned: map more, keep the aligned part.
+    let Some(total) = bytes.checked_add(align) else {
+        return std::ptr::null_mut();
+    };
+    let p = map(total) as usize;
+    if p == 0 {
+        return std::ptr::null_mut();
+    }
+    let start = (p + align - 1) & !(align - 1);
+    if start > p {
+        raw_munmap(p as u64, start - p);
+    }
+    let tail = p + total - (start + bytes);
+    if tail > 0 {
+        raw_munmap((start + bytes) as u64, tail);
+    }
+    start as *mut u8
+}
+
+/// Frees a block of [`alloc`] with the same size and alignment.
+///
+/// # Safety
+/// `p` came from [`alloc`] (or [`realloc`]) with this `size` and `align`
+/// and is not used after.
+pub unsafe fn dealloc(p: *mut u8, size: usize, align: usize) {
+    if p.is_null() {
+        return;
+    }
+    let Some(c) = class_of(size, align) else {
+        if let Some(bytes) = page_round(size.max(1)) {
+            raw_munmap(p as u64, bytes);
+        }
+        return;
+    };
+    locked(|heap| {
+        let class = &mut heap.classes[c];
+        let b = p as *mut FreeBlock;
+        // SAFETY: the block is ours and free now; a class block holds at
+        // least one pointer (16 bytes or more, aligned to 16).
+        unsafe { (*b).next = class.free };
+        class.free = b;
+    });
+}
+
+/// Resizes a block of [`alloc`] to `new_size` bytes (same alignment),
+/// keeping its contents up to the smaller size; null (the old block
+/// untouched) when memory is refused.
+///
+/// # Safety
+/// As [`dealloc`] for `p`, `size` and `align`.
+pub unsafe fn realloc(p: *mut u8, size: usize, align: usize, new_size: usize) -> *mut u8 {
+    let (old_class, new_class) = (class_of(size, align), class_of(new_size, align));
+    match (old_class, new_class) {
+        (Some(a), Some(b)) if a == b => return p,
+        (None, None) if align <= PAGE => {
+            let (Some(old), Some(new)) = (page_round(size.max(1)), page_round(new_size.max(1)))
+            else {
+                return std::ptr::null_mut();
+            };
+            if old == new {
+                return p;
+            }
+            return raw_mremap(p as u64, old, new, libc::MREMAP_MAYMOVE, 0)
+                .unwrap_or(std::ptr::null_mut());
+        }
+        _ => {}
+    }
+    let new = alloc(new_size, align);
+    if !new.is_null() {
+        // SAFETY: both blocks are live and distinct; the copy stays inside
+        // the smaller one.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p, new, size.min(new_size));
+            dealloc(p, size, align);
+        }
+    }
+    new
+}
+
+/// In a forked child: a thread of the parent may have held the lock (in
+/// the middle of a list update) when the process forked. The child then
+/// forgets every free list and slab (their memory stays mapped, unused)
+/// and frees the lock.
+pub fn reset_after_fork() {
+    if LOCK.load(Relaxed) {
+        // SAFETY: the child has one thread, this one, and the holder of
+        // the lock does not exist here: nothing else uses HEAP.
+        let heap = unsafe { &mut *std::ptr::addr_of_mut!(HEAP) };
+        for class in &mut heap.classes {
+            *class = Class {
+                free: std::ptr::null_mut(),
+                bump: 0,
+                end: 0,
+            };
+        }
+        LOCK.store(false, Release);
+    }
+}
+
+thread_local! {
+    /// Set while the library calls into glibc code that allocates with
+    /// `malloc` (`pthread_getattr_np`), and for good on the library's own
+    /// helper thread: the hooks then serve those calls from this heap
+    /// ([`c_malloc`] ...), so that the library makes glibc create no arena
+    /// on a program thread that never allocates, nor on its helper.
+    static SERVE_LIBC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with glibc's own allocations on this thread served by this
+/// heap ([`serving_libc`]).
+pub fn with_libc_served<R>(f: impl FnOnce() -> R) -> R {
+    let outer = SERVE_LIBC.with(|s| s.replace(true));
+    let r = f();
+    SERVE_LIBC.with(|s| s.set(outer));
+    r
+}
+
+/// Serves glibc's allocations on the calling thread (the library's own
+/// helper thread) from this heap for the rest of its life.
+pub fn serve_libc_on_this_thread() {
+    SERVE_LIBC.with(|s| s.set(true));
+}
+
+/// True where glibc's allocations on this thread come from this heap.
+pub fn serving_libc() -> bool {
+    SERVE_LIBC.with(|s| s.get())
+}
+
+/// C-style blocks: a 16-byte header holds the size and a check word, so
+/// that `free` and `realloc` (from any thread) tell them from glibc's
+/// blocks ([`is_c_block`]), whose 16 bytes before the block are glibc's
+/// chunk header.
+const HEADER: usize = 16;
+const CHECK: usize = 0x6870_6372_756e_2d68; // "hpcrun-h"
+
+/// True if `p` is a block of [`c_malloc`] (false for glibc's blocks).
+///
+/// # Safety
+/// `p` is a live block of [`c_malloc`] or of glibc's allocator (not null).
+pub unsafe fn is_c_block(p: *const u8) -> bool {
+    // The word before the block is outside what the allocator handed out
+    // (the compiler must not assume it unreadable: a plain address and a
+    // volatile read).
+    let word = (p as usize).wrapping_sub(8) as *const usize;
+    // SAFETY: both kinds of block have 16 readable header bytes before
+    // them (ours, or glibc's chunk header).
+    unsafe { word.read_volatile() == CHECK ^ p as usize }
+}
+
+/// `malloc` from this heap.
+pub fn c_malloc(size: usize) -> *mut u8 {
+    let Some(total) = size.checked_add(HEADER) else {
+        return std::ptr::null_mut();
+    };
+    let base = alloc(total, 16);
+    if base.is_null() {
+        return base;
+    }
+    // SAFETY: the block has at least HEADER bytes, aligned to 16.
+    unsafe {
+        let p = base.add(HEADER);
+        (base as *mut usize).write(size);
+        (p.sub(8) as *mut usize).write(CHECK ^ p as usize);
+        p
+    }
+}
+
+/// `free` of a [`c_malloc`] block.
+///
+/// # Safety
+/// `p` came from [`c_malloc`]/[`c_realloc`] ([`is_c_block`]), not freed
+/// yet.
+pub unsafe fn c_free(p: *mut u8) {
+    // SAFETY: per the contract, the header precedes `p`.
+    unsafe {
+        let base = p.sub(HEADER);
+        let size = (base as *const usize).read();
+        (p.sub(8) as *mut usize).write(0);
+        dealloc(base, size + HEADER, 16);
+    }
+}
+
+/// `realloc` of a [`c_malloc`] block.
+///
+/// # Safety
+/// As [`c_free`].
+pub unsafe fn c_realloc(p: *mut u8, size: usize) -> *mut u8 {
+    let new = c_malloc(size);
+    if !new.is_null() {
+        // SAFETY: per the contract; the copy stays inside both blocks.
+        unsafe {
+            let old = (p.sub(HEADER) as *const usize).read();
+            std::ptr::copy_nonoverlapping(p, new, old.min(size));
+            c_free(p);
+        }
+    }
+    new
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_fit_sizes_and_alignments() {
+        for size in 1..=LARGEST_CLASS {
+            let c = class_of(size, 8).unwrap();
+            assert!(CLASSES[c] >= size);
+            assert!(c == 0 || CLASSES[c - 1] < size);
+        }
+        assert_eq!(class_of(LARGEST_CLASS + 1, 8), None);
+        for align in [32, 64, 128, 256, 4096] {
+            for size in [1, 17, 100, 4000, 9000] {
+                if let Some(c) = class_of(size, align) {
+                    assert!(
+                        CLASSES[c] >= size && CLASSES[c] % align == 0,
+                        "{size} {align}"
+                    );
+                    assert!(CLASSES[c].is_power_of_two());
+                }
+            }
+        }
+        assert_eq!(class_of(8, 8192), None);
+    }
+
+    #[test]
+    fn blocks_are_aligned_distinct_and_reused() {
+        let mut blocks = Vec::new();
+        for (size, align) in [
+            (24, 8),
+            (24, 8),
+            (100, 64),
+            (5000, 4096),
+            (70_000, 16),
+            (3, 65536),
+        ] {
+            let p = alloc(size, align);
+            assert!(!p.is_null());
+            assert_eq!(p as usize % align, 0, "{size} {align}");
+            // SAFETY: a fresh block of `size` bytes.
+            unsafe { std::ptr::write_bytes(p, 0xAB, size) };
+            blocks.push((p, size, align));
+        }
+        assert_ne!(blocks[0].0, blocks[1].0);
+        for &(p, size, align) in &blocks {
+            // SAFETY: allocated above with this layout.
+            unsafe { dealloc(p, size, align) };
+        }
+    }
+
+    #[test]
+    fn realloc_keeps_contents_across_classes_and_mappings() {
+        let mut p = alloc(10, 8);
+        // SAFETY: blocks of the sizes written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(b"0123456789".as_ptr(), p, 10);
+            for (old, new) in [
+                (10, 3000),
+                (3000, 200_000),
+                (200_000, 900_000),
+                (900_000, 20),
+            ] {
+                p = realloc(p, old, 8, new);
+                assert!(!p.is_null());
+                assert_eq!(std::slice::from_raw_parts(p, 10), b"0123456789");
+            }
+            dealloc(p, 20, 8);
+            let c = c_malloc(5);
+            assert!(is_c_block(c));
+            std::ptr::copy_nonoverlapping(b"abcde".as_ptr(), c, 5);
+            let c = c_realloc(c, 100_000);
+            assert_eq!(std::slice::from_raw_parts(c, 5), b"abcde");
+            c_free(c);
+            let g = std::hint::black_box(libc::malloc(24) as *mut u8);
+            assert!(!is_c_block(g));
+            libc::free(g as *mut libc::c_void);
+        }
+    }
+
+    #[test]
+    fn threads_allocate_and_free_each_others_blocks() {
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut kept = Vec::new();
+                    for i in 0..20_000usize {
+                        let size = 1 + (i * 37 + t * 11) % 3000;
+                        let p = alloc(size, 8);
+                        // SAFETY: a fresh block of `size` bytes.
+                        unsafe { p.write(t as u8) };
+                        kept.push((p as usize, size));
+                        if kept.len() > 64 {
+                            let (q, s) = kept.swap_remove(i % 64);
+                            // SAFETY: allocated above with this layout.
+                            unsafe {
+                                assert_eq!(*(q as *const u8), t as u8);
+                                dealloc(q as *mut u8, s, 8);
+                            }
+                        }
+                    }
+                    kept
+                })
+            })
+            .collect();
+        // Freed by this thread.
+        for h in handles {
+            for (p, s) in h.join().unwrap() {
+                // SAFETY: as above.
+                unsafe { dealloc(p as *mut u8, s, 8) };
+            }
+        }
+    }
+}
