@@ -56,9 +56,14 @@ fn definition_line(function: &str) -> u64 {
         .unwrap_or_else(|| panic!("{function} not in {PROGRAM}"))
 }
 
-/// The stack row of `function`'s frames: named after it and its first
-/// line (the line of its entry, at or just after the definition).
-fn frame_row<'a>(data: &'a serde_json::Value, function: &str) -> &'a serde_json::Value {
+/// The stack row of `function`'s frames: named after it, its first line
+/// (the line of its entry, at or just after the definition) and the
+/// local `variable` the accesses fell in (from the DWARF).
+fn frame_row<'a>(
+    data: &'a serde_json::Value,
+    function: &str,
+    variable: &str,
+) -> &'a serde_json::Value {
     let stacks = stack_objects(data);
     let row = stacks
         .iter()
@@ -77,7 +82,7 @@ fn frame_row<'a>(data: &'a serde_json::Value, function: &str) -> &'a serde_json:
     );
     assert_eq!(
         row["name"].as_str().unwrap(),
-        format!("stack: locals of {function} ({PROGRAM}:{line})")
+        format!("stack: locals of {function} ({PROGRAM}:{line}): {variable}")
     );
     row
 }
@@ -104,7 +109,7 @@ fn whole_stack_share(data: &serde_json::Value) -> f64 {
 fn a_local_array_is_named_by_its_functions_frame() {
     let data = measure("single");
     let total = stack_total(&data);
-    let row = frame_row(&data, "hot_locals");
+    let row = frame_row(&data, "hot_locals", "buf");
     let share = accesses(row) as f64 / total as f64;
     // Measured: every stack sample.
     assert!(share >= 0.8, "hot_locals holds {share:.2} of {total}");
@@ -116,7 +121,7 @@ fn an_array_read_by_a_callee_is_the_callers() {
     let data = measure("caller");
     let total = stack_total(&data);
     // reads_array() does the reads, one frame below the owner.
-    let row = frame_row(&data, "owns_array");
+    let row = frame_row(&data, "owns_array", "buf");
     let share = accesses(row) as f64 / total as f64;
     assert!(share >= 0.8, "owns_array holds {share:.2} of {total}");
     let callee: u64 = stack_objects(&data)
@@ -135,8 +140,8 @@ fn an_array_read_by_a_callee_is_the_callers() {
 fn two_threads_name_two_functions() {
     let data = measure("threads");
     let total = stack_total(&data);
-    let left = frame_row(&data, "left_locals");
-    let right = frame_row(&data, "right_locals");
+    let left = frame_row(&data, "left_locals", "left");
+    let right = frame_row(&data, "right_locals", "right");
     // The threads do the same work: each about half.
     for (name, row) in [("left_locals", left), ("right_locals", right)] {
         let share = accesses(row) as f64 / total as f64;
@@ -168,7 +173,7 @@ fn another_threads_array_is_named_by_its_frame_there() {
     let total = stack_total(&data);
     // Both threads read shares_array's array: the main thread in its own
     // stack, the other thread in the main thread's.
-    let row = frame_row(&data, "shares_array");
+    let row = frame_row(&data, "shares_array", "shared");
     let share = accesses(row) as f64 / total as f64;
     assert!(share >= 0.8, "shares_array holds {share:.2} of {total}");
     let threads = row["threads"].as_array().expect("threads");

@@ -188,6 +188,12 @@ pub struct SharingEvents {
 pub struct SiteStrides {
     pub ip: u64,
     pub counts: crate::patterns::StrideCounts,
+    /// For an access to a stack frame (`ObjectRef::StackFrame`): where it
+    /// fell, as the data address minus the frame's CFA (negative), from
+    /// the site's first such sample; `hpcprof-rs` names the variable the
+    /// DWARF places there (`DW_OP_fbreg` from a CFA frame base).
+    #[serde(default)]
+    pub frame_offset: Option<i64>,
 }
 
 /// One tracked heap block (at least `--min-bytes`).

@@ -29,7 +29,9 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use rayon::prelude::*;
 
 mod debuginfo;
+mod locals;
 pub use debuginfo::{DebugInfo, RawFrame};
+pub use locals::FrameLocal;
 
 pub use formats::database::LABEL_MODULE;
 
@@ -279,6 +281,8 @@ pub struct Symbolizer {
     site_chains: Mutex<SiteChains>,
     /// Function frames of stack objects ([`Symbolizer::function_frame`]).
     function_frames: Mutex<HashMap<Loc, u32>>,
+    /// The variables of a function's frame ([`Symbolizer::frame_variable`]).
+    frame_locals: Mutex<HashMap<Loc, Arc<[FrameLocal]>>>,
     warnings: Mutex<Vec<String>>,
 }
 
@@ -438,6 +442,38 @@ impl Symbolizer {
             offset: None,
         });
         *lock(&self.function_frames).entry(loc).or_insert(id)
+    }
+
+    /// The name of the variable at `offset` from the CFA in a frame of the
+    /// function at `loc` (its DWARF locals, see `locals`); `None` without
+    /// debug information or when no variable of the frame is there (a
+    /// spill, a register save).
+    pub fn frame_variable(&self, loc: Loc, offset: i64) -> Option<String> {
+        let cached = lock(&self.frame_locals).get(&loc).cloned();
+        let locals = match cached {
+            Some(l) => l,
+            None => {
+                let found: Arc<[FrameLocal]> = match loc {
+                    Loc::Module(m, rel) => {
+                        let slot = lock(&self.modules).1[m as usize].clone();
+                        let mut state = lock(&slot.loader);
+                        state
+                            .get(|| {
+                                open_module(&slot.path, slot.build_id.as_deref(), &mut Vec::new())
+                            })
+                            .map(|l| l.frame_locals(rel))
+                            .unwrap_or_default()
+                            .into()
+                    }
+                    Loc::Unknown(_) => Arc::from(Vec::new()),
+                };
+                lock(&self.frame_locals)
+                    .entry(loc)
+                    .or_insert(found)
+                    .clone()
+            }
+        };
+        locals::variable_at(&locals, offset).map(|l| l.name.clone())
     }
 
     /// The frame that carries a label the program gave an allocation path

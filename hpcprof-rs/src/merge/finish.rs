@@ -207,6 +207,11 @@ pub(super) fn finish(
                 obj.frame = Some(f);
                 let frame = &frames[f as usize];
                 obj.name = crate::name::stack_frame_name(frame);
+                // The variables its accesses fell in, by the DWARF.
+                let vars = crate::name::frame_variables(&extra.frame_vars);
+                if !vars.is_empty() {
+                    obj.name = format!("{}: {vars}", obj.name);
+                }
                 // A runtime's own frames (libgomp's barrier) are the
                 // runtime's memory, named and hidden as such.
                 if let Some(r) = formats::runtimes::of_module(&frame.module) {

@@ -68,6 +68,9 @@ pub(super) struct ObjExtra {
     pub(super) sharing: BTreeMap<SharingKey, u64>,
     /// Reuse outcomes per bucket (`formats::patterns::REUSE_BUCKETS`).
     pub(super) reuse: Vec<u64>,
+    /// A stack frame's variables that its access sites touched (DWARF
+    /// names), with those sites' sampled accesses.
+    pub(super) frame_vars: BTreeMap<String, u64>,
 }
 
 /// What tells sharing events apart: (true sharing, line offset in the
@@ -107,6 +110,10 @@ impl ObjExtra {
             *e = e.saturating_add(n);
         }
         add_values(&mut self.reuse, &other.reuse);
+        for (name, n) in other.frame_vars {
+            let e = self.frame_vars.entry(name).or_default();
+            *e = e.saturating_add(n);
+        }
     }
 }
 

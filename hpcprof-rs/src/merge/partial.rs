@@ -350,6 +350,21 @@ impl Partial {
                         .entry(frame)
                         .or_default()
                         .absorb(&site.counts);
+                    // A stack frame's site: the variable where it fell.
+                    if let (ObjectRef::StackFrame(function), Some(offset)) =
+                        (st.object, site.frame_offset)
+                    {
+                        if let Some(name) = cx
+                            .symbols
+                            .frame_variable(cx.addrs.locate(function), offset)
+                        {
+                            let e = data.extras[id as usize]
+                                .frame_vars
+                                .entry(name)
+                                .or_default();
+                            *e = e.saturating_add(site.counts.samples.max(1));
+                        }
+                    }
                 }
                 // Watchpoint findings: both accesses by their innermost
                 // source location, like the access sites.

@@ -172,6 +172,8 @@ struct WireExtra {
     /// Sharing events (frames of the key are wire frames).
     sharing: Vec<(super::objects::SharingKey, u64)>,
     reuse: Vec<u64>,
+    /// A stack frame's variables touched, with their sampled accesses.
+    frame_vars: Vec<(String, u64)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -230,6 +232,7 @@ impl Wire {
                     sites: e.sites.iter().map(|(&f, c)| (f, c.clone())).collect(),
                     sharing: e.sharing.iter().map(|(&k, &n)| (k, n)).collect(),
                     reuse: e.reuse.clone(),
+                    frame_vars: e.frame_vars.iter().map(|(v, &n)| (v.clone(), n)).collect(),
                 })
                 .collect(),
             keys: p.data.keys.clone(),
@@ -330,6 +333,7 @@ impl Wire {
                     .map(|((t, l, th, o, f, of), n)| Ok(((t, l, th, o, frame(f)?, frame(of)?), n)))
                     .collect::<Result<_, String>>()?,
                 reuse: extra.reuse,
+                frame_vars: extra.frame_vars.into_iter().collect(),
             });
         }
         let i = self.info;

@@ -163,6 +163,7 @@ fn access_sites_merge_per_object_site_and_stride() {
             delta_gcd: gcd,
             ..Default::default()
         },
+        frame_offset: None,
     };
     a.object_stats = vec![ObjectStats {
         object: ObjectRef::HeapSite(1),

@@ -50,7 +50,7 @@ pub use frames::{is_runtime, short_function, without_parameters};
 pub use heap_name::{heap_name, heap_name_with, names_at};
 pub use site::{choose_sites, Wrappers};
 pub use source::{is_library_source, SourceCache};
-pub use stack::stack_frame_name;
+pub use stack::{frame_variables, stack_frame_name};
 pub use statement::{assigned_name, constructor_class, is_return};
 pub use text::scope_parts;
 

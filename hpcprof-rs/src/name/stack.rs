@@ -3,6 +3,8 @@
 //! its first source line), the frame holding the sampled address as the
 //! sample handler's unwind found it.
 
+use std::collections::BTreeMap;
+
 use formats::database::Frame;
 
 use super::frames::{module_base, short_function};
@@ -30,6 +32,27 @@ pub fn stack_frame_name(frame: &Frame) -> String {
         _ => format!(" ({module})"),
     };
     format!("stack: locals of {function}{place}")
+}
+
+/// Variables shown after a frame's name at most.
+const SHOWN_VARIABLES: usize = 3;
+
+/// The variables of a frame that its sampled accesses touched (DWARF
+/// names, with their sampled accesses), most accessed first: `buf, tmp`,
+/// `a, b, c and 2 more`; empty when none was found.
+pub fn frame_variables(vars: &BTreeMap<String, u64>) -> String {
+    let mut list: Vec<(&String, u64)> = vars.iter().map(|(v, &n)| (v, n)).collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<&str> = list
+        .iter()
+        .take(SHOWN_VARIABLES)
+        .map(|(v, _)| v.as_str())
+        .collect();
+    let mut text = shown.join(", ");
+    if list.len() > SHOWN_VARIABLES {
+        text.push_str(&format!(" and {} more", list.len() - SHOWN_VARIABLES));
+    }
+    text
 }
 
 #[cfg(test)]
@@ -72,5 +95,15 @@ mod tests {
         assert_eq!(stack_frame_name(&f), "stack: locals of work (libx.so.1)");
         let f = frame("libx.so.1+0x1234", None, None, "/usr/lib/libx.so.1");
         assert_eq!(stack_frame_name(&f), "stack: locals of libx.so.1+0x1234");
+    }
+
+    #[test]
+    fn variables_most_accessed_first() {
+        let vars: BTreeMap<String, u64> = [("a", 5), ("buf", 90), ("c", 5), ("d", 1)]
+            .into_iter()
+            .map(|(v, n)| (v.to_string(), n))
+            .collect();
+        assert_eq!(frame_variables(&vars), "buf, a, c and 1 more");
+        assert_eq!(frame_variables(&BTreeMap::new()), "");
     }
 }

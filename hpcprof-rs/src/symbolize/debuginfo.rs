@@ -233,6 +233,22 @@ impl DebugInfo {
         out
     }
 
+    /// The variables of the frame of the function whose code covers
+    /// `probe` (see `locals`); empty without DWARF for it.
+    pub fn frame_locals(&self, probe: u64) -> Vec<super::FrameLocal> {
+        let mut lookup = self.inner.ctx.find_dwarf_and_unit(probe);
+        let unit = loop {
+            match lookup {
+                LookupResult::Output(unit) => break unit,
+                LookupResult::Load { load, continuation } => {
+                    lookup = continuation.resume(self.load_dwo(load));
+                }
+            }
+        };
+        unit.and_then(|u| super::locals::frame_locals(u, probe).ok())
+            .unwrap_or_default()
+    }
+
     /// The start address of the symbol-table entry containing `probe`.
     pub fn symbol_start(&self, probe: u64) -> Option<u64> {
         self.inner.symbols.containing(probe).map(|s| s.address())

@@ -168,6 +168,9 @@ pub struct Site {
     data_dependent: AtomicU64,
     deltas: Slots,
     gcd: AtomicU64,
+    /// Data address minus the owning frame's CFA of the first sample in a
+    /// stack frame (negative; 0 = none).
+    frame_offset: AtomicI64,
 }
 
 // SAFETY: every field is an integer or an atomic: all-zero bytes are a
@@ -255,8 +258,21 @@ impl SiteTable {
         true
     }
 
-    /// Every (object node, instruction, counts), in no particular order.
-    pub fn entries(&self) -> impl Iterator<Item = (u32, u64, StrideCounts)> + '_ {
+    /// Records where in its stack frame the site's access fell (the data
+    /// address minus the frame's CFA), if no sample of the site did yet.
+    pub fn note_frame_offset(&self, object: u32, ip: u64, offset: i64) {
+        if let Some(site) = self.find(object, ip) {
+            let _ = site
+                .frame_offset
+                .compare_exchange(0, offset, Relaxed, Relaxed);
+        }
+    }
+
+    /// Every (object node, instruction, counts, frame offset), in no
+    /// particular order.
+    pub fn entries(
+        &self,
+    ) -> impl Iterator<Item = (u32, u64, StrideCounts, Option<i64>)> + '_ {
         self.filled.slots().filter_map(|slot| {
             let s = &self.sites[slot];
             let ip = s.ip.load(Acquire);
@@ -278,6 +294,7 @@ impl SiteTable {
                     other_deltas,
                     delta_gcd: s.gcd.load(Relaxed),
                 },
+                Some(s.frame_offset.load(Relaxed)).filter(|&o| o != 0),
             ))
         })
     }
@@ -300,11 +317,15 @@ mod tests {
         for d in [1, 2, 3, 4, 5, 6] {
             assert!(t.note(7, 0x401010, Decoded::Unknown, Some(d * 8)));
         }
+        // A stack site keeps where in its frame its first sample fell.
+        t.note_frame_offset(7, 0x401010, -4096);
+        t.note_frame_offset(7, 0x401010, -64);
         let mut e: Vec<_> = t.entries().collect();
         e.sort_by_key(|x| x.1);
         assert_eq!(e.len(), 2);
-        let (obj, ip, c) = &e[0];
-        assert_eq!((*obj, *ip), (7, 0x401000));
+        let (obj, ip, c, frame) = &e[0];
+        assert_eq!((*obj, *ip, *frame), (7, 0x401000, None));
+        assert_eq!(e[1].3, Some(-4096));
         assert_eq!(c.samples, 4);
         assert_eq!(c.strides, vec![(320_000, 4)]);
         assert_eq!(c.deltas, vec![(640_000, 2), (-1600, 1)]);

@@ -305,9 +305,13 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             st.histogram.push((bucket, count));
         }
     }
-    for (node, ip, counts) in state.sites.entries() {
+    for (node, ip, counts, frame_offset) in state.sites.entries() {
         if let Some(st) = stats_of(&mut per_object, &object_of, node) {
-            st.sites.push(SiteStrides { ip, counts });
+            st.sites.push(SiteStrides {
+                ip,
+                counts,
+                frame_offset,
+            });
         }
     }
     for row in state.sharing.rows() {

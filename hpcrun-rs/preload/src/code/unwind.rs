@@ -83,9 +83,9 @@ pub struct Unwound {
     /// False if unwinding stopped on an error before reaching the root.
     pub complete: bool,
     /// The frame (index into the output) whose stack range holds the
-    /// data address asked about ([`owning_frame`]); `None` when not asked,
-    /// or when no unwound frame holds it.
-    pub owner: Option<usize>,
+    /// data address asked about ([`owning_frame`]), and that frame's CFA;
+    /// `None` when not asked, or when no unwound frame holds it.
+    pub owner: Option<(usize, u64)>,
 }
 
 /// Bytes below the stack pointer that the interrupted function may use
@@ -182,10 +182,10 @@ impl FrameRanges {
         self.seq.fetch_add(1, Release);
     }
 
-    /// The lookup address of the frame that held `addr` at the latest
-    /// published sample; `None` if none did, or the table was being
+    /// The lookup address and the CFA of the frame that held `addr` at the
+    /// latest published sample; `None` if none did, or the table was being
     /// written.
-    pub fn owner(&self, addr: u64) -> Option<u64> {
+    pub fn owner(&self, addr: u64) -> Option<(u64, u64)> {
         let before = self.seq.load(Acquire);
         if before % 2 == 1 {
             return None;
@@ -195,7 +195,7 @@ impl FrameRanges {
             .then(|| {
                 (0..n)
                     .find(|&i| addr < self.cfa[i].load(Relaxed))
-                    .map(|i| self.address[i].load(Relaxed))
+                    .map(|i| (self.address[i].load(Relaxed), self.cfa[i].load(Relaxed)))
             })
             .flatten();
         fence(Acquire);
@@ -281,7 +281,7 @@ fn walk(
                 p.set(len - 1, regs.sp(), out[len - 1]);
             }
             if data.is_some_and(|d| d < regs.sp()) {
-                owner = Some(len - 1);
+                owner = Some((len - 1, regs.sp()));
                 data = None;
             }
         }
@@ -314,15 +314,15 @@ mod tests {
         assert_eq!(r.owner(0x1010), None);
         r.end();
         assert_eq!(r.owner(0xff8), None);
-        assert_eq!(r.owner(0x1000), Some(0xa0));
-        assert_eq!(r.owner(0x10ff), Some(0xa0));
-        assert_eq!(r.owner(0x1100), Some(0xb0));
+        assert_eq!(r.owner(0x1000), Some((0xa0, 0x1100)));
+        assert_eq!(r.owner(0x10ff), Some((0xa0, 0x1100)));
+        assert_eq!(r.owner(0x1100), Some((0xb0, 0x1400)));
         assert_eq!(r.owner(0x1400), None);
         // The next sample replaces them.
         r.begin(0x1300);
         r.set(0, 0x1400, 0xb0);
         r.end();
         assert_eq!(r.owner(0x1100), None);
-        assert_eq!(r.owner(0x1300), Some(0xb0));
+        assert_eq!(r.owner(0x1300), Some((0xb0, 0x1400)));
     }
 }

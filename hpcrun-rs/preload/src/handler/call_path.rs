@@ -26,8 +26,8 @@ pub(super) fn call_path<'a>(
 
 /// [`call_path`], and for `data`, an address on this thread's stack, the
 /// frame that holds it (`unwind::owning_frame`) as the start of its
-/// function (the address in it when the module has no symbol there);
-/// `None` when no unwound frame of the program holds it.
+/// function (the address in it when the module has no symbol there) and
+/// the frame's CFA; `None` when no unwound frame of the program holds it.
 pub(super) fn call_path_owning<'a>(
     state: &ThreadState,
     snap: &Snapshot,
@@ -35,7 +35,7 @@ pub(super) fn call_path_owning<'a>(
     leaf: u64,
     data: Option<u64>,
     frames: &'a mut [u64; MAX_FRAMES],
-) -> Option<(&'a [u64], Option<u64>)> {
+) -> Option<(&'a [u64], Option<(u64, u64)>)> {
     let Some(unwinder) = unwind::get() else {
         state.stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
         return None;
@@ -54,7 +54,9 @@ pub(super) fn call_path_owning<'a>(
         (frames, &state.frames_seen),
     );
     frames[0] = leaf;
-    let owner = got.owner.and_then(|i| program_function(snap, frames[i]));
+    let owner = got
+        .owner
+        .and_then(|(i, cfa)| Some((program_function(snap, frames[i])?, cfa)));
     // Callers inside this library (the thread trampoline) are left out.
     let mut depth = 1;
     for i in 1..got.len {

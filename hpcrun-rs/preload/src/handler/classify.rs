@@ -17,6 +17,9 @@ pub struct Target {
     pub tag: u32,
     pub key: u64,
     pub range: Option<(u64, u64)>,
+    /// For a stack frame: the frame's CFA (where the access fell in it is
+    /// recorded per access site).
+    pub frame_cfa: Option<u64>,
 }
 
 impl Target {
@@ -26,18 +29,20 @@ impl Target {
             tag,
             key,
             range: None,
+            frame_cfa: None,
         }
     }
 }
 
 /// The data object at `addr`; `None` if the object map stayed busy.
 /// `frame`: for an address on this thread's stack, the start of the
-/// function whose frame holds it (`call_path`), if found.
+/// function whose frame holds it (`call_path`) and the frame's CFA, if
+/// found.
 pub fn classify(
     state: &ThreadState,
     snap: &Snapshot,
     addr: u64,
-    frame: Option<u64>,
+    frame: Option<(u64, u64)>,
 ) -> Option<Target> {
     if let Some(objs) = objects::get() {
         match objs.lookup(addr) {
@@ -63,7 +68,7 @@ pub fn classify(
     }
     if state.stack.contains(addr) {
         return Some(match frame {
-            Some(function) => Target::of(cct::UNKNOWN, cct::TAG_STACK_FRAME, function),
+            Some(function) => stack_frame(function),
             None => Target::of(cct::UNKNOWN, cct::TAG_STACK, state.index as u64),
         });
     }
@@ -74,9 +79,9 @@ pub fn classify(
         let frame = owner
             .frames_seen
             .owner(addr)
-            .and_then(|f| program_function(snap, f));
+            .and_then(|(f, cfa)| Some((program_function(snap, f)?, cfa)));
         return Some(match frame {
-            Some(function) => Target::of(cct::UNKNOWN, cct::TAG_STACK_FRAME, function),
+            Some(function) => stack_frame(function),
             None => Target::of(cct::UNKNOWN, cct::TAG_STACK, owner.index as u64),
         });
     }
@@ -84,4 +89,13 @@ pub fn classify(
         return Some(Target::of(cct::HEAP, cct::TAG_SMALL_HEAP, 0));
     }
     Some(Target::of(cct::UNKNOWN, cct::TAG_UNKNOWN, 0))
+}
+
+/// The data object of a stack frame: the frame of `function` ending at
+/// `cfa`.
+fn stack_frame((function, cfa): (u64, u64)) -> Target {
+    Target {
+        frame_cfa: Some(cfa),
+        ..Target::of(cct::UNKNOWN, cct::TAG_STACK_FRAME, function)
+    }
 }

@@ -84,6 +84,12 @@ pub fn record(
         if !state.sites.note(object, ip, stride, delta) {
             stats.sites_full.fetch_add(1, Relaxed);
         }
+        // Where in its frame a stack access fell names the variable.
+        if let Some(cfa) = target.frame_cfa {
+            state
+                .sites
+                .note_frame_offset(object, ip, addr.wrapping_sub(cfa) as i64);
+        }
     }
     true
 }
