@@ -467,10 +467,7 @@ impl Symbolizer {
                     }
                     Loc::Unknown(_) => Arc::from(Vec::new()),
                 };
-                lock(&self.frame_locals)
-                    .entry(loc)
-                    .or_insert(found)
-                    .clone()
+                lock(&self.frame_locals).entry(loc).or_insert(found).clone()
             }
         };
         locals::variable_at(&locals, offset).map(|l| l.name.clone())

@@ -354,14 +354,10 @@ impl Partial {
                     if let (ObjectRef::StackFrame(function), Some(offset)) =
                         (st.object, site.frame_offset)
                     {
-                        if let Some(name) = cx
-                            .symbols
-                            .frame_variable(cx.addrs.locate(function), offset)
+                        if let Some(name) =
+                            cx.symbols.frame_variable(cx.addrs.locate(function), offset)
                         {
-                            let e = data.extras[id as usize]
-                                .frame_vars
-                                .entry(name)
-                                .or_default();
+                            let e = data.extras[id as usize].frame_vars.entry(name).or_default();
                             *e = e.saturating_add(site.counts.samples.max(1));
                         }
                     }

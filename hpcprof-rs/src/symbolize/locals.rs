@@ -92,9 +92,7 @@ fn frame_base<R: Reader>(unit: UnitRef<'_, R>, e: &DebuggingInformationEntry<R>)
     }
     match first {
         Operation::CallFrameCFA => Some(0),
-        Operation::Register { register } if register == gimli::X86_64::RBP => {
-            Some(-RBP_BELOW_CFA)
-        }
+        Operation::Register { register } if register == gimli::X86_64::RBP => Some(-RBP_BELOW_CFA),
         _ => None,
     }
 }
@@ -145,7 +143,10 @@ fn type_size<R: Reader>(unit: UnitRef<'_, R>, t: UnitOffset<R::Offset>, depth: u
         return None;
     }
     let e = unit.entry(t).ok()?;
-    if let Some(size) = e.attr_value(gimli::DW_AT_byte_size).and_then(|v| v.udata_value()) {
+    if let Some(size) = e
+        .attr_value(gimli::DW_AT_byte_size)
+        .and_then(|v| v.udata_value())
+    {
         return Some(size);
     }
     let inner = match e.attr_value(gimli::DW_AT_type) {
@@ -165,7 +166,10 @@ fn type_size<R: Reader>(unit: UnitRef<'_, R>, t: UnitOffset<R::Offset>, depth: u
         if c.tag() != gimli::DW_TAG_subrange_type {
             continue;
         }
-        let n = match c.attr_value(gimli::DW_AT_count).and_then(|v| v.udata_value()) {
+        let n = match c
+            .attr_value(gimli::DW_AT_count)
+            .and_then(|v| v.udata_value())
+        {
             Some(n) => n,
             None => c
                 .attr_value(gimli::DW_AT_upper_bound)

@@ -270,9 +270,7 @@ impl SiteTable {
 
     /// Every (object node, instruction, counts, frame offset), in no
     /// particular order.
-    pub fn entries(
-        &self,
-    ) -> impl Iterator<Item = (u32, u64, StrideCounts, Option<i64>)> + '_ {
+    pub fn entries(&self) -> impl Iterator<Item = (u32, u64, StrideCounts, Option<i64>)> + '_ {
         self.filled.slots().filter_map(|slot| {
             let s = &self.sites[slot];
             let ip = s.ip.load(Acquire);
