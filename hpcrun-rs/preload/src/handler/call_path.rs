@@ -24,6 +24,10 @@ pub(super) fn call_path<'a>(
     call_path_owning(state, snap, ctx, leaf, None, frames).map(|(path, _)| path)
 }
 
+/// The frame that holds a stack address: its function's start and the
+/// frame's CFA.
+pub(super) type FrameOwner = (u64, u64);
+
 /// [`call_path`], and for `data`, an address on this thread's stack, the
 /// frame that holds it (`unwind::owning_frame`) as the start of its
 /// function (the address in it when the module has no symbol there) and
@@ -35,7 +39,7 @@ pub(super) fn call_path_owning<'a>(
     leaf: u64,
     data: Option<u64>,
     frames: &'a mut [u64; MAX_FRAMES],
-) -> Option<(&'a [u64], Option<(u64, u64)>)> {
+) -> Option<(&'a [u64], Option<FrameOwner>)> {
     let Some(unwinder) = unwind::get() else {
         state.stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
         return None;
