@@ -152,28 +152,53 @@ fn concurrent_launches_into_one_directory_take_turns() {
 }
 
 /// SLURM_JOB_ID alone (a batch script's own commands) does not make two
-/// launches one run; the tasks of one srun step share the directory.
+/// launches one run; the tasks of one srun step share the directory, but
+/// a second hpcrun-rs in one task of the step (`srun -n 2 sh -c
+/// 'hpcrun-rs ./a; hpcrun-rs ./b'`) is a run of its own and is refused,
+/// not mixed into the first (it has the same run id: hpcprof-rs could
+/// not tell them apart).
 #[test]
 fn slurm_launches_are_separate_runs_unless_ranks_of_one_step() {
     let dir = scratch("cli-slurm");
-    let launch = |out: &str, step: bool| {
+    let launch = |out: &str, task: Option<&str>, program: &str| {
         let mut cmd = hpcrun_cmd(&dir, out);
-        cmd.env("SLURM_JOB_ID", "777");
-        if step {
+        cmd.env("SLURM_JOB_ID", "777").env_remove("SLURM_PROCID");
+        if let Some(task) = task {
             cmd.env("SLURM_STEP_ID", "0")
                 .env("SLURM_STEP_NUM_TASKS", "2")
-                .env("SLURM_SRUN_COMM_PORT", "40001");
+                .env("SLURM_SRUN_COMM_PORT", "40001")
+                .env("SLURM_PROCID", task);
         }
-        run(cmd.arg("true"))
+        run(cmd.arg(program))
     };
-    assert!(launch("batch", false).status.success());
-    let second = launch("batch", false);
+    assert!(launch("batch", None, "true").status.success());
+    let second = launch("batch", None, "true");
     assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
     assert!(stderr(&second).contains("already holds measurements"));
-    assert!(launch("step", true).status.success());
-    let rank = launch("step", true);
+    assert!(launch("step", Some("0"), "true").status.success());
+    let rank = launch("step", Some("1"), "true");
     assert!(rank.status.success(), "{}", stderr(&rank));
     assert!(stderr(&rank).contains("2 profile(s)"), "{}", stderr(&rank));
+    // The step's tasks each run a second program into the same directory.
+    for task in ["0", "1"] {
+        let again = launch("step", Some(task), "ls");
+        assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+        assert!(
+            stderr(&again).contains(&format!(
+                "into which rank {task} already ran hpcrun-rs: this is a second hpcrun-rs in the same task"
+            )),
+            "{}",
+            stderr(&again)
+        );
+        assert!(again.stdout.is_empty(), "the program ran");
+    }
+    let files: Vec<String> = std::fs::read_dir(dir.join("step"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".hpcrun"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().all(|f| f.starts_with("true.")), "{files:?}");
 }
 
 /// A program that prints "ready" and then waits for signals; `trap`s
@@ -197,6 +222,62 @@ fn start_trapping(dir: &Path, out: &str, sig: &str) -> (std::process::Child, u32
     reader.read_line(&mut line).unwrap();
     assert_eq!(line, "ready\n");
     (child, pid)
+}
+
+/// The program starts with the signal mask and dispositions it inherits
+/// natively: the signals hpcrun-rs blocks to forward them are unblocked
+/// in the program only where its parent had not blocked them, and a
+/// SIGPIPE its parent ignores stays ignored (a parent that blocks SIGUSR1
+/// and SIGTERM and ignores SIGPIPE and SIGUSR2, here perl, passes them on
+/// so). Before, the forwarded signals were unblocked and SIGPIPE reset to
+/// its default (Rust's runtime and `Command` do that) whatever the
+/// parent's.
+#[test]
+fn the_program_inherits_the_signal_mask_and_dispositions() {
+    let dir = scratch("cli-mask");
+    // /proc/self/status's SigBlk and SigIgn lines of `cmd`, signals 1-31
+    // (glibc keeps 32 and 33 for itself: a program cannot use them, and
+    // any threaded process between the parent and the program resets
+    // them).
+    let masks = |out: std::process::Output| -> Vec<String> {
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (name, hex) = l.split_once(":\t")?;
+                let bits = u64::from_str_radix(hex.trim(), 16).ok()? & 0x7fff_ffff;
+                matches!(name, "SigBlk" | "SigIgn").then(|| format!("{name} {bits:#x}"))
+            })
+            .collect()
+    };
+    // `perl ... cmd...`: runs cmd with SIGUSR1 and SIGTERM blocked and
+    // SIGPIPE and SIGUSR2 ignored.
+    let from_perl = |cmd: &mut Command| -> Vec<String> {
+        let mut perl = Command::new("perl");
+        perl.current_dir(&dir).args([
+            "-MPOSIX",
+            "-e",
+            "sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGUSR1, SIGTERM)); $SIG{PIPE} = $SIG{USR2} = 'IGNORE'; exec @ARGV or die",
+        ]);
+        perl.arg(cmd.get_program()).args(cmd.get_args());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => perl.env(k, v),
+                None => perl.env_remove(k),
+            };
+        }
+        masks(run(&mut perl))
+    };
+    let status = ["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"];
+    let native = from_perl(Command::new(status[0]).args(&status[1..]));
+    // SIGUSR1 (10) and SIGTERM (15) blocked: bits 9 and 14; SIGUSR2 (12)
+    // and SIGPIPE (13) ignored: bits 11 and 12.
+    assert_eq!(native, ["SigBlk 0x4200", "SigIgn 0x1800"]);
+    assert_eq!(from_perl(hpcrun_cmd(&dir, "m").args(status)), native);
+    // Started as the test was: the test's mask and dispositions.
+    let native = masks(run(Command::new(status[0]).args(&status[1..])));
+    assert_eq!(native.len(), 2);
+    assert_eq!(masks(run(hpcrun_cmd(&dir, "m2").args(status))), native);
 }
 
 /// SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to hpcrun-rs reach the
@@ -329,6 +410,18 @@ fn force_deletes_only_a_database() {
         stderr(&out)
     );
     assert!(dir.join("db2/notes.txt").is_file());
+    // A real database whose src/ holds a file it did not copy there.
+    std::fs::create_dir_all(dir.join("db3/src/home/me")).unwrap();
+    std::fs::copy(dir.join("db/profile.db"), dir.join("db3/profile.db")).unwrap();
+    std::fs::write(dir.join("db3/src/home/me/thesis.tex"), "mine").unwrap();
+    let out = force("db3");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("its src/ holds db3/src/home/me/thesis.tex, which is no copy of a source file its profile.db names"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(dir.join("db3/src/home/me/thesis.tex").is_file());
     // A database: replaced.
     let out = force("db");
     assert!(out.status.success(), "{}", stderr(&out));

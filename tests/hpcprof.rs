@@ -521,3 +521,245 @@ fn split_debug_info_is_found_by_build_id_and_debuglink() {
         std::fs::remove_file(place.as_ref().unwrap()).unwrap();
     }
 }
+
+/// `hpcrun-rs -o OUT ARGS...` in `dir`, with no parallel-job variables
+/// from the environment the tests run in (each launch is a run of its
+/// own).
+fn hpcrun_alone(dir: &Path, out: &str) -> Command {
+    let mut cmd = Command::new(tool("hpcrun-rs"));
+    cmd.current_dir(dir).args(["-o", out]);
+    for var in [
+        "PMIX_NAMESPACE",
+        "OMPI_MCA_ess_base_jobid",
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "PMI_RANK",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The `*.hpcrun` files of `dir`, sorted.
+fn profile_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hpcrun"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `hpcprof-rs ARGS... -o dir/DB MEASUREMENTS` in `dir`.
+fn merge_in(dir: &Path, args: &[&str], db: &str, measurements: &str) -> std::process::Output {
+    run(Command::new(tool("hpcprof-rs"))
+        .current_dir(dir)
+        .args(args)
+        .args(["-o", db, measurements]))
+}
+
+/// The number after `label` in `text` ("samples: 779," -> 779).
+fn number_after(text: &str, label: &str) -> u64 {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label:?} in {text}"));
+    text[at + label.len()..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {text}"))
+}
+
+/// Two runs of different programs whose files were copied into one
+/// directory (issue 33 #12): hpcprof-rs refuses it, naming both runs,
+/// their programs and files and what to do, and writes nothing;
+/// `--run ID` merges one of them (the same database as its own
+/// directory's, with a note on the run left out); `--allow-mixed` merges
+/// both on purpose. Before, both were merged as one run without a word.
+#[test]
+fn a_directory_mixing_runs_is_refused_or_merged_by_run() {
+    let dir = scratch("mixed-runs");
+    let exe = compile_c("abc/abc.c", &dir, &[]);
+    let out = run(hpcrun_alone(&dir, "a")
+        .args(["-e", EVENT])
+        .arg(&exe)
+        .arg("1"));
+    ok_stdout(&out, "hpcrun-rs abc");
+    let out = run(hpcrun_alone(&dir, "b").args(["sleep", "0.01"]));
+    ok_stdout(&out, "hpcrun-rs sleep");
+    let run_a = read_profiles(&dir.join("a"))[0].process.run_id.clone();
+    let run_b = read_profiles(&dir.join("b"))[0].process.run_id.clone();
+    assert_ne!(run_a, run_b);
+    std::fs::create_dir_all(dir.join("mixed")).unwrap();
+    let mut names = Vec::new();
+    for f in profile_files(&dir.join("a"))
+        .into_iter()
+        .chain(profile_files(&dir.join("b")))
+    {
+        let name = f.file_name().unwrap().to_owned();
+        std::fs::copy(&f, dir.join("mixed").join(&name)).unwrap();
+        names.push(name.to_string_lossy().into_owned());
+    }
+    assert_eq!(names.len(), 2, "{names:?}");
+
+    let out = merge_in(&dir, &[], "db", "mixed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!dir.join("db").exists(), "a database was written: {err}");
+    assert!(
+        err.contains(
+            "mixed holds the profiles of 2 different runs of different programs (abc, sleep)"
+        ),
+        "{err}"
+    );
+    for needle in [
+        format!("run {run_a}: abc (pid "),
+        format!("run {run_b}: sleep (pid "),
+        names[0].clone(),
+        names[1].clone(),
+        "--run ID".into(),
+        "--allow-mixed".into(),
+    ] {
+        assert!(err.contains(&needle), "no {needle:?} in:\n{err}");
+    }
+
+    // --run: the one run, as merged from its own directory.
+    let out = merge_in(&dir, &[], "db-a-alone", "a");
+    ok_stdout(&out, "hpcprof-rs a");
+    let out = merge_in(&dir, &["--run", &run_a], "db-a", "mixed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("merged 1 profiles"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "note: --run {run_a}: left out the profiles of 1 other run(s) in mixed: {run_b} (sleep, 1 file(s))"
+        )),
+        "{err}"
+    );
+    let (alone, chosen) = (load_db(&dir.join("db-a-alone")), load_db(&dir.join("db-a")));
+    assert_eq!(
+        (alone.code, alone.data, alone.objects, alone.info.stats),
+        (chosen.code, chosen.data, chosen.objects, chosen.info.stats)
+    );
+    // An id that is in no profile: the runs there are listed.
+    let out = merge_in(&dir, &["--run", "no-such-run"], "db-none", "mixed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--run no-such-run: mixed holds no profile of that run")
+            && err.contains(&format!("run {run_b}: sleep")),
+        "{err}"
+    );
+    // --allow-mixed: both, said.
+    let out = merge_in(&dir, &["--allow-mixed"], "db-all", "mixed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("merged 2 profiles (2 processes"), "{err}");
+    assert!(
+        err.contains("note: --allow-mixed: merged the profiles of 2 runs into one database"),
+        "{err}"
+    );
+}
+
+/// Duplicates of a thread's profile (issue 33 #12): the checkpoints of a
+/// 9-thread run, copied aside while it ran, and a copy of one final
+/// profile, all put into its measurement directory beside the final
+/// profiles: hpcprof-rs merges each thread once, with the same samples and
+/// database as without them, and says what it left out and why. Before,
+/// every copy was merged again (19 profiles, samples counted twice).
+#[test]
+fn duplicate_profiles_of_a_thread_are_merged_once() {
+    use std::io::BufRead;
+    let dir = scratch("duplicates");
+    let exe = compile_test_program("threads_killed.c", &dir, &["-pthread"]);
+    let mut child = hpcrun_alone(&dir, "m")
+        .args(["-e", EVENT])
+        .arg(&exe)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start hpcrun-rs");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid = line
+        .trim()
+        .strip_prefix("running ")
+        .unwrap_or_else(|| panic!("program said {line:?}"))
+        .to_string();
+    // The first checkpoint (one second after start) of the main thread
+    // and its 8 workers, copied aside while the program runs.
+    let m = dir.join("m");
+    let start = std::time::Instant::now();
+    while profile_files(&m).len() < 9 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::create_dir_all(dir.join("aside")).unwrap();
+    for f in profile_files(&m) {
+        std::fs::copy(&f, dir.join("aside").join(f.file_name().unwrap())).unwrap();
+    }
+    // SIGTERM: the profiler writes the final profiles, the program ends.
+    run(Command::new("kill").args(["-TERM", &pid]));
+    let _ = child.wait();
+    let checkpoints = read_profiles(&dir.join("aside"));
+    assert_eq!(checkpoints.len(), 9);
+    assert!(checkpoints.iter().all(|p| p.stats.checkpoints == 1));
+    let finals = read_profiles(&m);
+    assert_eq!(finals.len(), 9);
+    assert!(finals.iter().all(|p| p.stats.checkpoints == 0));
+
+    let out = merge_in(&dir, &[], "db-once", "m");
+    let once = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{once}");
+    assert!(once.contains("merged 9 profiles"), "{once}");
+    assert!(!once.contains("duplicate"), "{once}");
+    // Put the copies beside the profiles.
+    for f in profile_files(&dir.join("aside")) {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        std::fs::copy(&f, m.join(format!("{stem}.ckpt.hpcrun"))).unwrap();
+    }
+    let last = profile_files(&m)
+        .into_iter()
+        .find(|f| !f.to_string_lossy().contains(".ckpt."))
+        .unwrap();
+    let copy = m.join(format!(
+        "{}.copy.hpcrun",
+        last.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::copy(&last, &copy).unwrap();
+    assert_eq!(profile_files(&m).len(), 19);
+
+    let out = merge_in(&dir, &[], "db-dups", "m");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("merged 9 profiles"), "{err}");
+    assert_eq!(
+        number_after(&err, "samples:"),
+        number_after(&once, "samples:"),
+        "{err}"
+    );
+    let note = err
+        .lines()
+        .find(|l| l.contains("duplicate"))
+        .unwrap_or_else(|| panic!("no note on the duplicates in:\n{err}"));
+    assert!(
+        note.starts_with("hpcprof-rs: note: left out 10 duplicate profile(s)")
+            && note.contains("an earlier checkpoint of the profile in")
+            && note.contains(&format!(
+                "m/{} (a copy of m/{}: thread ",
+                copy.file_name().unwrap().to_string_lossy(),
+                last.file_name().unwrap().to_string_lossy()
+            ))
+            && note.contains("and 2 more"),
+        "{note}"
+    );
+    let (a, b) = (load_db(&dir.join("db-once")), load_db(&dir.join("db-dups")));
+    assert_eq!(
+        (a.code, a.data, a.objects, a.info.stats, a.info.skipped),
+        (b.code, b.data, b.objects, b.info.stats, b.info.skipped)
+    );
+}

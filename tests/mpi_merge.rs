@@ -157,6 +157,97 @@ fn mpi_merge_of_synthetic_measurements_is_byte_identical_and_names_a_damaged_fil
     }
 }
 
+/// Rank 0 chooses the files as the serial merge does (issue 33 #12): a
+/// directory mixing two runs is refused on every rank, `--run ID` merges
+/// one (byte-identical to the serial merge of that run's own directory),
+/// and a copied profile is merged once.
+#[test]
+fn mpi_merge_refuses_mixed_runs_and_merges_duplicates_once() {
+    let Some(exe) = mpi_hpcprof() else { return };
+    let dir = scratch("mpi-merge-runs");
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["build", "-q", "-p", "benches", "--bin", "gen-profiles"])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success());
+    // Two runs (run ids bench-42 and bench-7) of 8 ranks each.
+    for (name, seed) in [("m", "42"), ("other", "7")] {
+        let out = run(Command::new(bin_dir().join("gen-profiles"))
+            .arg("-o")
+            .arg(dir.join(name))
+            .args([
+                "--threads",
+                "8",
+                "--ranks",
+                "8",
+                "--paths",
+                "20",
+                "--seed",
+                seed,
+            ]));
+        ok_stdout(&out, "gen-profiles");
+    }
+    let alone = dir.join("db-alone");
+    ok_stdout(&serial(&dir.join("m"), &alone, "2"), "hpcprof-rs");
+    let m = dir.join("m");
+    let mut first = None;
+    for entry in std::fs::read_dir(dir.join("other")).unwrap() {
+        let f = entry.unwrap().path();
+        let name = f
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replacen("app.", "other.", 1);
+        std::fs::copy(&f, m.join(name)).unwrap();
+        first.get_or_insert(f);
+    }
+    let out = on_mpi(exe, 2, &m, &dir.join("db-mixed"), "1");
+    assert_ne!(out.status.code(), Some(0), "the merge must fail");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("holds the profiles of 2 different runs")
+            && stderr.contains("run bench-42: app")
+            && stderr.contains("run bench-7: app")
+            && stderr.contains("--run ID"),
+        "{stderr}"
+    );
+    assert!(!dir.join("db-mixed").exists(), "a database was written");
+    // A copy of one of run bench-42's profiles.
+    let copied = std::fs::read_dir(&m)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("app."))
+        .unwrap();
+    let copy_name = format!(
+        "{}.copy.hpcrun",
+        copied.file_stem().unwrap().to_string_lossy()
+    );
+    std::fs::copy(&copied, m.join(&copy_name)).unwrap();
+    for ranks in [1, 3] {
+        let db = dir.join(format!("db-run-{ranks}"));
+        let out = run(Command::new("mpirun")
+            .args(MPIRUN_FLAGS)
+            .args(["-np", &ranks.to_string()])
+            .arg(exe)
+            .args(["--mpi", "--run", "bench-42", "-o"])
+            .arg(&db)
+            .arg(&m));
+        ok_stdout(&out, "mpirun hpcprof-rs --mpi --run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("note: --run bench-42: left out the profiles of 1 other run(s)")
+                && stderr.contains("note: left out 1 duplicate profile(s)")
+                && stderr.contains(&format!("{copy_name} (a copy of ")),
+            "{stderr}"
+        );
+        assert!(
+            db_bytes(&db) == db_bytes(&alone),
+            "P={ranks}: the database differs from the serial merge of the run alone"
+        );
+    }
+}
+
 /// A rank whose view of the measurement directory lacks its files (here:
 /// a relative path resolved in another working directory, as a node-local
 /// directory would be) stops every rank with an error; no database.

@@ -111,3 +111,116 @@ pub fn decode<T: DeserializeOwned>(kind: Kind, bytes: &[u8]) -> Result<T, Format
     // prefix cannot make it allocate more than the file holds.
     rmp_serde::from_slice(body).map_err(|source| FormatError::Corrupt { what, source })
 }
+
+/// The leading fields of a body, decoded one at a time (`encode` writes
+/// a map of field names to values, in the struct's order): a reader can
+/// take the first few fields of a large file without decoding, or even
+/// reading, the rest. Never panics on bad input.
+pub struct Fields<'a> {
+    what: &'static str,
+    rest: &'a [u8],
+    left: u32,
+    len: usize,
+}
+
+impl<'a> Fields<'a> {
+    /// Checks the header of `bytes` (the whole file or its start) and
+    /// opens its body.
+    pub fn new(kind: Kind, bytes: &'a [u8]) -> Result<Self, FormatError> {
+        let what = kind.what;
+        let short = FormatError::Truncated {
+            what,
+            len: bytes.len(),
+        };
+        if bytes.len() < HEADER_LEN {
+            if bytes.len() >= 8 && bytes[..8] != kind.magic {
+                return Err(FormatError::BadMagic { what });
+            }
+            return Err(short);
+        }
+        if bytes[..8] != kind.magic {
+            return Err(FormatError::BadMagic { what });
+        }
+        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        if version > kind.version {
+            return Err(FormatError::NewerVersion {
+                what,
+                found: version,
+                supported: kind.version,
+            });
+        }
+        let body = &bytes[HEADER_LEN..];
+        let (&marker, after) = body.split_first().ok_or(short)?;
+        let (left, rest) = match marker {
+            0x80..=0x8f => (u32::from(marker & 0x0f), after),
+            0xde if after.len() >= 2 => (
+                u32::from(u16::from_be_bytes([after[0], after[1]])),
+                &after[2..],
+            ),
+            0xdf if after.len() >= 4 => (
+                u32::from_be_bytes([after[0], after[1], after[2], after[3]]),
+                &after[4..],
+            ),
+            0xde | 0xdf => {
+                return Err(FormatError::Truncated {
+                    what,
+                    len: bytes.len(),
+                })
+            }
+            _ => {
+                return Err(FormatError::Invalid {
+                    what,
+                    msg: "its body is not a map of fields".into(),
+                })
+            }
+        };
+        Ok(Fields {
+            what,
+            rest,
+            left,
+            len: bytes.len(),
+        })
+    }
+
+    /// The next field's name; None after the last field.
+    pub fn next_name(&mut self) -> Result<Option<String>, FormatError> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        self.value().map(Some)
+    }
+
+    /// The value of the field whose name was just read.
+    pub fn value<T: DeserializeOwned>(&mut self) -> Result<T, FormatError> {
+        let mut de = rmp_serde::Deserializer::new(std::io::Cursor::new(self.rest));
+        match T::deserialize(&mut de) {
+            Ok(value) => {
+                let used = usize::try_from(de.position())
+                    .unwrap_or(usize::MAX)
+                    .min(self.rest.len());
+                self.rest = &self.rest[used..];
+                Ok(value)
+            }
+            Err(source) => Err(FormatError::Corrupt {
+                what: self.what,
+                source,
+            }),
+        }
+    }
+
+    /// Steps over the value of the field whose name was just read.
+    pub fn skip(&mut self) -> Result<(), FormatError> {
+        self.value::<serde::de::IgnoredAny>().map(|_| ())
+    }
+
+    /// Bytes given to [`Fields::new`] (for messages).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no bytes were given.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}

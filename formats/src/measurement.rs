@@ -713,6 +713,31 @@ impl ThreadProfile {
         Ok(profile)
     }
 
+    /// Who wrote a file: its process and thread (run id, host, pid, tid,
+    /// start time), decoded from the first fields of the body without the
+    /// trees that follow (a few hundred bytes of a file of megabytes).
+    /// `bytes` may be the start of the file only; an error when they end
+    /// before both fields (read more, or the whole file) or the file is
+    /// not a usable measurement file.
+    pub fn head_from_bytes(bytes: &[u8]) -> Result<(ProcessInfo, ThreadInfo), FormatError> {
+        let mut fields = envelope::Fields::new(KIND, bytes)?;
+        let (mut process, mut thread) = (None, None);
+        while let Some(name) = fields.next_name()? {
+            match name.as_str() {
+                "process" => process = Some(fields.value::<ProcessInfo>()?),
+                "thread" => thread = Some(fields.value::<ThreadInfo>()?),
+                _ => fields.skip()?,
+            }
+            if let (Some(p), Some(t)) = (&process, &thread) {
+                return Ok((p.clone(), t.clone()));
+            }
+        }
+        Err(FormatError::Invalid {
+            what: KIND.what,
+            msg: "no process or thread in it".into(),
+        })
+    }
+
     /// Checks the cross references, so that readers can index without fear.
     pub fn validate(&self) -> Result<(), FormatError> {
         let bad = |msg: String| FormatError::Invalid {

@@ -163,6 +163,31 @@ proptest! {
         let i = at.index(bytes.len());
         bytes[i] ^= x;
         let _ = ThreadProfile::from_bytes(&bytes);
+        let _ = ThreadProfile::head_from_bytes(&bytes);
+    }
+
+    /// The head (process, thread) is read from the start of a file alone,
+    /// the same as the whole file decodes; a start that ends before it is
+    /// an error, never a wrong head.
+    #[test]
+    fn head_is_read_from_the_start_of_a_file(p in arb_profile(), cut in 0.0f64..1.0) {
+        let bytes = p.to_bytes().unwrap();
+        let (process, thread) = ThreadProfile::head_from_bytes(&bytes).unwrap();
+        prop_assert_eq!(&process, &p.process);
+        prop_assert_eq!(&thread, &p.thread);
+        let at = ((bytes.len() as f64) * cut) as usize;
+        if let Ok((process, thread)) = ThreadProfile::head_from_bytes(&bytes[..at]) {
+            prop_assert_eq!(process, p.process);
+            prop_assert_eq!(thread, p.thread);
+        }
+    }
+
+    #[test]
+    fn random_bytes_have_no_head(junk in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        let mut bytes = b"HPCRUNMF\x01\0\0\0\0\0\0\0".to_vec();
+        bytes.extend_from_slice(&junk);
+        let _ = ThreadProfile::head_from_bytes(&bytes);
+        prop_assert!(ThreadProfile::head_from_bytes(&junk).is_err() || junk.starts_with(b"HPCRUNMF"));
     }
 }
 

@@ -146,7 +146,8 @@ pub fn check_output(out: &Path, force: bool) -> Result<()> {
 /// Whether `--force` may delete `out`: an empty directory, or provably
 /// a database: a directory (not a symbolic link) holding a `profile.db`
 /// file that starts with the database's magic and, besides it, at most the
-/// source copy directory `src/`. Else why not.
+/// source copy directory `src/`, which holds only the copies of the source
+/// files that database names ([`sources_are_copies`]). Else why not.
 pub fn replaceable(out: &Path) -> std::result::Result<(), String> {
     let Ok(meta) = std::fs::symlink_metadata(out) else {
         return Ok(());
@@ -189,7 +190,7 @@ pub fn replaceable(out: &Path) -> std::result::Result<(), String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     if unknown.is_empty() {
-        return Ok(());
+        return sources_are_copies(out);
     }
     unknown.sort();
     let more = if unknown.len() > 3 {
@@ -202,6 +203,107 @@ pub fn replaceable(out: &Path) -> std::result::Result<(), String> {
         "it also holds {}{more}, which a database does not",
         unknown.join(", ")
     ))
+}
+
+/// Files named in full when `src/` holds what the database did not copy.
+const NAMED_UNKNOWN: usize = 3;
+
+/// `out/src/`, if there, holds nothing but directories and the copies of
+/// source files the frames of `out/profile.db` name (at
+/// [`source_copy_path`]): a user's own files put there (or a `src/` that
+/// was never a database's) are not deleted with it. The frames are the
+/// database's second field: the trees after them are not read.
+fn sources_are_copies(out: &Path) -> std::result::Result<(), String> {
+    let src = out.join(SOURCE_DIR);
+    if std::fs::symlink_metadata(&src).is_err() {
+        return Ok(());
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut others: Vec<String> = Vec::new();
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(path),
+                Ok(t) if t.is_file() => found.push(path),
+                _ => others.push(shown(out, &path)),
+            }
+        }
+    }
+    if found.is_empty() && others.is_empty() {
+        return Ok(());
+    }
+    let copies = copied_sources(out)?;
+    let mut unknown: Vec<String> = found
+        .iter()
+        .filter(|p| !copies.contains(*p))
+        .map(|p| shown(out, p))
+        .chain(others)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    unknown.sort();
+    let n = unknown.len();
+    let more = if n > NAMED_UNKNOWN {
+        format!(" and {} more", n - NAMED_UNKNOWN)
+    } else {
+        String::new()
+    };
+    unknown.truncate(NAMED_UNKNOWN);
+    Err(format!(
+        "its {SOURCE_DIR}/ holds {}{more}, which {} no copy of a source file its {FILE_NAME} names",
+        unknown.join(", "),
+        if n == 1 { "is" } else { "are" }
+    ))
+}
+
+/// `path` relative to `out`'s parent (`db/src/x.c`), for messages.
+fn shown(out: &Path, path: &Path) -> String {
+    let base = out.parent().unwrap_or(Path::new(""));
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Where the database in `out` copied its source files
+/// ([`source_copy_path`] of every frame's file).
+fn copied_sources(out: &Path) -> std::result::Result<BTreeSet<PathBuf>, String> {
+    /// A frame's source file; the rest of the frame is not needed.
+    #[derive(serde::Deserialize)]
+    struct FrameFile {
+        #[serde(default)]
+        file: Option<String>,
+    }
+    let db = out.join(FILE_NAME);
+    let cannot = |e: &dyn std::fmt::Display| {
+        format!("its {FILE_NAME} cannot be read ({e}), so what its {SOURCE_DIR}/ holds cannot be checked")
+    };
+    let file = std::fs::File::open(&db).map_err(|e| cannot(&e))?;
+    // SAFETY: a read-only private mapping; a file truncated meanwhile
+    // could raise SIGBUS, as for any mapped reader. Only the header and
+    // the first two fields are touched.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| cannot(&e))?;
+    let mut fields =
+        formats::envelope::Fields::new(formats::database::KIND, &map).map_err(|e| cannot(&e))?;
+    let src = out.join(SOURCE_DIR);
+    while let Some(name) = fields.next_name().map_err(|e| cannot(&e))? {
+        if name != "frames" {
+            fields.skip().map_err(|e| cannot(&e))?;
+            continue;
+        }
+        let frames: Vec<FrameFile> = fields.value().map_err(|e| cannot(&e))?;
+        return Ok(frames
+            .iter()
+            .filter_map(|f| source_copy_path(&src, f.file.as_deref()?))
+            .collect());
+    }
+    Err(cannot(&"no frames in it"))
 }
 
 /// `DB` with a suffix appended to its last component.
@@ -353,6 +455,42 @@ mod tests {
         );
         assert_eq!(source_copy_path(src, "app.c"), None);
         assert_eq!(source_copy_path(src, "/a/../../etc/passwd"), None);
+    }
+
+    /// A database's `src/` holds the copies of the sources its frames
+    /// name; a file of anyone else's there keeps `--force` off it.
+    #[test]
+    fn force_leaves_a_database_whose_sources_were_added_to() {
+        let dir = crate::read::tests::temp_dir("db-src");
+        let out = dir.join("db");
+        let this_file = concat!(env!("CARGO_MANIFEST_DIR"), "/src/db.rs");
+        let db = Database {
+            frames: vec![Frame {
+                function: "f".into(),
+                file: Some(this_file.into()),
+                ..Frame::default()
+            }],
+            ..Database::default()
+        };
+        write(&db, &out, false).unwrap();
+        assert_eq!(replaceable(&out), Ok(()));
+        let mine = out.join(SOURCE_DIR).join("home/me/thesis.tex");
+        std::fs::create_dir_all(mine.parent().unwrap()).unwrap();
+        std::fs::write(&mine, "mine").unwrap();
+        let err = write(&db, &out, true).unwrap_err().to_string();
+        assert!(
+            err.contains("db/src/home/me/thesis.tex, which is no copy of a source file"),
+            "{err}"
+        );
+        assert!(mine.is_file());
+        // Empty directories are no one's files.
+        std::fs::remove_file(&mine).unwrap();
+        write(&db, &out, true).unwrap();
+        // A damaged profile.db: what src/ holds cannot be checked.
+        std::fs::write(out.join(FILE_NAME), b"HPCPROFD\x01\0\0\0\0\0\0\0\x82").unwrap();
+        let err = replaceable(&out).unwrap_err();
+        assert!(err.contains("cannot be checked"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

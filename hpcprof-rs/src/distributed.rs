@@ -1,9 +1,10 @@
 //! `mpirun -np P hpcprof-rs --mpi MEASUREMENTS`: the merge distributed over
 //! MPI ranks (cargo feature `mpi`, the `mpi` crate on the system's MPI).
 //!
-//! 1. Rank 0 lists the measurement directory once and broadcasts the file
-//!    names (relative to the directory, which every rank resolves itself:
-//!    it must be on a file system all ranks see).
+//! 1. Rank 0 lists the measurement directory once, chooses the files to
+//!    merge (one run, each thread once: [`crate::runs`]) and broadcasts
+//!    their names (relative to the directory, which every rank resolves
+//!    itself: it must be on a file system all ranks see).
 //! 2. The files are grouped by measured process ([`merge::process_groups`];
 //!    all threads of a process stay on one rank) and rank `r` merges every
 //!    group `g` with `g % P == r`, with its own `-j` workers
@@ -42,11 +43,14 @@ pub enum Outcome {
 }
 
 /// Runs this rank's part of the distributed merge of `dir`. `check` runs
-/// on rank 0 before any work (the output directory's checks); `progress`
-/// is told the bytes rank 0 reads.
+/// on rank 0 before any work (the output directory's checks), then
+/// `select` chooses the files to merge of those listed (one run, each
+/// thread once: [`crate::runs::select`]); `progress` is told the bytes
+/// rank 0 reads.
 pub fn merge(
     dir: &Path,
     check: &dyn Fn() -> Result<(), String>,
+    select: &dyn Fn(Vec<PathBuf>) -> Result<Vec<PathBuf>, String>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Outcome, String> {
     let universe = mpi::initialize().ok_or("MPI was initialised already")?;
@@ -59,7 +63,10 @@ pub fn merge(
     // 1. The file list, from rank 0 (or its error).
     let mut listing: Vec<u8> = Vec::new();
     if rank == 0 {
-        listing = match check().and_then(|()| read::find(dir).map_err(|e| format!("{e:#}"))) {
+        let chosen = check()
+            .and_then(|()| read::find(dir).map_err(|e| format!("{e:#}")))
+            .and_then(select);
+        listing = match chosen {
             Ok(files) => {
                 let mut out = vec![b'+'];
                 for f in &files {

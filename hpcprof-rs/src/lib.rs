@@ -6,6 +6,9 @@
 //!
 //! * [`read`] finds the measurement files (and decodes them all, for
 //!   tests and small runs);
+//! * [`runs`] chooses which of them to merge: one run per database (a
+//!   directory that mixes runs is refused unless told which), each
+//!   thread's profile once (duplicates left out, with a note);
 //! * [`symbolize`] maps raw addresses to functions, files and lines with
 //!   addr2line, for the merge;
 //! * [`merge`] streams the files (damaged ones are skipped with their
@@ -36,4 +39,5 @@ pub mod distributed;
 pub mod merge;
 pub mod name;
 pub mod read;
+pub mod runs;
 pub mod symbolize;

@@ -247,7 +247,10 @@ pub fn run(args: &Args) -> Result<Ended> {
     let resolved = resolve(program)?;
     check_not_static(&resolved)?;
     let run_id = job.clone().unwrap_or_else(own_run_id);
-    let (marker, acquired) = marker::acquire(&args.output, &run_id)?;
+    // A rank of a parallel job: the run's other launchers share its id,
+    // each rank starting one of them.
+    let rank = job.as_ref().and_then(|_| job_rank());
+    let (marker, acquired) = marker::acquire(&args.output, &run_id, rank)?;
     if let Some(note) = acquired.note {
         say(&format!("hpcrun-rs: {note}"));
     }

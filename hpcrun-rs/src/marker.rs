@@ -21,6 +21,14 @@
 //!   directory, if this launch created it and it is empty), so a launch
 //!   that failed leaves nothing behind.
 //!
+//! * The ranks of a parallel job share the run id (the job's, and its
+//!   step's under Slurm), so each launcher of a rank also claims its rank
+//!   in `DIR/.hpcrun-ranks.<run id>/` (a file created with `O_EXCL`): a
+//!   rank claimed already means a second `hpcrun-rs` in the same task of
+//!   the same job step (`srun -n 2 sh -c 'hpcrun-rs ./a; hpcrun-rs ./b'`),
+//!   another run under the same id, and it is refused rather than mixed
+//!   with the first.
+//!
 //! On file systems without `flock` (some parallel file systems), liveness
 //! falls back to the marker's pid on this host, and the summary line to
 //! the job's rank 0.
@@ -43,11 +51,56 @@ const LEFTOVERS: &[&str] = &[crate::notices::FILE, FINISHED];
 /// The count of a run's launchers that finished (`count_finished`).
 const FINISHED: &str = ".hpcrun-run.done";
 
+/// Directory of the ranks of run `run_id` that started into `dir`: one
+/// empty file per rank, named by its number.
+fn ranks_dir(dir: &Path, run_id: &str) -> PathBuf {
+    let safe: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("{RUN_MARKER}-ranks.{safe}"))
+}
+
+/// Claims `rank` of run `run_id` in `dir`: false when that rank started
+/// before (a second launch in one task); true when claimed, or when the
+/// file system cannot tell (then nothing is refused).
+fn claim_rank(dir: &Path, run_id: &str, rank: u64) -> bool {
+    let ranks = ranks_dir(dir, run_id);
+    if std::fs::create_dir_all(&ranks).is_err() {
+        return true;
+    }
+    match File::options()
+        .write(true)
+        .create_new(true)
+        .open(ranks.join(rank.to_string()))
+    {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::AlreadyExists,
+    }
+}
+
+/// Removes what a run of `run_id` left besides profiles: the marker's
+/// companions and its ranks.
+fn remove_leftovers(dir: &Path, run_id: &str) {
+    for name in LEFTOVERS {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+    let _ = std::fs::remove_dir_all(ranks_dir(dir, run_id));
+}
+
 /// This launcher's hold on the output directory.
 #[derive(Debug)]
 pub struct Marker {
     /// The canonical output directory.
     pub dir: PathBuf,
+    /// The run's id.
+    run_id: String,
     file: File,
     /// `flock` works on this file system.
     lockable: bool,
@@ -184,7 +237,25 @@ pub struct Acquired {
 
 /// Takes output directory `dir` for run `run_id` (creating it if needed):
 /// creates the marker, or joins the run that holds it with the same id.
-pub fn acquire(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
+/// `rank`: this launcher's rank when it is one of a parallel job's
+/// (claimed once per run: [`claim_rank`]).
+pub fn acquire(dir: &Path, run_id: &str, rank: Option<u64>) -> Result<(Marker, Acquired)> {
+    let (marker, acquired) = take(dir, run_id)?;
+    if let Some(rank) = rank {
+        if !claim_rank(&marker.dir, run_id, rank) {
+            // Not `finish`: the run this launch would have joined ended,
+            // and its marker stays whatever it measured.
+            bail!(
+                "{} holds the run {run_id} of this job step, into which rank {rank} already ran hpcrun-rs: this is a second hpcrun-rs in the same task, a run of its own that must not be mixed with the first; choose another directory with -o (one per command)",
+                marker.dir.display()
+            );
+        }
+    }
+    Ok((marker, acquired))
+}
+
+/// [`acquire`] without the rank.
+fn take(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
     let created_dir = std::fs::symlink_metadata(dir).is_err();
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
@@ -221,6 +292,7 @@ pub fn acquire(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
             }
             let marker = Marker {
                 dir,
+                run_id: run_id.to_string(),
                 file,
                 lockable,
                 created_dir,
@@ -245,6 +317,7 @@ pub fn acquire(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
             // Another rank of this run.
             let marker = Marker {
                 dir,
+                run_id: run_id.to_string(),
                 file,
                 lockable,
                 created_dir: false,
@@ -278,9 +351,7 @@ pub fn acquire(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
         if same_file(&file, &path) {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove the stale {}", path.display()))?;
-            for name in LEFTOVERS {
-                let _ = std::fs::remove_file(dir.join(name));
-            }
+            remove_leftovers(&dir, &owner.run_id);
             let by = owner
                 .pid
                 .map(|p| format!(" (hpcrun-rs pid {p})"))
@@ -358,9 +429,7 @@ impl Marker {
             let path = self.dir.join(RUN_MARKER);
             if same_file(&self.file, &path) {
                 let _ = std::fs::remove_file(&path);
-                for name in LEFTOVERS {
-                    let _ = std::fs::remove_file(self.dir.join(name));
-                }
+                remove_leftovers(&self.dir, &self.run_id);
                 if self.created_dir {
                     // Only if empty.
                     let _ = std::fs::remove_dir(&self.dir);
@@ -437,10 +506,10 @@ mod tests {
     #[test]
     fn one_run_one_directory() {
         let dir = temp("one");
-        let (a, _) = acquire(&dir, "run-a").unwrap();
+        let (a, _) = acquire(&dir, "run-a", None).unwrap();
         // Same run: joins. Another run: refused while a holds it.
-        let (b, _) = acquire(&dir, "run-a").unwrap();
-        let err = format!("{:#}", acquire(&dir, "run-b").unwrap_err());
+        let (b, _) = acquire(&dir, "run-a", None).unwrap();
+        let err = format!("{:#}", acquire(&dir, "run-b", None).unwrap_err());
         assert!(err.contains("is measuring into"), "{err}");
         assert_eq!(b.finish(), Some(false));
         // The last one with no profile removes the marker and the
@@ -450,16 +519,35 @@ mod tests {
     }
 
     #[test]
+    fn each_rank_of_a_run_starts_once() {
+        let dir = temp("ranks");
+        let (r0, _) = acquire(&dir, "slurm-1.0.5", Some(0)).unwrap();
+        let (r1, _) = acquire(&dir, "slurm-1.0.5", Some(1)).unwrap();
+        // Rank 0 again: a second launch in its task.
+        let err = format!("{:#}", acquire(&dir, "slurm-1.0.5", Some(0)).unwrap_err());
+        assert!(err.contains("rank 0 already ran hpcrun-rs"), "{err}");
+        assert_eq!(r1.finish(), Some(false));
+        // Nothing measured: the last one removes the marker, the ranks
+        // and the directory.
+        assert_eq!(r0.finish(), Some(true));
+        assert!(!dir.exists());
+        // The same job step again (nothing was left): taken afresh.
+        let (again, _) = acquire(&dir, "slurm-1.0.5", Some(0)).unwrap();
+        assert_eq!(again.finish(), Some(true));
+        assert!(!dir.exists());
+    }
+
+    #[test]
     fn a_stale_marker_is_reclaimed_unless_measured() {
         let dir = temp("stale");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(RUN_MARKER), "old-run\npid 1\nhost x\n").unwrap();
-        let (m, acquired) = acquire(&dir, "new").unwrap();
+        let (m, acquired) = acquire(&dir, "new", None).unwrap();
         assert!(acquired.note.unwrap().contains("reclaimed"));
         std::fs::write(dir.join("a.hpcrun"), b"x").unwrap();
         assert_eq!(m.finish(), Some(true));
         // Measured: kept, and another run is refused.
-        let err = format!("{:#}", acquire(&dir, "newer").unwrap_err());
+        let err = format!("{:#}", acquire(&dir, "newer", None).unwrap_err());
         assert!(err.contains("already holds measurements"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

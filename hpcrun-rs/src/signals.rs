@@ -37,12 +37,44 @@ fn forwarded_set() -> libc::sigset_t {
     }
 }
 
+/// SIGPIPE was ignored when hpcrun-rs started (its parent's disposition,
+/// which the program inherits natively). Rust's runtime ignores SIGPIPE
+/// before `main` and `Command` resets it to the default in the child, so
+/// it is read here, before either ([`record_sigpipe`], from
+/// `.init_array`).
+static SIGPIPE_IGNORED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Records whether SIGPIPE is ignored; runs before Rust's runtime.
+extern "C" fn record_sigpipe() {
+    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a query (no new action) into an out-parameter of the right type.
+    let queried = unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), old.as_mut_ptr()) };
+    // SAFETY: sigaction filled it when it returned 0.
+    if queried == 0 && unsafe { old.assume_init() }.sa_sigaction == libc::SIG_IGN {
+        SIGPIPE_IGNORED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Runs [`record_sigpipe`] at load, before `main` and Rust's runtime.
+#[used]
+#[link_section = ".init_array"]
+static RECORD_SIGPIPE: extern "C" fn() = record_sigpipe;
+
+/// The forwarded signals that were blocked already when hpcrun-rs
+/// started (its parent's mask, which the program inherits natively).
+static INHERITED: std::sync::OnceLock<libc::sigset_t> = std::sync::OnceLock::new();
+
 /// Blocks the forwarded signals in this thread (call it first in `main`,
-/// so that every later thread inherits the mask).
+/// so that every later thread inherits the mask), remembering which of
+/// them the inherited mask blocked.
 pub fn block() {
     let set = forwarded_set();
-    // SAFETY: a valid set; the old mask is not needed.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: a valid set and an out-parameter of the right type.
+    if unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, old.as_mut_ptr()) } == 0 {
+        // SAFETY: pthread_sigmask filled it.
+        let _ = INHERITED.set(unsafe { old.assume_init() });
+    }
 }
 
 /// Starts the thread that forwards the blocked signals to process `pid`.
@@ -93,14 +125,31 @@ pub fn forward_to(pid: u32) {
 }
 
 /// Unblocks the forwarded signals (in the child, before `exec`: the
-/// program starts with the mask it would have had without hpcrun-rs).
+/// program starts with the mask it would have had without hpcrun-rs,
+/// those its parent blocked still blocked), and ignores SIGPIPE again if
+/// the parent did. Async-signal-safe.
 pub fn unblock_in_child() -> std::io::Result<()> {
     unblock_all();
+    if SIGPIPE_IGNORED.load(std::sync::atomic::Ordering::Relaxed) {
+        // SAFETY: signal() with a valid number and SIG_IGN.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    }
     Ok(())
 }
 
+/// Unblocks the forwarded signals that the inherited mask did not block.
 fn unblock_all() {
-    let set = forwarded_set();
+    let mut set = forwarded_set();
+    if let Some(inherited) = INHERITED.get() {
+        for sig in FORWARDED {
+            // SAFETY: valid sets and signal numbers.
+            unsafe {
+                if libc::sigismember(inherited, sig) == 1 {
+                    libc::sigdelset(&mut set, sig);
+                }
+            }
+        }
+    }
     // SAFETY: a valid set.
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }

@@ -60,6 +60,18 @@ pub(crate) struct MergeArgs {
     #[arg(long = "alloc-wrapper", value_name = "PATTERN")]
     pub(crate) alloc_wrapper: Vec<String>,
 
+    /// Merge only the profiles of this run (its id, or the start of it),
+    /// when the directory holds several: hpcprof-rs lists them. The
+    /// others are left out, with a note.
+    #[arg(long = "run", value_name = "ID", conflicts_with = "allow_mixed")]
+    pub(crate) run: Option<String>,
+
+    /// Merge the profiles of several runs (runs of hpcrun-rs whose files
+    /// were put into one directory) into one database, on purpose.
+    /// Without it such a directory is refused.
+    #[arg(long = "allow-mixed")]
+    pub(crate) allow_mixed: bool,
+
     /// Merge on MPI: run under `mpirun -np P` (or `srun`); the ranks share
     /// the files (all threads of a measured process on one rank, `-j`
     /// workers each) and rank 0 writes the database, byte-identical to the

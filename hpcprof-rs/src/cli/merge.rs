@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use hpcprof_rs::{db, merge, read};
+use hpcprof_rs::{db, merge, read, runs};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::MergeArgs;
@@ -43,8 +43,9 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
     // Refuse before doing any work.
     let wrappers =
         hpcprof_rs::name::Wrappers::new(&args.alloc_wrapper).map_err(anyhow::Error::msg)?;
-    let (mut merged, files) = if args.mpi {
-        match merge_on_mpi(&args)? {
+    let choice = choice(&args);
+    let (mut merged, files, run_notes) = if args.mpi {
+        match merge_on_mpi(&args, &choice)? {
             Some(m) => m,
             // Another rank: its share went to rank 0.
             None => return Ok(ExitCode::SUCCESS),
@@ -53,10 +54,20 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
         paths::measurements_or_hint(&args.measurements)?;
         let files = read::find(&args.measurements)?;
         db::check_output(&args.output, args.force)?;
-        let progress = progress_bar(&files);
-        let merged = merge::merge_files(&files, &|bytes| progress.inc(bytes));
+        let t0 = std::time::Instant::now();
+        let chosen =
+            runs::select(&args.measurements, &files, &choice).map_err(anyhow::Error::msg)?;
+        if std::env::var_os("HPCPROF_RS_TIMINGS").is_some() {
+            eprintln!(
+                "hpcprof-rs: timings: {} files' heads read and checked in {:.3}s",
+                files.len(),
+                t0.elapsed().as_secs_f64()
+            );
+        }
+        let progress = progress_bar(&chosen.files);
+        let merged = merge::merge_files(&chosen.files, &|bytes| progress.inc(bytes));
         progress.finish_and_clear();
-        (merged, files.len())
+        (merged, chosen.files.len(), chosen.notes)
     };
     let db = &mut merged.db;
     hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &wrappers);
@@ -89,6 +100,9 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
         "{}",
         summary::summary(&merged.db.info, &args.output, skipped)
     );
+    for line in &run_notes {
+        eprintln!("{line}");
+    }
     for line in summary::notes(&merged.db.info) {
         eprintln!("{line}");
     }
@@ -98,16 +112,37 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Which runs of the directory to merge (`--run`, `--allow-mixed`).
+fn choice(args: &MergeArgs) -> runs::Choice {
+    match (&args.run, args.allow_mixed) {
+        (Some(id), _) => runs::Choice::Run(id.clone()),
+        (None, true) => runs::Choice::All,
+        (None, false) => runs::Choice::One,
+    }
+}
+
+/// A merge's result, the number of files it was given and the notes of
+/// the files' selection ([`runs::select`]).
+type MergeResult = (merge::Streamed, usize, Vec<String>);
+
 /// `--mpi`: this rank's part of the distributed merge; rank 0 gets the
-/// merged result and the number of files, the other ranks `None`.
+/// merged result, the number of files and the selection's notes, the
+/// other ranks `None`.
 #[cfg(feature = "mpi")]
-fn merge_on_mpi(args: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
+fn merge_on_mpi(args: &MergeArgs, choice: &runs::Choice) -> Result<Option<MergeResult>> {
     use hpcprof_rs::distributed::{self, Outcome};
     let check = || db::check_output(&args.output, args.force).map_err(|e| format!("{e:#}"));
-    match distributed::merge(&args.measurements, &check, &|_| {}) {
+    let notes = std::sync::Mutex::new(Vec::new());
+    let select = |files: Vec<std::path::PathBuf>| {
+        let chosen = runs::select(&args.measurements, &files, choice)?;
+        *notes.lock().expect("notes") = chosen.notes;
+        Ok(chosen.files)
+    };
+    match distributed::merge(&args.measurements, &check, &select, &|_| {}) {
         Ok(Outcome::Root(merged)) => {
             let n = merged.db.info.profiles as usize + merged.db.info.skipped.len();
-            Ok(Some((*merged, n)))
+            let notes = notes.into_inner().expect("notes");
+            Ok(Some((*merged, n, notes)))
         }
         Ok(Outcome::Sent) => Ok(None),
         Ok(Outcome::Failed) => std::process::exit(2),
@@ -117,7 +152,7 @@ fn merge_on_mpi(args: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
 
 /// `--mpi` in a build without MPI support.
 #[cfg(not(feature = "mpi"))]
-fn merge_on_mpi(_: &MergeArgs) -> Result<Option<(merge::Streamed, usize)>> {
+fn merge_on_mpi(_: &MergeArgs, _: &runs::Choice) -> Result<Option<MergeResult>> {
     anyhow::bail!(
         "--mpi: this hpcprof-rs was built without MPI support; build it with `cargo build --release -p hpcprof-rs --features mpi` (needs an MPI library, e.g. Debian's libopenmpi-dev or libmpich-dev, and libclang-dev) and run it under mpirun or srun"
     )
