@@ -77,8 +77,9 @@ pub fn encode_to<T: Serialize, W: std::io::Write>(
     Ok(())
 }
 
-/// Checks the header and decodes the body. Never panics on bad input.
-pub fn decode<T: DeserializeOwned>(kind: Kind, bytes: &[u8]) -> Result<T, FormatError> {
+/// The body of `bytes` after a header of `kind`: an error for a file too
+/// short for the header, of another kind or of a newer version.
+fn body(kind: Kind, bytes: &[u8]) -> Result<&[u8], FormatError> {
     let what = kind.what;
     if bytes.len() < HEADER_LEN {
         if bytes.len() >= 8 && bytes[..8] != kind.magic {
@@ -100,7 +101,13 @@ pub fn decode<T: DeserializeOwned>(kind: Kind, bytes: &[u8]) -> Result<T, Format
             supported: kind.version,
         });
     }
-    let body = &bytes[HEADER_LEN..];
+    Ok(&bytes[HEADER_LEN..])
+}
+
+/// Checks the header and decodes the body. Never panics on bad input.
+pub fn decode<T: DeserializeOwned>(kind: Kind, bytes: &[u8]) -> Result<T, FormatError> {
+    let what = kind.what;
+    let body = body(kind, bytes)?;
     if body.is_empty() {
         return Err(FormatError::Truncated {
             what,
@@ -132,24 +139,7 @@ impl<'a> Fields<'a> {
             what,
             len: bytes.len(),
         };
-        if bytes.len() < HEADER_LEN {
-            if bytes.len() >= 8 && bytes[..8] != kind.magic {
-                return Err(FormatError::BadMagic { what });
-            }
-            return Err(short);
-        }
-        if bytes[..8] != kind.magic {
-            return Err(FormatError::BadMagic { what });
-        }
-        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        if version > kind.version {
-            return Err(FormatError::NewerVersion {
-                what,
-                found: version,
-                supported: kind.version,
-            });
-        }
-        let body = &bytes[HEADER_LEN..];
+        let body = body(kind, bytes)?;
         let (&marker, after) = body.split_first().ok_or(short)?;
         let (left, rest) = match marker {
             0x80..=0x8f => (u32::from(marker & 0x0f), after),
