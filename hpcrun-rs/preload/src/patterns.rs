@@ -230,14 +230,27 @@ impl SiteTable {
         self.filled.reset();
     }
 
-    /// Records one sample of site (`object`, `ip`): the decoder's verdict
-    /// and its delta from the previous sample. False when the table is
-    /// full.
-    pub fn note(&self, object: u32, ip: u64, decoded: Decoded, delta: Option<i64>) -> bool {
+    /// Records one sample of site (`object`, `ip`): the decoder's verdict,
+    /// its delta from the previous sample and, for a stack frame's site,
+    /// where in the frame it fell (data address minus the frame's CFA;
+    /// the site keeps its first). False when the table is full.
+    pub fn note(
+        &self,
+        object: u32,
+        ip: u64,
+        decoded: Decoded,
+        delta: Option<i64>,
+        frame_offset: Option<i64>,
+    ) -> bool {
         let Some(site) = self.find(object, ip) else {
             return false;
         };
         site.samples.fetch_add(1, Relaxed);
+        if let Some(offset) = frame_offset {
+            let _ = site
+                .frame_offset
+                .compare_exchange(0, offset, Relaxed, Relaxed);
+        }
         match decoded {
             Decoded::Stride(s) => {
                 site.element.store(s.element, Relaxed);
@@ -256,16 +269,6 @@ impl SiteTable {
             }
         }
         true
-    }
-
-    /// Records where in its stack frame the site's access fell (the data
-    /// address minus the frame's CFA), if no sample of the site did yet.
-    pub fn note_frame_offset(&self, object: u32, ip: u64, offset: i64) {
-        if let Some(site) = self.find(object, ip) {
-            let _ = site
-                .frame_offset
-                .compare_exchange(0, offset, Relaxed, Relaxed);
-        }
     }
 
     /// Every (object node, instruction, counts, frame offset), in no
@@ -310,14 +313,14 @@ mod tests {
             element: 8,
         });
         for d in [None, Some(640_000), Some(-1600), Some(640_000)] {
-            assert!(t.note(7, 0x401000, s, d));
+            assert!(t.note(7, 0x401000, s, d, None));
         }
         for d in [1, 2, 3, 4, 5, 6] {
-            assert!(t.note(7, 0x401010, Decoded::Unknown, Some(d * 8)));
+            assert!(t.note(7, 0x401010, Decoded::Unknown, Some(d * 8), None));
         }
         // A stack site keeps where in its frame its first sample fell.
-        t.note_frame_offset(7, 0x401010, -4096);
-        t.note_frame_offset(7, 0x401010, -64);
+        assert!(t.note(7, 0x401010, Decoded::Unknown, None, Some(-4096)));
+        assert!(t.note(7, 0x401010, Decoded::Unknown, None, Some(-64)));
         let mut e: Vec<_> = t.entries().collect();
         e.sort_by_key(|x| x.1);
         assert_eq!(e.len(), 2);

@@ -81,14 +81,10 @@ pub fn record(
     }
     if let (Some(addr), Some((ip, stride))) = (addr, site) {
         let delta = state.ips.delta(ip, object, addr);
-        if !state.sites.note(object, ip, stride, delta) {
-            stats.sites_full.fetch_add(1, Relaxed);
-        }
         // Where in its frame a stack access fell names the variable.
-        if let Some(cfa) = target.frame_cfa {
-            state
-                .sites
-                .note_frame_offset(object, ip, addr.wrapping_sub(cfa) as i64);
+        let frame_offset = target.frame_cfa.map(|cfa| addr.wrapping_sub(cfa) as i64);
+        if !state.sites.note(object, ip, stride, delta, frame_offset) {
+            stats.sites_full.fetch_add(1, Relaxed);
         }
     }
     true
