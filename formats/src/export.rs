@@ -188,6 +188,9 @@ pub struct Stats {
     /// Load samples whose object was named by the intact base register
     /// (`SampleStats::recovered_base_only`), part of `address_recovered`.
     pub recovered_base_only: u64,
+    /// `mem:soft`: samples that landed on an access about to page-fault
+    /// (`SampleStats::about_to_fault`), part of the `landed` rule's count.
+    pub about_to_fault: u64,
     /// `mem:soft`: samples by the rule that attributed them
     /// (`SampleStats::attribution`; empty for other sources and older
     /// databases).
@@ -454,6 +457,7 @@ pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Option
             hook_time: stats.hook_time.clone(),
             cpu_time_ns: stats.cpu_time_ns,
             recovered_base_only: stats.recovered_base_only,
+            about_to_fault: stats.about_to_fault,
             attribution: stats.attribution.clone(),
             cache_bytes: stats.cache_bytes,
             short_lived_threads: stats.short_lived_threads,

@@ -461,6 +461,12 @@ pub struct SampleStats {
     /// offset, stride or alignment recorded). Part of `address_recovered`.
     #[serde(default)]
     pub recovered_base_only: u64,
+    /// `mem:soft`: samples that landed on an access about to page-fault
+    /// (its page not yet in memory: the interrupt came before the faulting
+    /// instruction, not after it), attributed to that access; part of the
+    /// `landed` rule's count.
+    #[serde(default)]
+    pub about_to_fault: u64,
     /// `mem:soft`: samples by the rule that attributed them (`landed`,
     /// `walked_back`, `split`, `retire_group`, `compute`, `constant`,
     /// `other`, `unrecovered`; docs/GUIDE.md "How mem:soft attributes a
@@ -672,6 +678,7 @@ impl SampleStats {
         self.handler_time.add(&other.handler_time);
         self.hook_time.add(&other.hook_time);
         self.recovered_base_only += other.recovered_base_only;
+        self.about_to_fault += other.about_to_fault;
         for (rule, n) in &other.attribution {
             *self.attribution.entry(rule.clone()).or_default() += n;
         }

@@ -287,10 +287,15 @@ pub fn attribution_line(s: &formats::measurement::SampleStats) -> Option<String>
         String::new()
     };
     Some(format!(
-        "samples: {}{periods}; attributed {}: memory {memory} (landed on the access {}, walked back to a load {}, split between loads {}, retire group {}, address lost {}) + compute {} (divide, square root, FP chain) + constants {} + other {}; of the memory samples {} loads and {} stores got an address ({} named by their base register only)",
+        "samples: {}{periods}; attributed {}: memory {memory} (landed on the access {}{}, walked back to a load {}, split between loads {}, retire group {}, address lost {}) + compute {} (divide, square root, FP chain) + constants {} + other {}; of the memory samples {} loads and {} stores got an address ({} named by their base register only)",
         s.samples,
         s.attribution.values().sum::<u64>(),
         n("landed"),
+        if s.about_to_fault > 0 {
+            format!(" ({} of them on an access about to page-fault)", s.about_to_fault)
+        } else {
+            String::new()
+        },
         n("walked_back"),
         n("split"),
         n("retire_group"),

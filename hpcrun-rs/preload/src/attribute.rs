@@ -12,6 +12,7 @@
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
+use std::sync::atomic::Ordering::Relaxed;
 
 use iced_x86::Register;
 
@@ -294,6 +295,45 @@ fn is_constant(snap: &Snapshot, addr: u64) -> bool {
     snap.is_constant_data(addr)
 }
 
+/// The access of the instruction at the IP if the period belongs to a
+/// page fault of it. A faulting instruction never retires: the
+/// interrupt comes before it, while its page is not in memory yet
+/// (`mincore`: never touched, or paged out), or the signal is delivered
+/// as the fault returns, the page now present (the fault's entry and
+/// exit count as user time), and the thread's fault count has grown
+/// since its last sample (measured: 47% of the samples of a loop that
+/// reads one byte of each fresh page of a mapping; a cached array read
+/// by the same loop, one instruction before, got them all). A loop that
+/// faults now and then and stalls on resident data in between can have a
+/// period of each: such a sample that landed on a resident access goes
+/// to it. Prefetches never fault; the thread's own stack and compiler
+/// constants are left to the usual rules.
+fn about_to_fault(state: &ThreadState, code: &[u8], seg_start: u64, regs: &Regs) -> Option<Access> {
+    let faults = sys::thread_page_faults();
+    let before = faults.map(|n| state.stats.faults_at_last_sample.swap(n, Relaxed));
+    let faulted = matches!((faults, before), (Some(n), Some(b)) if n > b && b > 0);
+    let insn = soft::decode_at(code, seg_start, regs.rip)?;
+    if insn.is_ip_rel_memory_operand() || is_prefetch(&insn) || soft::memory_kind(&insn).is_none() {
+        return None;
+    }
+    let access @ Access::Address { addr, .. } = soft::access(&insn, regs, false) else {
+        return None;
+    };
+    if state.stack.contains(addr) {
+        return None;
+    }
+    (faulted || sys::page_resident(addr) == Some(false)).then_some(access)
+}
+
+/// True for the software prefetches (a hint: never faults).
+fn is_prefetch(insn: &iced_x86::Instruction) -> bool {
+    use iced_x86::Mnemonic::*;
+    matches!(
+        insn.mnemonic(),
+        Prefetch | Prefetchnta | Prefetcht0 | Prefetcht1 | Prefetcht2 | Prefetchw | Prefetchwt1
+    )
+}
+
 /// The skid-corrected instruction and its memory access: which instruction
 /// the sample's period belongs to ([`blame`]) and the data address it
 /// used. `turn` chooses among several blamed loads. (Public for the
@@ -317,6 +357,19 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     let Some(code) = code else {
         return nothing(ip, Rule::Other);
     };
+    // An access about to page-fault: a faulting instruction never
+    // retires, so the interrupt came before it (the IP is the faulting
+    // access, not one past the one that stalled) and its registers are
+    // intact (it has not run).
+    if let Some(access) = about_to_fault(state, code, seg_start, regs) {
+        state.stats.about_to_fault.fetch_add(1, Relaxed);
+        return Analysis {
+            leaf: ip,
+            access,
+            source: Source::Previous,
+            rule: Rule::Landed,
+        };
+    }
     let previous = threads::cached_previous(state, ip).or_else(|| {
         let found = previous_executed(snap, code, seg_start, ip)?;
         threads::cache_previous(state, ip, found);

@@ -90,6 +90,12 @@ pub struct Stats {
     /// Load samples whose index register was lost: the object is named by
     /// the intact base register (no offset).
     pub recovered_base_only: AtomicU64,
+    /// Samples that landed on an access about to page-fault (its page not
+    /// yet in memory): attributed to that access (`attribute::analyse`).
+    pub about_to_fault: AtomicU64,
+    /// The thread's page faults (`sys::thread_page_faults`) when its last
+    /// sample was analysed: a later count tells that it faulted since.
+    pub faults_at_last_sample: AtomicU64,
     /// Samples by the `mem:soft` rule that attributed them
     /// (`blame::Rule`, in its order).
     pub attribution: [AtomicU64; crate::blame::Rule::COUNT],
@@ -146,6 +152,8 @@ impl Stats {
             recovered_previous,
             recovered_at_ip,
             recovered_base_only,
+            about_to_fault,
+            faults_at_last_sample,
             attribution,
             dropped,
             fds_closed,
@@ -176,6 +184,8 @@ impl Stats {
             recovered_previous,
             recovered_at_ip,
             recovered_base_only,
+            about_to_fault,
+            faults_at_last_sample,
             partial_unwinds,
             page_faults,
             hook_calls,

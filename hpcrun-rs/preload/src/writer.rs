@@ -372,6 +372,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         recovered_previous: s.recovered_previous.load(Relaxed),
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
         recovered_base_only: s.recovered_base_only.load(Relaxed),
+        about_to_fault: s.about_to_fault.load(Relaxed),
         attribution: crate::blame::Rule::NAMES
             .iter()
             .zip(&s.attribution)

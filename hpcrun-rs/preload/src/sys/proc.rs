@@ -257,6 +257,17 @@ pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
     clock_ns(((!(tid as libc::clockid_t)) << 3) | 6)
 }
 
+/// The page faults of the calling thread so far, minor and major
+/// (`getrusage(RUSAGE_THREAD)`: one system call, safe in a signal
+/// handler; the caller keeps errno).
+pub fn thread_page_faults() -> Option<u64> {
+    // SAFETY: the kernel fills the owned, zeroed `rusage`.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: writes only `usage`, live for the call.
+    let r = unsafe { libc::syscall(libc::SYS_getrusage, libc::RUSAGE_THREAD, &mut usage) };
+    (r == 0).then(|| (usage.ru_minflt as u64).wrapping_add(usage.ru_majflt as u64))
+}
+
 /// User-mode CPU time of thread `tid` of this process (its kernel
 /// CPUCLOCK_VIRT clock); `None` once the thread is gone.
 pub fn thread_user_ns_of(tid: u32) -> Option<u64> {
