@@ -309,9 +309,6 @@ fn is_constant(snap: &Snapshot, addr: u64) -> bool {
 /// to it. Prefetches never fault; the thread's own stack and compiler
 /// constants are left to the usual rules.
 fn about_to_fault(state: &ThreadState, code: &[u8], seg_start: u64, regs: &Regs) -> Option<Access> {
-    let faults = sys::thread_page_faults();
-    let before = faults.map(|n| state.stats.faults_at_last_sample.swap(n, Relaxed));
-    let faulted = matches!((faults, before), (Some(n), Some(b)) if n > b && b > 0);
     let insn = soft::decode_at(code, seg_start, regs.rip)?;
     if insn.is_ip_rel_memory_operand() || is_prefetch(&insn) || soft::memory_kind(&insn).is_none() {
         return None;
@@ -322,7 +319,20 @@ fn about_to_fault(state: &ThreadState, code: &[u8], seg_start: u64, regs: &Regs)
     if state.stack.contains(addr) {
         return None;
     }
+    // The count the last sample's handler left (`note_faults`, after its
+    // own work: the profiler's tables fault too).
+    let before = state.stats.faults_at_last_sample.load(Relaxed);
+    let faulted = before > 0 && sys::thread_page_faults().is_some_and(|n| n > before);
     (faulted || sys::page_resident(addr) == Some(false)).then_some(access)
+}
+
+/// Notes the thread's page faults so far, at the end of a sample's
+/// handling: the next sample's [`about_to_fault`] sees only the faults
+/// since (the program's, not this handler's own).
+pub fn note_faults(state: &ThreadState) {
+    if let Some(n) = sys::thread_page_faults() {
+        state.stats.faults_at_last_sample.store(n, Relaxed);
+    }
 }
 
 /// True for the software prefetches (a hint: never faults).
