@@ -10,25 +10,6 @@ use std::process::{Command, Stdio};
 
 use pipeline_tests::*;
 
-/// `hpcrun-rs -o DIR ARGS...` in `dir`, with no parallel-job variables
-/// from the environment the tests run in.
-fn hpcrun_cmd(dir: &Path, out: &str) -> Command {
-    let mut cmd = Command::new(tool("hpcrun-rs"));
-    cmd.current_dir(dir).args(["-o", out]);
-    for var in [
-        "PMIX_NAMESPACE",
-        "OMPI_MCA_ess_base_jobid",
-        "SLURM_JOB_ID",
-        "SLURM_STEP_ID",
-        "SLURM_STEP_NUM_TASKS",
-        "SLURM_NTASKS",
-        "PMI_RANK",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -55,14 +36,14 @@ fn failed_launches_leave_nothing_behind() {
         ("./not_executable.sh", "not executable"),
         ("./bad_interp.sh", "interpreter /nonexistent/sh"),
     ] {
-        let out = run(hpcrun_cmd(&dir, "m").arg(program));
+        let out = run(hpcrun_alone(&dir, "m").arg(program));
         assert_eq!(out.status.code(), Some(2), "{program}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{program}: {}", stderr(&out));
         assert!(!dir.join("m").exists(), "{program} left m/ behind");
     }
     // mpirun refusing to run as root: it ran, measured nothing.
     if is_root() && Command::new("mpirun").arg("--version").output().is_ok() {
-        let out = run(hpcrun_cmd(&dir, "m")
+        let out = run(hpcrun_alone(&dir, "m")
             .env_remove("OMPI_ALLOW_RUN_AS_ROOT")
             .env_remove("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
             .args(["mpirun", "-np", "1", "true"]));
@@ -76,11 +57,11 @@ fn failed_launches_leave_nothing_behind() {
     // A program that runs and measures nothing (an existing directory):
     // the directory stays, the marker goes.
     std::fs::create_dir_all(dir.join("kept")).unwrap();
-    let out = run(hpcrun_cmd(&dir, "kept").args(["sh", "-c", "kill -KILL $$"]));
+    let out = run(hpcrun_alone(&dir, "kept").args(["sh", "-c", "kill -KILL $$"]));
     assert_eq!(shell_status(&out.status), 128 + 9, "{}", stderr(&out));
     assert!(dir.join("kept").is_dir());
     assert!(!dir.join("kept/.hpcrun-run").exists(), "{}", stderr(&out));
-    let out = run(hpcrun_cmd(&dir, "m").arg("true"));
+    let out = run(hpcrun_alone(&dir, "m").arg("true"));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(dir.join("m/.hpcrun-run").is_file());
 }
@@ -105,12 +86,12 @@ fn a_stale_marker_is_reclaimed_with_a_note() {
         "4242-1\npid 4242\nhost elsewhere\n",
     )
     .unwrap();
-    let out = run(hpcrun_cmd(&dir, "m").arg("true"));
+    let out = run(hpcrun_alone(&dir, "m").arg("true"));
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("reclaimed"), "{err}");
     assert!(err.contains("1 profile(s)"), "{err}");
-    let again = run(hpcrun_cmd(&dir, "m").arg("true"));
+    let again = run(hpcrun_alone(&dir, "m").arg("true"));
     assert_eq!(again.status.code(), Some(2));
     assert!(stderr(&again).contains("already holds measurements"));
 }
@@ -122,7 +103,7 @@ fn concurrent_launches_into_one_directory_take_turns() {
     let dir = scratch("cli-concurrent");
     let mut children: Vec<_> = (0..6)
         .map(|_| {
-            hpcrun_cmd(&dir, "m")
+            hpcrun_alone(&dir, "m")
                 .args(["sh", "-c", "read x"])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
@@ -161,7 +142,7 @@ fn concurrent_launches_into_one_directory_take_turns() {
 fn slurm_launches_are_separate_runs_unless_ranks_of_one_step() {
     let dir = scratch("cli-slurm");
     let launch = |out: &str, task: Option<&str>, program: &str| {
-        let mut cmd = hpcrun_cmd(&dir, out);
+        let mut cmd = hpcrun_alone(&dir, out);
         cmd.env("SLURM_JOB_ID", "777").env_remove("SLURM_PROCID");
         if let Some(task) = task {
             cmd.env("SLURM_STEP_ID", "0")
@@ -209,7 +190,7 @@ fn start_trapping(dir: &Path, out: &str, sig: &str) -> (std::process::Child, u32
     // A shell cannot trap a signal that was ignored when it started (under
     // `nohup` SIGHUP is, in a background job of a script SIGINT is): the
     // program starts with the default dispositions, whatever the test's.
-    let mut child = hpcrun_cmd(dir, out)
+    let mut child = hpcrun_alone(dir, out)
         .args(["env", "--default-signal=TERM,INT,HUP,USR1,USR2"])
         .args(["sh", "-c", &script])
         .stdout(Stdio::piped())
@@ -273,11 +254,11 @@ fn the_program_inherits_the_signal_mask_and_dispositions() {
     // SIGUSR1 (10) and SIGTERM (15) blocked: bits 9 and 14; SIGUSR2 (12)
     // and SIGPIPE (13) ignored: bits 11 and 12.
     assert_eq!(native, ["SigBlk 0x4200", "SigIgn 0x1800"]);
-    assert_eq!(from_perl(hpcrun_cmd(&dir, "m").args(status)), native);
+    assert_eq!(from_perl(hpcrun_alone(&dir, "m").args(status)), native);
     // Started as the test was: the test's mask and dispositions.
     let native = masks(run(Command::new(status[0]).args(&status[1..])));
     assert_eq!(native.len(), 2);
-    assert_eq!(masks(run(hpcrun_cmd(&dir, "m2").args(status))), native);
+    assert_eq!(masks(run(hpcrun_alone(&dir, "m2").args(status))), native);
 }
 
 /// SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to hpcrun-rs reach the
@@ -302,7 +283,7 @@ fn signals_to_the_launcher_reach_the_program() {
     }
     // No trap: the program dies of SIGTERM, and so does the launcher,
     // after its closing line.
-    let mut child = hpcrun_cmd(&dir, "plain")
+    let mut child = hpcrun_alone(&dir, "plain")
         .args(["sh", "-c", "echo ready; while :; do sleep 0.05; done"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -342,7 +323,7 @@ fn a_closed_stderr_is_not_a_panic() {
 #[test]
 fn unknown_options_get_did_you_mean() {
     let dir = scratch("cli-options");
-    let out = run(hpcrun_cmd(&dir, "m").args(["--min-byte", "10", "ls"]));
+    let out = run(hpcrun_alone(&dir, "m").args(["--min-byte", "10", "ls"]));
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -352,13 +333,13 @@ fn unknown_options_get_did_you_mean() {
     assert!(!err.contains("command not found"), "{err}");
     assert!(!dir.join("m").exists());
     // Options of the program stay the program's.
-    let out = run(hpcrun_cmd(&dir, "m").args(["ls", "-la", "--color=never"]));
+    let out = run(hpcrun_alone(&dir, "m").args(["ls", "-la", "--color=never"]));
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// `hpcrun-rs -o DIR true` then `hpcprof-rs -o DB DIR` in `dir`.
 fn measure_and_merge(dir: &Path, m: &str, db: &str) {
-    let out = run(hpcrun_cmd(dir, m).arg("true"));
+    let out = run(hpcrun_alone(dir, m).arg("true"));
     assert!(out.status.success(), "{}", stderr(&out));
     let out = run(Command::new(tool("hpcprof-rs"))
         .current_dir(dir)
@@ -494,14 +475,15 @@ fn errors_say_which_command_takes_it() {
         ],
     );
     // hpcrun-rs -e mistakes.
-    let out = run(hpcrun_cmd(&dir, "m2").args(["-e", "page-faults", "-e", "page-faults", "true"]));
+    let out =
+        run(hpcrun_alone(&dir, "m2").args(["-e", "page-faults", "-e", "page-faults", "true"]));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("page-faults is given more than once"),
         "{}",
         stderr(&out)
     );
-    let out = run(hpcrun_cmd(&dir, "m3").args(["-e", "mem:soft@99999999999999999999", "true"]));
+    let out = run(hpcrun_alone(&dir, "m3").args(["-e", "mem:soft@99999999999999999999", "true"]));
     expect(out, &["period 99999999999999999999", "is too large"]);
 }
 
@@ -617,7 +599,7 @@ fn page_faults_have_a_default_period_that_is_shown() {
         ),
         "{text}"
     );
-    let out = run(hpcrun_cmd(&dir, "m").args(["-e", "mem:soft", "-e", "page-faults", "true"]));
+    let out = run(hpcrun_alone(&dir, "m").args(["-e", "mem:soft", "-e", "page-faults", "true"]));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("page-faults every 256 faults"),
@@ -752,7 +734,7 @@ fn ctrl_c_in_a_terminal_reaches_the_program_once() {
 #[test]
 fn a_killed_launchers_running_program_keeps_the_directory() {
     let dir = scratch("cli-orphan");
-    let mut launcher = hpcrun_cmd(&dir, "m")
+    let mut launcher = hpcrun_alone(&dir, "m")
         .args(["sh", "-c", "echo $$; exec sleep 600"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -765,7 +747,7 @@ fn a_killed_launchers_running_program_keeps_the_directory() {
     let program: u32 = line.trim().parse().unwrap();
     launcher.kill().unwrap();
     launcher.wait().unwrap();
-    let refused = run(hpcrun_cmd(&dir, "m").arg("true"));
+    let refused = run(hpcrun_alone(&dir, "m").arg("true"));
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert!(stderr(&refused).contains("is measuring into"));
     run(Command::new("kill").args(["-KILL", &program.to_string()]));
@@ -776,7 +758,7 @@ fn a_killed_launchers_running_program_keeps_the_directory() {
     {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let out = run(hpcrun_cmd(&dir, "m").arg("true"));
+    let out = run(hpcrun_alone(&dir, "m").arg("true"));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("reclaimed"), "{}", stderr(&out));
 }

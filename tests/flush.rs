@@ -37,20 +37,6 @@ fn merge(dir: &Path, measurements: &Path) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout)
 }
 
-/// The number after `label` in `text` ("samples: 779," -> 779).
-fn number_after(text: &str, label: &str) -> u64 {
-    let at = text
-        .find(label)
-        .unwrap_or_else(|| panic!("no {label:?} in {text}"));
-    text[at + label.len()..]
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect::<String>()
-        .parse()
-        .unwrap_or_else(|_| panic!("no number after {label:?} in {text}"))
-}
-
 /// A program that works 1 s of CPU time, execs itself (`execl`), works
 /// 1 s, execs itself again (`execv`), then tries an exec that fails,
 /// works 1 s and exits: the three images' main-thread profiles are all

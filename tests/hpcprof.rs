@@ -522,24 +522,6 @@ fn split_debug_info_is_found_by_build_id_and_debuglink() {
     }
 }
 
-/// `hpcrun-rs -o OUT ARGS...` in `dir`, with no parallel-job variables
-/// from the environment the tests run in (each launch is a run of its
-/// own).
-fn hpcrun_alone(dir: &Path, out: &str) -> Command {
-    let mut cmd = Command::new(tool("hpcrun-rs"));
-    cmd.current_dir(dir).args(["-o", out]);
-    for var in [
-        "PMIX_NAMESPACE",
-        "OMPI_MCA_ess_base_jobid",
-        "SLURM_JOB_ID",
-        "SLURM_STEP_ID",
-        "PMI_RANK",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
 /// The `*.hpcrun` files of `dir`, sorted.
 fn profile_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -557,20 +539,6 @@ fn merge_in(dir: &Path, args: &[&str], db: &str, measurements: &str) -> std::pro
         .current_dir(dir)
         .args(args)
         .args(["-o", db, measurements]))
-}
-
-/// The number after `label` in `text` ("samples: 779," -> 779).
-fn number_after(text: &str, label: &str) -> u64 {
-    let at = text
-        .find(label)
-        .unwrap_or_else(|| panic!("no {label:?} in {text}"));
-    text[at + label.len()..]
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect::<String>()
-        .parse()
-        .unwrap_or_else(|_| panic!("no number after {label:?} in {text}"))
 }
 
 /// Two runs of different programs whose files were copied into one

@@ -137,6 +137,57 @@ fn compile(src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
     out
 }
 
+/// Compiles `rel` (below the repository root) with the MPI compiler
+/// wrapper `compiler` (`mpicc`, `mpicc.mpich`) and `-O2 -g` plus `extra`
+/// into `dir`; returns the output path.
+pub fn compile_mpi(compiler: &str, rel: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+    let src = root().join(rel);
+    let out = dir.join(src.file_stem().expect("source name"));
+    let status = Command::new(compiler)
+        .args(["-O2", "-g"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(status.success(), "{compiler} failed on {}", src.display());
+    out
+}
+
+/// `hpcrun-rs -o OUT` in `dir`, with no parallel-job variables from the
+/// environment the tests run in (each launch is a run of its own).
+pub fn hpcrun_alone(dir: &Path, out: &str) -> Command {
+    let mut cmd = Command::new(tool("hpcrun-rs"));
+    cmd.current_dir(dir).args(["-o", out]);
+    for var in [
+        "PMIX_NAMESPACE",
+        "OMPI_MCA_ess_base_jobid",
+        "SLURM_JOB_ID",
+        "SLURM_STEP_ID",
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_NTASKS",
+        "PMI_RANK",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The number after `label` in `text` ("samples: 779," -> 779).
+pub fn number_after(text: &str, label: &str) -> u64 {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label:?} in {text}"));
+    text[at + label.len()..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {label:?} in {text}"))
+}
+
 /// True when `program --version` runs; otherwise prints why the calling
 /// test is skipped (`install` says what provides it). Under CI (`CI` set)
 /// a missing tool fails instead: CI installs them all.

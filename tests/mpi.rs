@@ -28,15 +28,12 @@ fn mpi_available() -> bool {
 }
 
 fn build(dir: &Path) -> PathBuf {
-    let out = dir.join("mpi_stencil");
-    let status = Command::new("mpicc")
-        .args(["-O2", "-g", "-fopenmp", "-o"])
-        .arg(&out)
-        .arg(root().join("examples/mpi_stencil/mpi_stencil.c"))
-        .status()
-        .expect("run mpicc");
-    assert!(status.success());
-    out
+    compile_mpi(
+        "mpicc",
+        "examples/mpi_stencil/mpi_stencil.c",
+        dir,
+        &["-fopenmp"],
+    )
 }
 
 fn mpirun() -> Command {

@@ -66,6 +66,16 @@ fn on_mpi(exe: &Path, ranks: u32, measurements: &Path, db: &Path, jobs: &str) ->
         .arg(measurements))
 }
 
+/// Builds the benches' synthetic-profile generator (`gen-profiles`).
+fn build_gen_profiles() {
+    let status = Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["build", "-q", "-p", "benches", "--bin", "gen-profiles"])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success());
+}
+
 fn db_bytes(db: &Path) -> Vec<u8> {
     std::fs::read(db.join("profile.db")).unwrap_or_else(|e| panic!("{}: {e}", db.display()))
 }
@@ -93,14 +103,12 @@ fn assert_identical(dir: &Path, exe: &Path, measurements: &Path) {
 fn mpi_merge_of_real_mpi_measurements_is_byte_identical() {
     let Some(exe) = mpi_hpcprof() else { return };
     let dir = scratch("mpi-merge-real");
-    let app = dir.join("mpi_stencil");
-    let status = Command::new("mpicc")
-        .args(["-O2", "-g", "-fopenmp", "-o"])
-        .arg(&app)
-        .arg(root().join("examples/mpi_stencil/mpi_stencil.c"))
-        .status()
-        .expect("run mpicc");
-    assert!(status.success());
+    let app = compile_mpi(
+        "mpicc",
+        "examples/mpi_stencil/mpi_stencil.c",
+        &dir,
+        &["-fopenmp"],
+    );
     let measurements = dir.join("measurements");
     let out = run(Command::new(tool("hpcrun-rs"))
         .args(["-e", "mem:soft@200000", "-o"])
@@ -121,12 +129,7 @@ fn mpi_merge_of_real_mpi_measurements_is_byte_identical() {
 fn mpi_merge_of_synthetic_measurements_is_byte_identical_and_names_a_damaged_file_once() {
     let Some(exe) = mpi_hpcprof() else { return };
     let dir = scratch("mpi-merge-synthetic");
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args(["build", "-q", "-p", "benches", "--bin", "gen-profiles"])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success());
+    build_gen_profiles();
     let measurements = dir.join("measurements");
     let out = run(Command::new(bin_dir().join("gen-profiles"))
         .arg("-o")
@@ -165,12 +168,7 @@ fn mpi_merge_of_synthetic_measurements_is_byte_identical_and_names_a_damaged_fil
 fn mpi_merge_refuses_mixed_runs_and_merges_duplicates_once() {
     let Some(exe) = mpi_hpcprof() else { return };
     let dir = scratch("mpi-merge-runs");
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args(["build", "-q", "-p", "benches", "--bin", "gen-profiles"])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success());
+    build_gen_profiles();
     // Two runs (run ids bench-42 and bench-7) of 8 ranks each.
     for (name, seed) in [("m", "42"), ("other", "7")] {
         let out = run(Command::new(bin_dir().join("gen-profiles"))
@@ -257,12 +255,7 @@ fn a_rank_that_cannot_read_its_share_stops_every_rank() {
     let dir = scratch("mpi-merge-fail");
     let (here, elsewhere) = (dir.join("a"), dir.join("b"));
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root())
-        .args(["build", "-q", "-p", "benches", "--bin", "gen-profiles"])
-        .status()
-        .expect("run cargo build");
-    assert!(status.success());
+    build_gen_profiles();
     let out = run(Command::new(bin_dir().join("gen-profiles"))
         .arg("-o")
         .arg(here.join("m"))

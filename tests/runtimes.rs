@@ -170,14 +170,7 @@ fn open_mpi_shared_memory_is_a_named_runtime_object() {
         return;
     }
     let dir = scratch("runtimes-mpi");
-    let exe = dir.join("mpi_shm");
-    let status = Command::new("mpicc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&exe)
-        .arg(root().join("tests/programs/mpi_shm.c"))
-        .status()
-        .expect("run mpicc");
-    assert!(status.success());
+    let exe = compile_mpi("mpicc", "tests/programs/mpi_shm.c", &dir, &[]);
     let measurements = dir.join("measurements");
     let out = run(Command::new(tool("hpcrun-rs"))
         .args(["-e", "mem:soft@500000", "-o"])
@@ -256,14 +249,7 @@ fn mpich_runtime_memory_and_waiting_are_the_runtimes() {
         return;
     }
     let dir = scratch("runtimes-mpich");
-    let exe = dir.join("mpi_shm");
-    let status = Command::new("mpicc.mpich")
-        .args(["-O2", "-g", "-o"])
-        .arg(&exe)
-        .arg(root().join("tests/programs/mpi_shm.c"))
-        .status()
-        .expect("run mpicc.mpich");
-    assert!(status.success());
+    let exe = compile_mpi("mpicc.mpich", "tests/programs/mpi_shm.c", &dir, &[]);
     let measurements = dir.join("measurements");
     let out = run(Command::new(tool("hpcrun-rs"))
         .args(["-e", "mem:soft@500000", "-o"])
