@@ -257,6 +257,7 @@ impl CctBuilder {
                 ObjectRef::Unknown => (6, 0),
                 ObjectRef::NotRecovered => (7, 0),
                 ObjectRef::StackFrame(a) => (8, a),
+                ObjectRef::UnknownRegion(i) => (9, u64::from(i)),
             },
         };
         let nodes = &mut self.cct.nodes;

@@ -42,7 +42,7 @@ pub struct ThreadProfile {
     pub heap: Cct,
     /// Static data: root -> `Object(Static)` -> access call path.
     pub statics_tree: Cct,
-    /// Unknown data: root -> `Object(StackFrame | Stack | SmallHeap | Unknown | NotRecovered)` -> access path.
+    /// Unknown data: root -> `Object(StackFrame | Stack | SmallHeap | Unknown | UnknownRegion | NotRecovered)` -> access path.
     pub unknown: Cct,
     /// Counts of what happened to every sample.
     pub stats: SampleStats,
@@ -57,6 +57,28 @@ pub struct ThreadProfile {
     /// sampled accesses fell.
     #[serde(default)]
     pub object_stats: Vec<ObjectStats>,
+    /// What was mapped where the samples of `ObjectRef::UnknownRegion`
+    /// fell (by index). Added in format version 1 with a default: older
+    /// files read it empty (their unknown addresses are all
+    /// `ObjectRef::Unknown`).
+    #[serde(default)]
+    pub unknown_regions: Vec<UnknownRegion>,
+}
+
+/// A region of the address space (2 MiB, aligned) where sampled
+/// addresses fell that belonged to no known object, and what the process's
+/// memory map (`/proc/self/maps`, read when the file was written) had at
+/// the first of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnknownRegion {
+    /// The region's first sampled address (in this process: ASLR moves
+    /// it between runs and ranks).
+    pub address: u64,
+    /// What the address was, e.g. `[vdso]/[vvar]`, `[heap] outside any
+    /// block (malloc metadata)`, `file mapping /usr/lib/locale/locale-archive`,
+    /// `not mapped at exit` (docs/GUIDE.md lists them); `hpcprof-rs` names
+    /// the row `<unknown address: LABEL>`, one row per label.
+    pub label: String,
 }
 
 /// How an object's access histogram buckets the offsets of sampled
@@ -362,7 +384,8 @@ pub enum ObjectRef {
     Stack(u32),
     /// A heap block below the tracking threshold.
     SmallHeap,
-    /// A data address that belongs to no known object.
+    /// A data address that belongs to no known object (and whose region
+    /// was not kept: older files, or a full region table).
     #[default]
     Unknown,
     /// A memory-accessing instruction whose address could not be recovered.
@@ -375,6 +398,11 @@ pub enum ObjectRef {
     /// format version 1 without a version change: older files never hold
     /// it, and older tools reject files that do.)
     StackFrame(u64),
+    /// A data address that belongs to no known object, in the region
+    /// `ThreadProfile::unknown_regions[i]`, which says what was mapped
+    /// there. (Added in format version 1 without a version change: older
+    /// files never hold it, older tools refuse files that do.)
+    UnknownRegion(u32),
 }
 
 /// What happened to the samples of one thread.
@@ -745,6 +773,16 @@ impl ThreadProfile {
         })
     }
 
+    /// True if the tables `obj` indexes hold it.
+    fn has_object(&self, obj: ObjectRef) -> bool {
+        match obj {
+            ObjectRef::HeapSite(s) => (s as usize) < self.alloc_sites.len(),
+            ObjectRef::Static(s) => (s as usize) < self.statics.len(),
+            ObjectRef::UnknownRegion(r) => (r as usize) < self.unknown_regions.len(),
+            _ => true,
+        }
+    }
+
     /// Checks the cross references, so that readers can index without fear.
     pub fn validate(&self) -> Result<(), FormatError> {
         let bad = |msg: String| FormatError::Invalid {
@@ -768,12 +806,7 @@ impl ThreadProfile {
                     )));
                 }
                 if let NodeKey::Object(obj) = node.key {
-                    let ok = match obj {
-                        ObjectRef::HeapSite(s) => (s as usize) < self.alloc_sites.len(),
-                        ObjectRef::Static(s) => (s as usize) < self.statics.len(),
-                        _ => true,
-                    };
-                    if !ok {
+                    if !self.has_object(obj) {
                         return Err(bad(format!("{name} tree node {i} names a missing object")));
                     }
                 }
@@ -787,12 +820,7 @@ impl ThreadProfile {
             return Err(bad("an allocation names a missing site".into()));
         }
         for st in &self.object_stats {
-            let ok = match st.object {
-                ObjectRef::HeapSite(s) => (s as usize) < self.alloc_sites.len(),
-                ObjectRef::Static(s) => (s as usize) < self.statics.len(),
-                _ => true,
-            };
-            if !ok {
+            if !self.has_object(st.object) {
                 return Err(bad("object statistics name a missing object".into()));
             }
             if st

@@ -4,7 +4,7 @@
 use formats::database::{DataObject, Database, Frame, NodeKind, ObjectKind, TreeNode};
 use formats::measurement::{
     AllocSite, CctNode, HandlerTime, Module, NodeKey, ObjectRef, SampleStats, StaticVar,
-    ThreadProfile, HANDLER_TIME_BOUNDS_NS,
+    ThreadProfile, UnknownRegion, HANDLER_TIME_BOUNDS_NS,
 };
 use formats::FormatError;
 use proptest::prelude::*;
@@ -14,7 +14,7 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
         any::<u32>(),
         "[a-z]{0,12}",
         proptest::collection::vec(any::<u64>(), 0..20),
-        proptest::collection::vec((0u32..9, any::<u64>(), 0u64..1000), 0..40),
+        proptest::collection::vec((0u32..10, any::<u64>(), 0u64..1000), 0..40),
         any::<u64>(),
     )
         .prop_map(|(pid, host, frames, nodes, samples)| {
@@ -40,6 +40,10 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
                 address: 0x1100,
                 size: 8,
             });
+            p.unknown_regions.push(UnknownRegion {
+                address: 0x7fff_f7fc_5000,
+                label: "[vdso]/[vvar]".into(),
+            });
             for (i, (kind, value, m)) in nodes.into_iter().enumerate() {
                 let key = match kind {
                     0 => NodeKey::Call(value),
@@ -50,6 +54,7 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
                     5 => NodeKey::Object(ObjectRef::Unknown),
                     6 => NodeKey::Object(ObjectRef::NotRecovered),
                     7 => NodeKey::Object(ObjectRef::StackFrame(value)),
+                    8 => NodeKey::Object(ObjectRef::UnknownRegion(0)),
                     _ => NodeKey::Call(!value),
                 };
                 let parent = (value % (i as u64 + 1)) as u32;
@@ -402,4 +407,22 @@ fn inclusive_sums_children() {
     let db = sample_db();
     let inc = db.data.inclusive(1);
     assert_eq!(inc[0], vec![7]);
+}
+
+#[test]
+fn an_unknown_region_that_is_not_listed_is_refused() {
+    let mut p = ThreadProfile::default();
+    p.unknown.nodes.push(CctNode {
+        parent: 0,
+        key: NodeKey::Object(ObjectRef::UnknownRegion(0)),
+        metrics: vec![1],
+    });
+    let err = ThreadProfile::from_bytes(&p.to_bytes().unwrap()).unwrap_err();
+    assert!(err.to_string().contains("names a missing object"), "{err}");
+    p.unknown_regions.push(UnknownRegion {
+        address: 0x2000_0000_0000,
+        label: "not mapped at exit".into(),
+    });
+    let read = ThreadProfile::from_bytes(&p.to_bytes().unwrap()).unwrap();
+    assert_eq!(read, p);
 }

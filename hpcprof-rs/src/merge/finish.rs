@@ -154,6 +154,7 @@ pub(super) fn finish(
             ObjKey::Stack(n) => (3, Vec::new(), String::new(), *n),
             ObjKey::StackFrame(f) => (3, vec![frame_map[*f as usize]], String::new(), 0),
             ObjKey::Unknown => (4, Vec::new(), String::new(), 0),
+            ObjKey::UnknownIn(label) => (4, Vec::new(), label.clone(), 1),
             ObjKey::NotRecovered => (5, Vec::new(), String::new(), 0),
         }
     };

@@ -22,6 +22,10 @@ pub(super) enum ObjKey {
     StackFrame(u32),
     SmallHeap,
     Unknown,
+    /// Unknown addresses in mappings of one kind: the label the profiles
+    /// gave their regions (`formats::measurement::UnknownRegion`), one
+    /// object for all regions, threads and ranks with that label.
+    UnknownIn(String),
     NotRecovered,
 }
 
@@ -31,7 +35,7 @@ impl ObjKey {
             ObjKey::Heap(_) | ObjKey::SmallHeap => ObjectKind::Heap,
             ObjKey::Static(_) => ObjectKind::Static,
             ObjKey::Stack(_) | ObjKey::StackFrame(_) => ObjectKind::Stack,
-            ObjKey::Unknown | ObjKey::NotRecovered => ObjectKind::Unknown,
+            ObjKey::Unknown | ObjKey::UnknownIn(_) | ObjKey::NotRecovered => ObjectKind::Unknown,
         }
     }
 
@@ -45,6 +49,7 @@ impl ObjKey {
             ObjKey::StackFrame(_) => "stack: locals of [unknown]".to_string(),
             ObjKey::SmallHeap => "<small heap objects>".to_string(),
             ObjKey::Unknown => "<unknown address>".to_string(),
+            ObjKey::UnknownIn(label) => format!("<unknown address: {label}>"),
             ObjKey::NotRecovered => "<address not recovered>".to_string(),
         }
     }

@@ -278,6 +278,12 @@ impl Partial {
                                 }
                                 ObjectRef::SmallHeap => data.object(&ObjKey::SmallHeap),
                                 ObjectRef::Unknown => data.object(&ObjKey::Unknown),
+                                ObjectRef::UnknownRegion(r) => {
+                                    data.object(&match p.unknown_regions.get(r as usize) {
+                                        Some(region) => ObjKey::UnknownIn(region.label.clone()),
+                                        None => ObjKey::Unknown,
+                                    })
+                                }
                                 ObjectRef::NotRecovered => data.object(&ObjKey::NotRecovered),
                             };
                             obj_ids.insert(obj, id);

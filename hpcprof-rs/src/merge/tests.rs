@@ -5,7 +5,7 @@
 use formats::database::{DataObject, Database, Dist, NodeKind, ObjectKind};
 use formats::measurement::{
     AllocSite, Cct, CctNode, EventInfo, HistogramLayout, MetricInfo, NodeKey, ObjectRef,
-    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile,
+    ObjectStats, ProcessInfo, SampleStats, StaticVar, ThreadInfo, ThreadProfile, UnknownRegion,
 };
 use formats::views;
 
@@ -320,6 +320,82 @@ fn special_objects_are_named() {
     assert_eq!(find("<address not recovered>").kind, ObjectKind::Unknown);
     // Another thread's stack: size unknown from this file.
     assert_eq!(find("<stack: thread 5>").bytes, 0);
+}
+
+/// A thread whose unknown addresses fell in regions labelled `labels`
+/// (one sample per region, `regions[i]` at 0x1000 * i).
+fn unknown_regions(pid: u32, labels: &[&str]) -> ThreadProfile {
+    let mut p = thread(pid, pid, 0, 1);
+    p.unknown_regions = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| UnknownRegion {
+            address: 0x1000 * i as u64,
+            label: l.to_string(),
+        })
+        .collect();
+    let mut nodes = vec![node(0, NodeKey::Object(ObjectRef::Unknown), 1)];
+    for i in 0..labels.len() {
+        nodes.push(node(
+            0,
+            NodeKey::Object(ObjectRef::UnknownRegion(i as u32)),
+            1,
+        ));
+        nodes.push(node(nodes.len() as u32, NodeKey::Call(0x3000), 1));
+    }
+    p.unknown = cct(nodes);
+    p
+}
+
+#[test]
+fn unknown_regions_are_one_object_per_label_in_every_kind_of_merge() {
+    const ANON: &str = "anonymous mapping not tracked (made before the profiler started, by the loader or by a raw system call)";
+    let profiles = [
+        // Two regions of one kind in a process, and one of another.
+        unknown_regions(1, &[ANON, "[vdso]/[vvar]", ANON]),
+        unknown_regions(2, &["[vdso]/[vvar]", "not mapped at exit"]),
+    ];
+    let check = |db: &Database| {
+        let mut rows: Vec<(&str, u64)> = views::objects(db)
+            .iter()
+            .filter(|r| r.kind == ObjectKind::Unknown)
+            .map(|r| (r.name, r.metrics[0]))
+            .collect();
+        rows.sort();
+        let anon = format!("<unknown address: {ANON}>");
+        let mut want = vec![
+            ("<unknown address>", 2),
+            ("<unknown address: [vdso]/[vvar]>", 4),
+            ("<unknown address: not mapped at exit>", 2),
+            (anon.as_str(), 4),
+        ];
+        want.sort();
+        assert_eq!(rows, want);
+    };
+    let serial = merge(&profiles, Vec::new()).db;
+    check(&serial);
+    // From files, and as two shares (hpcprof-rs --mpi).
+    let dir = crate::read::tests::temp_dir("unknown-regions");
+    for p in &profiles {
+        let name = format!("app.node1.{}.{}.hpcrun", p.process.pid, p.thread.tid);
+        std::fs::write(dir.join(name), p.to_bytes().unwrap()).unwrap();
+    }
+    let files = crate::read::find(&dir).unwrap();
+    let from_files = merge_files(&files, &|_| {}).db.into_database();
+    check(&from_files);
+    let groups = process_groups(&files);
+    assert_eq!(groups.len(), 2);
+    let a = Share::merge(&files, vec![groups[0].clone()], &|_| {});
+    let b = Share::merge(&files, vec![groups[1].clone()], &|_| {});
+    let shared = a
+        .absorb_bytes(&b.to_bytes())
+        .unwrap()
+        .finish()
+        .db
+        .into_database();
+    check(&shared);
+    assert_eq!(shared, from_files);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
