@@ -30,6 +30,8 @@ pub const TAG_HEAP_SITE: u32 = 2;
 pub const TAG_STATIC: u32 = 3;
 pub const TAG_STACK: u32 = 4;
 pub const TAG_SMALL_HEAP: u32 = 5;
+/// An address in no known object; key: its region's (`regions::key`),
+/// 0 when not kept.
 pub const TAG_UNKNOWN: u32 = 6;
 pub const TAG_NOT_RECOVERED: u32 = 7;
 /// A frame on the thread's stack; key: its function's start address.

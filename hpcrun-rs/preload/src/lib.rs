@@ -16,7 +16,8 @@
 //!    with [`anchors`] (known instruction boundaries); [`stride`],
 //!    [`patterns`] (access patterns); [`handler_time`] (the histogram of
 //!    the handler's time per sample); [`watch`] (hardware watchpoints on
-//!    sampled words: sharing, reuse); [`pages`] (first touch); [`numa`];
+//!    sampled words: sharing, reuse); [`pages`] (first touch); [`regions`]
+//!    (the address-space regions of unknown addresses); [`numa`];
 //!    [`pmu`] (PEBS, IBS, SPE: ring buffer, records, data sources, sysfs).
 //! 3. **state**: [`config`] (the run configuration from the environment),
 //!    [`run`] (process-wide run flags, metric columns, warnings),
@@ -73,6 +74,7 @@ pub mod pages;
 pub mod patterns;
 pub mod pmu;
 pub mod profile_file;
+pub mod regions;
 pub mod run;
 pub mod sampling;
 pub mod signal_hooks;

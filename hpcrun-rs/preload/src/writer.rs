@@ -11,12 +11,12 @@ use std::time::Duration;
 use formats::measurement::{
     AllocSite, Allocation, Cct, CctNode, EventInfo, MetricInfo, Module, NodeKey, ObjectRef,
     ObjectStats, ProcessInfo, SampleStats, SharingEvents, SiteStrides, StaticVar, ThreadInfo,
-    ThreadProfile, WatchStats,
+    ThreadProfile, UnknownRegion, WatchStats,
 };
 
 use crate::code::modules;
 use crate::threads::{self, ThreadState};
-use crate::{cct, config, objects, run, sampling, sys};
+use crate::{cct, config, objects, regions, run, sampling, sys};
 
 /// This process's description, read once per process (at load time, in a
 /// forked child at its first write): a checkpoint thread must not read the
@@ -214,6 +214,9 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let mut static_ids: HashMap<u64, u32> = HashMap::new();
     // Node -> the object it stands for (object nodes only).
     let mut object_of: HashMap<u32, ObjectRef> = HashMap::new();
+    // Unknown addresses' regions: key -> index in `unknown_regions`.
+    let mut region_ids: HashMap<u64, u32> = HashMap::new();
+    let mut region_addresses: Vec<u64> = Vec::new();
     for i in 0..n {
         let (parent, tag, key, metrics) = state.tree.node(i);
         if i < 4 {
@@ -255,6 +258,17 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             cct::TAG_STACK_FRAME => NodeKey::Object(ObjectRef::StackFrame(key)),
             cct::TAG_SMALL_HEAP => NodeKey::Object(ObjectRef::SmallHeap),
             cct::TAG_NOT_RECOVERED => NodeKey::Object(ObjectRef::NotRecovered),
+            cct::TAG_UNKNOWN => match regions::first_address(key) {
+                Some(address) => {
+                    let next = region_ids.len() as u32;
+                    let id = *region_ids.entry(key).or_insert(next);
+                    if id == next {
+                        region_addresses.push(address);
+                    }
+                    NodeKey::Object(ObjectRef::UnknownRegion(id))
+                }
+                None => NodeKey::Object(ObjectRef::Unknown),
+            },
             _ => NodeKey::Object(ObjectRef::Unknown),
         };
         if let NodeKey::Object(o) = node_key {
@@ -355,6 +369,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         sites.add_siblings(objs);
     }
     profile.alloc_sites = sites.into_sites(objs);
+    profile.unknown_regions = name_regions(&region_addresses, &all_modules);
     let [code, heap, statics, unknown] = trees;
     profile.code = code;
     profile.heap = heap;
@@ -444,6 +459,13 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 .dropped
                 .insert("allocation log full".into(), lost);
         }
+        let full = regions::FULL.load(Relaxed);
+        if full > 0 {
+            profile.stats.dropped.insert(
+                "unknown-address region table full (samples kept as <unknown address>)".into(),
+                full,
+            );
+        }
         let full = crate::pages::FULL.load(Relaxed);
         if full > 0 {
             profile
@@ -459,6 +481,39 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         }
     }
     profile
+}
+
+/// What was mapped at each unknown-address region's first sampled
+/// address, from the memory map now (read once, only if there are any).
+fn name_regions(
+    addresses: &[u64],
+    modules: &[std::sync::Arc<modules::ModuleData>],
+) -> Vec<UnknownRegion> {
+    if addresses.is_empty() {
+        return Vec::new();
+    }
+    let maps = regions::read_maps();
+    let segments: Vec<regions::Segment> = modules
+        .iter()
+        .flat_map(|m| {
+            m.info
+                .segments
+                .iter()
+                .map(|&(start, end, exec)| regions::Segment {
+                    start,
+                    end,
+                    exec,
+                    path: &m.info.path,
+                })
+        })
+        .collect();
+    addresses
+        .iter()
+        .map(|&address| UnknownRegion {
+            address,
+            label: regions::label(&maps, &segments, address),
+        })
+        .collect()
 }
 
 /// The sources that ran, with their periods.

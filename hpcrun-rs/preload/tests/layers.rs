@@ -25,6 +25,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cct",
             "objects",
             "pages",
+            "regions",
             "numa",
             "soft",
             "blame",

@@ -1,5 +1,7 @@
 //! The data object at a sampled address: heap block, static variable,
-//! a stack frame of this or another thread, small heap, or unknown.
+//! a stack frame of this or another thread, small heap, or unknown (then
+//! keyed by its address-space region, [`crate::regions`], which the
+//! profile writer names from the memory map).
 
 use crate::cct;
 use crate::code::modules::Snapshot;
@@ -88,7 +90,11 @@ pub fn classify(
     if objects::in_small_heap(addr) {
         return Some(Target::of(cct::HEAP, cct::TAG_SMALL_HEAP, 0));
     }
-    Some(Target::of(cct::UNKNOWN, cct::TAG_UNKNOWN, 0))
+    Some(Target::of(
+        cct::UNKNOWN,
+        cct::TAG_UNKNOWN,
+        crate::regions::key(addr),
+    ))
 }
 
 /// The data object of a stack frame: the frame of `function` ending at

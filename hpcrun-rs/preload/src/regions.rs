@@ -1,0 +1,292 @@
+//! What an unknown address was: the address-space region of a sample
+//! that hit no known object (no tracked block or mapping, no static
+//! variable or data section, no tracked thread's stack, no small-heap
+//! window), named by the process's memory map.
+//!
+//! The signal handler cannot read `/proc/self/maps` (no I/O, no
+//! allocation, no lock), so it only notes the sample's 2 MiB region in a
+//! process-wide lock-free table ([`key`]; [`SLOTS`] regions, the first
+//! sampled address of each kept) and keys the `<unknown address>` node by
+//! the region's slot. The profile writer, outside any handler, reads the
+//! memory map once per file and names each region by the mapping that
+//! held its first sampled address ([`label`]): `[vdso]/[vvar]`, `[heap]
+//! outside any block (malloc metadata)`, a glibc malloc arena, a guard
+//! page, an untracked anonymous or file mapping, code or ELF tables of a
+//! loaded module, or `not mapped at exit`. `hpcprof-rs` makes one row per
+//! label. A region is named by its first sample: later samples in the
+//! same 2 MiB that fell in a neighbouring mapping of another kind share
+//! its name (mappings of different kinds rarely share 2 MiB of unknown
+//! addresses). A full table keys the sample 0, the plain `<unknown
+//! address>` (counted in [`FULL`]).
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Regions the table holds (1,024: 2 GiB of scattered unknown memory).
+pub const SLOTS: usize = 1 << SLOT_BITS;
+const SLOT_BITS: u32 = 10;
+/// log2 of a region's size (2 MiB).
+pub const REGION_SHIFT: u32 = 21;
+const MAX_PROBE: usize = 32;
+
+/// Per slot: the region's first sampled address with bit 0 set (so that
+/// it is never 0, the free mark; same region, same page), 0 if free.
+static FIRST: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+/// Samples whose region found no slot (keyed 0).
+pub static FULL: AtomicU64 = AtomicU64::new(0);
+
+/// The key of `addr`'s region: its slot plus one, 0 when the table is
+/// full. Lock-free and allocation-free (signal handlers).
+pub fn key(addr: u64) -> u64 {
+    let region = addr >> REGION_SHIFT;
+    let hash = (region.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOT_BITS)) as usize;
+    for i in 0..MAX_PROBE {
+        let slot = (hash + i) % SLOTS;
+        let here = &FIRST[slot];
+        let v = match here.load(Relaxed) {
+            0 => match here.compare_exchange(0, addr | 1, Relaxed, Relaxed) {
+                Ok(_) => return slot as u64 + 1,
+                Err(v) => v,
+            },
+            v => v,
+        };
+        if v >> REGION_SHIFT == region {
+            return slot as u64 + 1;
+        }
+    }
+    FULL.fetch_add(1, Relaxed);
+    0
+}
+
+/// The first sampled address of the region keyed `key` (`None` for 0 or
+/// a free slot).
+pub fn first_address(key: u64) -> Option<u64> {
+    let slot = usize::try_from(key.checked_sub(1)?).ok()?;
+    match FIRST.get(slot)?.load(Relaxed) {
+        0 => None,
+        v => Some(v & !1),
+    }
+}
+
+/// One line of `/proc/self/maps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+    /// The path or pseudo-name (`[heap]`), empty for an anonymous mapping.
+    pub name: String,
+}
+
+/// The mappings of a `/proc/PID/maps` text, in address order (lines that
+/// do not parse are left out).
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(6, ' ');
+            let (range, perms) = (fields.next()?, fields.next()?);
+            let (start, end) = range.split_once('-')?;
+            let perms = perms.as_bytes();
+            // Offset, device, inode, then the name after spaces.
+            let name = fields.nth(3).unwrap_or("").trim_start();
+            Some(Mapping {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                read: perms.first() == Some(&b'r'),
+                write: perms.get(1) == Some(&b'w'),
+                exec: perms.get(2) == Some(&b'x'),
+                name: name.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// This process's mappings now (empty if the map cannot be read).
+pub fn read_maps() -> Vec<Mapping> {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|t| parse_maps(&t))
+        .unwrap_or_default()
+}
+
+/// A loaded module's segment: runtime range, executable, module path.
+pub struct Segment<'a> {
+    pub start: u64,
+    pub end: u64,
+    pub exec: bool,
+    pub path: &'a str,
+}
+
+/// glibc's arena heaps (`HEAP_MAX_SIZE` on 64-bit): each is a mapping of
+/// this size aligned to it, read-write as far as used, no-access above.
+const ARENA_BYTES: u64 = 64 << 20;
+/// The largest no-access mapping below a read-write one that is taken for
+/// a thread stack's guard (glibc's default guard is a page, programs set
+/// up to a few).
+const MAX_GUARD_BYTES: u64 = 1 << 20;
+
+/// What was at `addr` in `maps` (address order), with the loaded
+/// modules' `segments`: the text after `<unknown address: ` of its row.
+pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
+    let i = maps.partition_point(|m| m.end <= addr);
+    let Some(m) = maps.get(i).filter(|m| m.start <= addr) else {
+        return "not mapped at exit".into();
+    };
+    let below = i.checked_sub(1).and_then(|j| maps.get(j));
+    let above = maps.get(i + 1);
+    let no_access = !m.read && !m.write && !m.exec;
+    // An arena heap: starts aligned, and with the no-access rest of its
+    // reservation above it (if any) spans it exactly.
+    let arena_start = |m: &Mapping| {
+        m.name.is_empty() && m.start % ARENA_BYTES == 0 && m.end - m.start <= ARENA_BYTES
+    };
+    let in_arena = |rw: &Mapping, rest: Option<&Mapping>| {
+        arena_start(rw)
+            && (rw.end - rw.start == ARENA_BYTES
+                || rest.is_some_and(|r| {
+                    r.name.is_empty()
+                        && !r.read
+                        && !r.write
+                        && r.start == rw.end
+                        && r.end == rw.start + ARENA_BYTES
+                }))
+    };
+    match m.name.as_str() {
+        "[vdso]" | "[vvar]" | "[vvar_vclock]" | "[vsyscall]" => "[vdso]/[vvar]".into(),
+        "[heap]" => "[heap] outside any block (malloc metadata)".into(),
+        "[stack]" => "[stack] outside the main thread's tracked stack".into(),
+        "" if no_access => {
+            if below.is_some_and(|b| in_arena(b, Some(m))) {
+                "glibc malloc arena, reserved part".into()
+            } else if m.end - m.start <= MAX_GUARD_BYTES
+                && above.is_some_and(|a| a.start == m.end && a.read && a.write)
+            {
+                "guard page of a thread stack".into()
+            } else {
+                "no-access mapping (reserved address space)".into()
+            }
+        }
+        "" if in_arena(m, above) => "glibc malloc arena outside any block (malloc metadata)".into(),
+        "" if below.is_some_and(|b| {
+            b.name.is_empty()
+                && !b.read
+                && !b.write
+                && b.end == m.start
+                && b.end - b.start <= MAX_GUARD_BYTES
+        }) =>
+        {
+            "anonymous mapping above a guard page (stack of a thread not tracked)".into()
+        }
+        "" => "anonymous mapping not tracked (made before the profiler started, by the loader or by a raw system call)".into(),
+        name if name.starts_with('[') => format!("mapping {name}"),
+        path => {
+            let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+            match segments.iter().find(|s| s.start <= addr && addr < s.end) {
+                Some(s) => {
+                    let module = s.path.rsplit('/').next().unwrap_or(s.path);
+                    if s.exec {
+                        format!("code of {module}")
+                    } else {
+                        format!(".got, .data.rel.ro or ELF tables of {module}")
+                    }
+                }
+                None => format!("file mapping {path}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+555555554000-555555556000 r--p 00000000 08:01 131 /usr/bin/prog
+555555556000-555555558000 r-xp 00002000 08:01 131 /usr/bin/prog
+555555559000-55555557a000 rw-p 00000000 00:00 0                          [heap]
+7ffff0000000-7ffff0021000 rw-p 00000000 00:00 0 
+7ffff0021000-7ffff4000000 ---p 00000000 00:00 0 
+7ffff5000000-7ffff5001000 ---p 00000000 00:00 0 
+7ffff5001000-7ffff5801000 rw-p 00000000 00:00 0 
+7ffff6000000-7ffff6100000 rw-p 00000000 00:00 0 
+7ffff7000000-7ffff7100000 r--p 00000000 08:01 77 /usr/lib/locale/locale-archive
+7ffff7200000-7ffff7201000 rw-s 00000000 00:05 12 /dev/shm/seg name (deleted)
+7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0                          [vvar]
+7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0                          [vdso]
+7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0                          [stack]
+";
+
+    fn label_of(addr: u64) -> String {
+        let maps = parse_maps(MAPS);
+        let segments = [Segment {
+            start: 0x5555_5555_6000,
+            end: 0x5555_5555_8000,
+            exec: true,
+            path: "/usr/bin/prog",
+        }];
+        label(&maps, &segments, addr)
+    }
+
+    #[test]
+    fn maps_lines_parse_with_names_that_hold_spaces() {
+        let maps = parse_maps(MAPS);
+        assert_eq!(maps.len(), 13);
+        assert_eq!(maps[2].name, "[heap]");
+        assert!(maps[2].read && maps[2].write && !maps[2].exec);
+        assert_eq!(maps[3].name, "");
+        assert_eq!(maps[9].name, "/dev/shm/seg name (deleted)");
+        assert_eq!(
+            (maps[12].start, maps[12].end),
+            (0x7fff_fffd_e000, 0x7fff_ffff_f000)
+        );
+    }
+
+    #[test]
+    fn every_kind_of_mapping_has_its_label() {
+        assert_eq!(label_of(0x7fff_f7fc_1008), "[vdso]/[vvar]");
+        assert_eq!(label_of(0x7fff_f7fc_6000), "[vdso]/[vvar]");
+        assert_eq!(
+            label_of(0x5555_5556_0000),
+            "[heap] outside any block (malloc metadata)"
+        );
+        assert_eq!(
+            label_of(0x7fff_f000_0010),
+            "glibc malloc arena outside any block (malloc metadata)"
+        );
+        assert_eq!(
+            label_of(0x7fff_f100_0000),
+            "glibc malloc arena, reserved part"
+        );
+        assert_eq!(label_of(0x7fff_f500_0010), "guard page of a thread stack");
+        assert_eq!(
+            label_of(0x7fff_f500_2000),
+            "anonymous mapping above a guard page (stack of a thread not tracked)"
+        );
+        assert!(label_of(0x7fff_f600_0000).starts_with("anonymous mapping not tracked"));
+        assert_eq!(
+            label_of(0x7fff_f700_0100),
+            "file mapping /usr/lib/locale/locale-archive"
+        );
+        assert_eq!(label_of(0x7fff_f720_0000), "file mapping /dev/shm/seg name");
+        assert_eq!(label_of(0x5555_5555_6100), "code of prog");
+        assert_eq!(label_of(0x5555_5555_4000), "file mapping /usr/bin/prog");
+        assert_eq!(
+            label_of(0x7fff_ffff_e000),
+            "[stack] outside the main thread's tracked stack"
+        );
+        assert_eq!(label_of(0x1000), "not mapped at exit");
+        assert_eq!(label_of(0x5555_5555_8800), "not mapped at exit");
+    }
+
+    #[test]
+    fn a_region_keeps_its_slot_and_first_address() {
+        let a = 0x7f12_3440_0123;
+        let k = key(a);
+        assert_ne!(k, 0);
+        assert_eq!(key(a + 0x1000), k, "same 2 MiB region");
+        assert_ne!(key(a + (2 << 20)), k, "next region");
+        assert_eq!(first_address(k), Some(a & !1));
+        assert_eq!(first_address(0), None);
+        assert_eq!(first_address(SLOTS as u64 + 1), None);
+    }
+}
