@@ -12,8 +12,8 @@
 //! held its first sampled address ([`label`]): `[vdso]/[vvar]`, `[heap]
 //! outside any block (malloc metadata)`, a glibc malloc arena, a guard
 //! page, an untracked anonymous or file mapping, code or ELF tables of a
-//! loaded module, or `not mapped at exit`. `hpcprof-rs` makes one row per
-//! label. A region is named by its first sample: later samples in the
+//! loaded module (one label for all modules), or `not mapped at exit`.
+//! `hpcprof-rs` makes one row per label. A region is named by its first sample: later samples in the
 //! same 2 MiB that fell in a neighbouring mapping of another kind share
 //! its name (mappings of different kinds rarely share 2 MiB of unknown
 //! addresses). A full table keys the sample 0, the plain `<unknown
@@ -181,15 +181,20 @@ pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
         name if name.starts_with('[') => format!("mapping {name}"),
         path => {
             let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-            match segments.iter().find(|s| s.start <= addr && addr < s.end) {
-                Some(s) => {
-                    let module = s.path.rsplit('/').next().unwrap_or(s.path);
-                    if s.exec {
-                        format!("code of {module}")
-                    } else {
-                        format!(".got, .data.rel.ro or ELF tables of {module}")
-                    }
-                }
+            let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+            // A loaded module's segment (or a mapping of its file: the
+            // loader's own path may differ from the map's), one row per
+            // kind over all modules: the accesses below it say whose.
+            let code = match segments.iter().find(|s| s.start <= addr && addr < s.end) {
+                Some(s) => Some(s.exec),
+                None => segments
+                    .iter()
+                    .any(|s| base(s.path) == base(path))
+                    .then_some(m.exec),
+            };
+            match code {
+                Some(true) => "code of a loaded module (read as data)".into(),
+                Some(false) => ".got, .data.rel.ro or ELF tables of a loaded module".into(),
                 None => format!("file mapping {path}"),
             }
         }
@@ -268,8 +273,15 @@ mod tests {
             "file mapping /usr/lib/locale/locale-archive"
         );
         assert_eq!(label_of(0x7fff_f720_0000), "file mapping /dev/shm/seg name");
-        assert_eq!(label_of(0x5555_5555_6100), "code of prog");
-        assert_eq!(label_of(0x5555_5555_4000), "file mapping /usr/bin/prog");
+        assert_eq!(
+            label_of(0x5555_5555_6100),
+            "code of a loaded module (read as data)"
+        );
+        // Outside the module's segments, a mapping of its file.
+        assert_eq!(
+            label_of(0x5555_5555_4000),
+            ".got, .data.rel.ro or ELF tables of a loaded module"
+        );
         assert_eq!(
             label_of(0x7fff_ffff_e000),
             "[stack] outside the main thread's tracked stack"
