@@ -174,34 +174,44 @@ fn blamed_address(
         return (Access::Unrecoverable, Source::Previous);
     }
     let (base, index) = blame::address_registers(w, at);
+    let reg = |r: Register, delta: i64| match r {
+        Register::None => Some(0),
+        r => register_value(regs, r, r).map(|v| v.wrapping_sub(delta as u64)),
+    };
+    // The own stack is read directly; any other word through the
+    // kernel, which refuses an address that is no longer mapped.
+    let read = |at: u64| {
+        if stack.contains(at) {
+            stack.read(at)
+        } else {
+            sys::read_word_checked(at)
+        }
+    };
+    let loaded = |word: blame::Reload| {
+        let base = match word.base_deref {
+            Some(d) => read(reg(word.base, 0)?.wrapping_add(d as u64))?,
+            None => reg(word.base, word.base_delta)?,
+        };
+        read(
+            base.wrapping_add(reg(word.index, word.index_delta)?.wrapping_mul(word.scale as u64))
+                .wrapping_add(word.disp as u64),
+        )
+    };
+    let term = |t: blame::Term| match t {
+        blame::Term::None => Some(0),
+        blame::Term::In(r, delta) => reg(r, delta),
+        blame::Term::Loaded(word) => loaded(word),
+    };
     let value = |op: Operand, named: Register| match op {
         Operand::None => Some(0),
         Operand::In(r, delta) => register_value(regs, r, if named.is_gpr32() { named } else { r })
             .map(|v| v.wrapping_sub(delta as u64)),
-        Operand::Loaded(word) => {
-            let reg = |r: Register, delta: i64| match r {
-                Register::None => Some(0),
-                r => register_value(regs, r, r).map(|v| v.wrapping_sub(delta as u64)),
-            };
-            // The own stack is read directly; any other word through the
-            // kernel, which refuses an address that is no longer mapped.
-            let read = |at: u64| {
-                if stack.contains(at) {
-                    stack.read(at)
-                } else {
-                    sys::read_word_checked(at)
-                }
-            };
-            let base = match word.base_deref {
-                Some(d) => read(reg(word.base, 0)?.wrapping_add(d as u64))?,
-                None => reg(word.base, word.base_delta)?,
-            };
-            read(
-                base.wrapping_add(
-                    reg(word.index, word.index_delta)?.wrapping_mul(word.scale as u64),
-                )
-                .wrapping_add(word.disp as u64),
-            )
+        Operand::Loaded(word) => loaded(word),
+        Operand::Sum(s) => {
+            let v = term(s.terms[0])?
+                .wrapping_add(term(s.terms[1])?.wrapping_mul(s.scale as u64))
+                .wrapping_add(s.disp as u64);
+            Some(if named.is_gpr32() { v & 0xffff_ffff } else { v })
         }
         Operand::Lost => None,
     };

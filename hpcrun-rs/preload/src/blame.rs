@@ -16,11 +16,15 @@
 //! that is the loop's back-edge branch and the window is the loop body,
 //! not the padding before the label. [`blame`] then applies, in order:
 //!
+//! 0. the landed instruction is a call: the IP is its return address, the
+//!    callee's `ret` retired last: **other**;
 //! 1. the landed instruction is a divide or square root: **compute**
 //!    (its own latency dominates, memory operand or not);
 //! 2. it accesses memory and the operand is not a compiler constant
 //!    (`constant`: RIP-relative, no index register, read-only, not a
-//!    named variable): the sample is that access's (**landed**);
+//!    named variable), a scalar stack slot or a scalar of the thread's
+//!    control block (`%fs:0x28`): the sample is that access's
+//!    (**landed**);
 //! 3. otherwise walk back through register data flow: for every register
 //!    the landed instruction reads (a conditional branch reads those of
 //!    the compare before it), find the instruction that wrote it in the
@@ -37,14 +41,27 @@
 //!    load retire in the same cycle it does;
 //! 6. else the period is **other** work (not memory).
 //!
+//! [`address_registers`] then says where the blamed access's base and
+//! index values are after the landed instruction: in their registers, in
+//! a register they were copied from, in memory they were loaded from
+//! ([`reload`]), or computed by an `add` or `lea` from such values
+//! ([`sum`]); it searches the block's last [`HISTORY`] instructions, more
+//! than the blame's [`WINDOW`].
+//!
 //! No allocation, no lock: this runs in the signal handler.
 
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
 
 use crate::soft;
 
-/// Instructions kept before the sampled IP.
+/// Instructions kept before the sampled IP for the blame.
 pub const WINDOW: usize = 16;
+
+/// Instructions of the block kept for the recovery of an address: the
+/// load or copy that set a blamed access's base can be older than the
+/// [`WINDOW`] the blame looks at (LAMMPS's pair loop loads `x[j]` and
+/// then runs 20 instructions of FP arithmetic on it before the compare).
+pub const HISTORY: usize = 32;
 
 /// How far back the retire-group rule looks for a memory access.
 pub const RETIRE_GROUP: usize = 6;
@@ -56,17 +73,18 @@ pub const MAX_LOADS: usize = 4;
 const BACK_EDGE_SEARCH: usize = 96;
 
 /// The straight-line instructions that ran up to the sampled IP, oldest
-/// first; the last one is the landed instruction.
+/// first; the last one is the landed instruction. Holds up to [`HISTORY`]
+/// of them; the blame sees the last [`WINDOW`] ([`Window::insns`]).
 #[derive(Clone, Copy)]
 pub struct Window {
-    insns: [Instruction; WINDOW],
+    insns: [Instruction; HISTORY],
     len: usize,
 }
 
 impl Default for Window {
     fn default() -> Self {
         Window {
-            insns: [Instruction::default(); WINDOW],
+            insns: [Instruction::default(); HISTORY],
             len: 0,
         }
     }
@@ -76,22 +94,25 @@ impl Window {
     /// A window holding only `insn` (when the code before it is unknown).
     pub fn single(insn: Instruction) -> Window {
         let mut w = Window::default();
-        w.push(insn);
+        w.insns[0] = insn;
+        w.len = 1;
         w
     }
 
-    fn push(&mut self, insn: Instruction) {
-        if self.len == WINDOW {
-            self.insns.copy_within(1.., 0);
-            self.len -= 1;
-        }
-        self.insns[self.len] = insn;
-        self.len += 1;
+    /// The last [`WINDOW`] instructions, oldest first: what the blame
+    /// looks at (its indices are into this slice).
+    pub fn insns(&self) -> &[Instruction] {
+        &self.insns[self.hidden()..self.len]
     }
 
-    /// Instructions, oldest first.
-    pub fn insns(&self) -> &[Instruction] {
+    /// Every instruction kept, oldest first ([`HISTORY`] at most).
+    pub fn history(&self) -> &[Instruction] {
         &self.insns[..self.len]
+    }
+
+    /// Instructions kept before the first one of [`Window::insns`].
+    fn hidden(&self) -> usize {
+        self.len.saturating_sub(WINDOW)
     }
 
     /// The landed instruction.
@@ -111,17 +132,25 @@ impl Window {
         let mut w = Window::default();
         let mut insn = Instruction::default();
         let mut cut = false;
+        // A ring of the block's last HISTORY instructions (`n` decoded
+        // since the block began), put in order once at the end.
+        let mut n = 0usize;
         while decoder.can_decode() {
             decoder.decode_out(&mut insn);
             if insn.is_invalid() {
                 return None;
             }
             if cut {
-                w.len = 0;
+                n = 0;
             }
-            w.push(insn);
+            w.insns[n % HISTORY] = insn;
+            n += 1;
             cut = insn.flow_control() != FlowControl::Next;
         }
+        if n > HISTORY {
+            w.insns.rotate_left(n % HISTORY);
+        }
+        w.len = n.min(HISTORY);
         (decoder.ip() == end && w.len > 0).then_some(w)
     }
 }
@@ -457,6 +486,19 @@ pub fn stack_slot(insn: &Instruction) -> bool {
         && insn.memory_index() == Register::None
 }
 
+/// True if `insn`'s memory operand is a scalar of the thread's own
+/// control block or static TLS: `%fs:disp`, no base, no index (the stack
+/// protector's canary `%fs:0x28`, read at the entry and exit of every
+/// protected function; the thread pointer `%fs:0`; a `__thread`
+/// scalar). Like a scalar stack slot, the running thread touches it all
+/// the time: an L1 hit.
+pub fn thread_slot(insn: &Instruction) -> bool {
+    accesses_memory(insn)
+        && insn.memory_segment() == Register::FS
+        && insn.memory_base() == Register::None
+        && insn.memory_index() == Register::None
+}
+
 /// The blame for the sample that landed after `window`'s last
 /// instruction. `is_constant(addr)` says whether a RIP-relative load
 /// target is read-only data (not a variable); `is_local(i)` whether the
@@ -473,6 +515,15 @@ pub fn blame(
         return Blame::of(Rule::Other);
     };
     let last = insns.len() - 1;
+    // The IP is a call's return address: the callee's `ret` retired last,
+    // not the call (after the call itself the IP would be the callee's
+    // entry) and not the loads before it.
+    if matches!(
+        landed.flow_control(),
+        FlowControl::Call | FlowControl::IndirectCall
+    ) {
+        return Blame::of(Rule::Other);
+    }
     if long_latency(landed) {
         return Blame::of(Rule::Compute);
     }
@@ -482,11 +533,13 @@ pub fn blame(
             && rip_relative_target(insn).is_some_and(is_constant)
     };
     // Operands that never stall: compiler constants, scalar locals and
-    // spills at a fixed offset from the stack pointer (no index), and
-    // other accesses to the top of the thread's own stack, which the
-    // thread itself touched moments ago: L1 hits.
-    let constant_operand =
-        |at: usize| constant(&insns[at]) || stack_slot(&insns[at]) || is_local(at);
+    // spills at a fixed offset from the stack pointer (no index), scalars
+    // of the thread's control block (`%fs:0x28`), and other accesses to
+    // the top of the thread's own stack, which the thread itself touched
+    // moments ago: L1 hits.
+    let constant_operand = |at: usize| {
+        constant(&insns[at]) || stack_slot(&insns[at]) || thread_slot(&insns[at]) || is_local(at)
+    };
     let mut saw_constant = false;
     if accesses_memory(landed) {
         if !constant_operand(last) {
@@ -611,7 +664,30 @@ pub enum Operand {
     /// It was overwritten after the access, but its value is still in
     /// memory, at an address the registers give again (see [`reload`]).
     Loaded(Reload),
+    /// It was overwritten after the access, but it was computed in the
+    /// window from values that can still be had (see [`sum`]).
+    Sum(Sum),
     Lost,
+}
+
+/// One input of a [`Sum`]: as in [`Operand`], without sums of sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Term {
+    None,
+    In(Register, i64),
+    Loaded(Reload),
+}
+
+/// A register's lost value that an `add` or `lea` of the window computed:
+/// `terms[0] + terms[1] * scale + disp` (`lea (%rax,%rbx,8),%rax` after
+/// `mov table(%rip),%rax`: an entry of an array of pointers; `add
+/// %rsi,%rax` after `mov 0x28(%r14),%rax`: a member pointer plus an
+/// offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sum {
+    pub terms: [Term; 2],
+    pub scale: u8,
+    pub disp: i64,
 }
 
 /// A word in memory that holds a register's lost value: at
@@ -769,61 +845,133 @@ fn reload(insns: &[Instruction], p: usize) -> Option<Operand> {
     }))
 }
 
-/// The registers holding the base and index values the access at window
-/// index `at` used, as seen after the landed instruction.
-pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
-    let insns = window.insns();
-    let access = &insns[at];
-    let locate = |reg: Register| -> Operand {
-        if reg == Register::None || reg == Register::RIP || reg == Register::EIP {
-            return Operand::None;
-        }
-        let clobbered_after =
-            |r: Register, from: usize| insns[from..].iter().any(|i| soft::writes_register(i, r));
-        if !soft::writes_register(access, reg) {
-            // Intact, or only advanced by constants since the access.
-            let mut delta = 0i64;
-            let mut intact = true;
-            for i in &insns[at + 1..] {
-                if soft::writes_register(i, reg) {
-                    match advance(i, reg) {
-                        Some(d) => delta = delta.wrapping_add(d),
-                        None => {
-                            intact = false;
-                            break;
-                        }
-                    }
+/// Where the value `reg` had just before the instruction at `at` ran is
+/// now: in a register (intact, or only advanced by constants since), in
+/// the register it was copied from, in the memory it was loaded from
+/// ([`reload`]) or, with `sums`, computed from such values ([`sum`]).
+fn value_before(insns: &[Instruction], at: usize, reg: Register, sums: bool) -> Operand {
+    if reg == Register::None || reg == Register::RIP || reg == Register::EIP {
+        return Operand::None;
+    }
+    // Intact, or only advanced by constants since.
+    let mut delta = 0i64;
+    let mut intact = true;
+    for i in &insns[at..] {
+        if soft::writes_register(i, reg) {
+            match advance(i, reg) {
+                Some(d) => delta = delta.wrapping_add(d),
+                None => {
+                    intact = false;
+                    break;
                 }
             }
-            if intact {
-                return Operand::In(reg, delta);
-            }
         }
-        // A copy: the instruction that set `reg` before the access was
-        // `mov src, reg` (or its 32-bit form) and `src` is intact since.
-        let full = reg.full_register();
-        if let Some(p) = (0..at)
-            .rev()
-            .find(|&p| soft::writes_register(&insns[p], full))
-        {
-            let mov = &insns[p];
-            let is_copy = matches!(mov.mnemonic(), Mnemonic::Mov | Mnemonic::Movsxd)
-                && mov.op_count() == 2
-                && mov.op_kind(1) == OpKind::Register
-                && mov.op1_register().is_gpr();
-            if is_copy {
-                let src = mov.op1_register();
-                if !clobbered_after(src.full_register(), p + 1) {
-                    return Operand::In(src, 0);
-                }
-            }
-            if let Some(word) = reload(insns, p) {
-                return word;
-            }
-        }
-        Operand::Lost
+    }
+    if intact {
+        return Operand::In(reg, delta);
+    }
+    let full = reg.full_register();
+    let Some(p) = (0..at)
+        .rev()
+        .find(|&p| soft::writes_register(&insns[p], full))
+    else {
+        return Operand::Lost;
     };
-    (locate(access.memory_base()), locate(access.memory_index()))
+    // A copy: `mov src, reg` (or its 32-bit form) with `src` intact since.
+    let mov = &insns[p];
+    let is_copy = matches!(mov.mnemonic(), Mnemonic::Mov | Mnemonic::Movsxd)
+        && mov.op_count() == 2
+        && mov.op_kind(1) == OpKind::Register
+        && mov.op1_register().is_gpr();
+    if is_copy {
+        let src = mov.op1_register();
+        if !insns[p + 1..]
+            .iter()
+            .any(|i| soft::writes_register(i, src.full_register()))
+        {
+            return Operand::In(src, 0);
+        }
+    }
+    if let Some(word) = reload(insns, p) {
+        return word;
+    }
+    if sums {
+        if let Some(s) = sum(insns, p) {
+            return Operand::Sum(s);
+        }
+    }
+    Operand::Lost
+}
+
+/// If the instruction at `p` computed its 64-bit destination as a sum
+/// (`lea disp(b,i,s),reg`, `add src,reg`, `add $imm,reg`, `sub $imm,reg`)
+/// of values that can still be had ([`value_before`] at `p`, without
+/// sums), that sum.
+fn sum(insns: &[Instruction], p: usize) -> Option<Sum> {
+    let insn = &insns[p];
+    if insn.op_count() != 2
+        || insn.op_kind(0) != OpKind::Register
+        || !insn.op0_register().is_gpr64()
+    {
+        return None;
+    }
+    let dest = insn.op0_register();
+    let term = |r: Register| match value_before(insns, p, r, false) {
+        Operand::None => Some(Term::None),
+        Operand::In(r, d) => Some(Term::In(r, d)),
+        Operand::Loaded(w) => Some(Term::Loaded(w)),
+        Operand::Sum(_) | Operand::Lost => None,
+    };
+    let gpr64 = |r: Register| r == Register::None || r.is_gpr64();
+    match (insn.mnemonic(), insn.op_kind(1)) {
+        (Mnemonic::Lea, OpKind::Memory)
+            if gpr64(insn.memory_base()) && gpr64(insn.memory_index()) =>
+        {
+            // A RIP-relative `lea`'s displacement is the absolute address.
+            Some(Sum {
+                terms: [term(insn.memory_base())?, term(insn.memory_index())?],
+                scale: insn.memory_index_scale() as u8,
+                disp: insn.memory_displacement64() as i64,
+            })
+        }
+        (Mnemonic::Lea, OpKind::Memory) if insn.memory_base() == Register::RIP => Some(Sum {
+            terms: [Term::None, term(insn.memory_index())?],
+            scale: insn.memory_index_scale() as u8,
+            disp: insn.memory_displacement64() as i64,
+        }),
+        (Mnemonic::Add, OpKind::Register) if insn.op1_register().is_gpr64() => Some(Sum {
+            terms: [term(dest)?, term(insn.op1_register())?],
+            scale: 1,
+            disp: 0,
+        }),
+        (Mnemonic::Add | Mnemonic::Sub, OpKind::Immediate8to64 | OpKind::Immediate32to64) => {
+            let imm = insn.immediate(1) as i64;
+            Some(Sum {
+                terms: [term(dest)?, Term::None],
+                scale: 1,
+                disp: if insn.mnemonic() == Mnemonic::Sub {
+                    imm.wrapping_neg()
+                } else {
+                    imm
+                },
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The registers holding the base and index values the access at window
+/// index `at` used, as seen after the landed instruction (the whole
+/// [`Window::history`] is searched for the loads, copies and sums that
+/// set them).
+pub fn address_registers(window: &Window, at: usize) -> (Operand, Operand) {
+    let insns = window.history();
+    let at = at + window.hidden();
+    let access = &insns[at];
+    (
+        value_before(insns, at, access.memory_base(), true),
+        value_before(insns, at, access.memory_index(), true),
+    )
 }
 
 #[cfg(test)]

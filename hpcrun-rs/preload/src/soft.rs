@@ -274,6 +274,18 @@ pub(crate) fn writes_register(insn: &Instruction, reg: Register) -> bool {
         }
         Mnemonic::Imul if insn.op_count() == 1 => full == Register::RAX || full == Register::RDX,
         Mnemonic::Push | Mnemonic::Pop | Mnemonic::Call | Mnemonic::Ret => full == Register::RSP,
+        Mnemonic::Cmpxchg => full == Register::RAX,
+        Mnemonic::Rdtsc => full == Register::RAX || full == Register::RDX,
+        Mnemonic::Rdtscp => matches!(full, Register::RAX | Register::RDX | Register::RCX),
+        Mnemonic::Cpuid => matches!(
+            full,
+            Register::RAX | Register::RBX | Register::RCX | Register::RDX
+        ),
+        Mnemonic::Syscall => matches!(full, Register::RAX | Register::RCX | Register::R11),
+        // String instructions advance RSI/RDI and count down RCX.
+        _ if insn.is_string_instruction() => {
+            matches!(full, Register::RSI | Register::RDI | Register::RCX)
+        }
         _ => false,
     }
 }

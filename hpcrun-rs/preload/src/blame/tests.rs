@@ -305,3 +305,191 @@ fn a_divide_on_one_input_makes_the_sample_compute() {
     ]);
     assert_eq!(blame(&w, &never, &no_local).accesses(), [0]);
 }
+
+#[test]
+fn an_entry_of_an_array_of_pointers_computed_by_lea_is_recomputed() {
+    // Open MPI's opal_progress (Debian's libopen-pal.so.40 +0x2fe08), its
+    // loop over the progress callbacks:
+    // 48 8b 05 41 05 08 00   mov rax,[rip+0x80541]   (the callbacks array)
+    // 48 8d 04 d8            lea rax,[rax+rbx*8]
+    // 48 83 c3 01            add rbx,1
+    // 48 8b 00               mov rax,[rax]           <- landed (rax replaced)
+    // ff d0                  call rax
+    let code = [
+        0x48, 0x8b, 0x05, 0x41, 0x05, 0x08, 0x00, 0x48, 0x8d, 0x04, 0xd8, 0x48, 0x83, 0xc3, 0x01,
+        0x48, 0x8b, 0x00, 0xff, 0xd0,
+    ];
+    let w = window(&code[..18]);
+    let b = blame(&w, &never, &no_local);
+    assert_eq!((b.rule, b.accesses()), (Rule::Landed, &[3u8][..]));
+    // The entry is the array (the word at the RIP-relative address, the
+    // window decoded at 0x1000) plus rbx, advanced by one since, times 8.
+    let array = Reload {
+        base: Register::None,
+        base_delta: 0,
+        base_deref: None,
+        index: Register::None,
+        index_delta: 0,
+        scale: 1,
+        disp: 0x1007 + 0x80541,
+    };
+    assert_eq!(
+        address_registers(&w, 3),
+        (
+            Operand::Sum(Sum {
+                terms: [Term::Loaded(array), Term::In(Register::RBX, 1)],
+                scale: 8,
+                disp: 0,
+            }),
+            Operand::None
+        )
+    );
+    // rbx changed by other than a constant after the lea: lost.
+    // 48 0f af db            imul rbx,rbx
+    let mut changed = code[..18].to_vec();
+    changed.splice(15..15, [0x48, 0x0f, 0xaf, 0xdb]);
+    let w = window(&changed);
+    assert_eq!(address_registers(&w, 4).0, Operand::Lost);
+    // A store after the array pointer was read: it may have changed.
+    // 48 89 3e               mov [rsi],rdi
+    let mut stored = code[..18].to_vec();
+    stored.splice(7..7, [0x48, 0x89, 0x3e]);
+    let w = window(&stored);
+    assert_eq!(address_registers(&w, 4).0, Operand::Lost);
+}
+
+#[test]
+fn a_sample_at_a_return_address_is_not_the_loads_before_the_call() {
+    // opal_progress again, the IP after `call rax` (+0x2fe1c): the
+    // callee's `ret` retired last, not the call or the load before it.
+    let w = window(&[
+        0x48, 0x8b, 0x05, 0x41, 0x05, 0x08, 0x00, 0x48, 0x8d, 0x04, 0xd8, 0x48, 0x83, 0xc3, 0x01,
+        0x48, 0x8b, 0x00, 0xff, 0xd0,
+    ]);
+    let b = blame(&w, &never, &no_local);
+    assert_eq!((b.rule, b.accesses()), (Rule::Other, &[][..]));
+    // A direct call: the same (before, the retire group took the load).
+    // 48 8b 07               mov rax,[rdi]
+    // e8 00 00 00 00         call next
+    let w = window(&[0x48, 0x8b, 0x07, 0xe8, 0, 0, 0, 0]);
+    assert_eq!(blame(&w, &never, &no_local).rule, Rule::Other);
+}
+
+#[test]
+fn a_member_pointer_plus_an_offset_is_recomputed() {
+    // Open MPI's vader fast-box poll (Debian's mca_btl_vader.so +0x4f88):
+    // 49 8b 46 28            mov rax,[r14+0x28]      (the fast box)
+    // 89 de                  mov esi,ebx             (the read offset)
+    // 48 01 f0               add rax,rsi
+    // 8b 50 04               mov edx,[rax+4]         (the header)
+    // 44 8b 28               mov r13d,[rax]
+    // 89 d0                  mov eax,edx             (rax lost)
+    // c1 e8 10               shr eax,0x10
+    // 66 85 d2               test dx,dx
+    // 0f 84 eb 00 00 00      je ...                  <- landed
+    let code = [
+        0x49, 0x8b, 0x46, 0x28, 0x89, 0xde, 0x48, 0x01, 0xf0, 0x8b, 0x50, 0x04, 0x44, 0x8b, 0x28,
+        0x89, 0xd0, 0xc1, 0xe8, 0x10, 0x66, 0x85, 0xd2, 0x0f, 0x84, 0xeb, 0x00, 0x00, 0x00,
+    ];
+    let w = window(&code);
+    let b = blame(&w, &never, &no_local);
+    assert_eq!((b.rule, b.accesses()), (Rule::WalkedBack, &[3u8][..]));
+    let fast_box = Reload {
+        base: Register::R14,
+        base_delta: 0,
+        base_deref: None,
+        index: Register::None,
+        index_delta: 0,
+        scale: 1,
+        disp: 0x28,
+    };
+    let expected = Operand::Sum(Sum {
+        terms: [Term::Loaded(fast_box), Term::In(Register::RSI, 0)],
+        scale: 1,
+        disp: 0,
+    });
+    assert_eq!(address_registers(&w, 3), (expected, Operand::None));
+    // rsi replaced after the add: it was a copy of ebx, still intact.
+    // 31 f6                  xor esi,esi
+    let mut copied = code.to_vec();
+    copied.splice(12..12, [0x31, 0xf6]);
+    let w = window(&copied);
+    let Operand::Sum(s) = address_registers(&w, 3).0 else {
+        panic!("{:?}", address_registers(&w, 3));
+    };
+    assert_eq!(s.terms[1], Term::In(Register::EBX, 0));
+    // ebx replaced too: lost (a sum's terms are never guessed).
+    // 31 db                  xor ebx,ebx
+    copied.splice(12..12, [0x31, 0xdb]);
+    let w = window(&copied);
+    assert_eq!(address_registers(&w, 3).0, Operand::Lost);
+}
+
+#[test]
+fn a_pointer_loaded_more_than_a_window_before_is_still_read_back() {
+    // LAMMPS's PairLJCut::compute (liblammps.so.0 +0x527a5d): x[j] is
+    // loaded (rdx), read, rdx replaced by type[j], and 16 instructions of
+    // FP arithmetic follow before the sample lands on the last addsd.
+    let code = [
+        0x8b, 0x03, 0x66, 0x0f, 0x28, 0xcf, 0x66, 0x0f, 0x28, 0xee, 0x48, 0x8b, 0xbd, 0x18, 0x01,
+        0x00, 0x00, 0x89, 0xc1, 0x4a, 0x8b, 0x3c, 0x27, 0x89, 0xc6, 0x81, 0xe1, 0xff, 0xff, 0xff,
+        0x3f, 0x81, 0xe6, 0xff, 0xff, 0xff, 0x3f, 0x49, 0x8b, 0x54, 0xcd, 0x00, 0x66, 0x0f, 0x10,
+        0x22, 0xf2, 0x0f, 0x5c, 0x6a, 0x10, 0x49, 0x63, 0x14, 0x8e, 0x66, 0x0f, 0x5c, 0xcc, 0x66,
+        0x0f, 0x28, 0xd9, 0x66, 0x0f, 0x28, 0xc1, 0xf2, 0x0f, 0x59, 0xc1, 0x66, 0x0f, 0x15, 0xdb,
+        0x66, 0x0f, 0x28, 0xe3, 0x66, 0x0f, 0x28, 0xd9, 0x66, 0x0f, 0x28, 0xd4, 0xf2, 0x0f, 0x59,
+        0xd4, 0xf2, 0x0f, 0x58, 0xc2, 0x66, 0x0f, 0x28, 0xd5, 0xf2, 0x0f, 0x59, 0xd5, 0xf2, 0x0f,
+        0x58, 0xc2,
+    ];
+    let w = window(&code);
+    assert_eq!(w.history().len(), 26);
+    assert_eq!(w.insns().len(), WINDOW);
+    // movupd xmm4,[rdx] and subsd xmm5,[rdx+0x10] are the window's first
+    // two instructions; the load of rdx is before the window.
+    let b = blame(&w, &never, &no_local);
+    assert_eq!((b.rule, b.accesses()), (Rule::Split, &[0u8, 1][..]));
+    let x_j = Operand::Loaded(Reload {
+        base: Register::R13,
+        base_delta: 0,
+        base_deref: None,
+        index: Register::RCX,
+        index_delta: 0,
+        scale: 8,
+        disp: 0,
+    });
+    assert_eq!(address_registers(&w, 0), (x_j, Operand::None));
+    assert_eq!(address_registers(&w, 1), (x_j, Operand::None));
+}
+
+#[test]
+fn the_stack_protector_canary_does_not_take_the_blame() {
+    // The entry of vader's progress function (mca_btl_vader.so +0x4d50):
+    // 41 57 .. 53            push r15 .. push rbx
+    // 48 81 ec b8 00 00 00   sub rsp,0xb8
+    // 64 48 8b 04 25 28 00 00 00   mov rax,fs:[0x28]
+    // 48 89 84 24 a8 00 00 00      mov [rsp+0xa8],rax   <- landed
+    let code = [
+        0x41, 0x57, 0x41, 0x56, 0x41, 0x55, 0x41, 0x54, 0x55, 0x53, 0x48, 0x81, 0xec, 0xb8, 0x00,
+        0x00, 0x00, 0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0x00, 0x00, 0x00, 0x48, 0x89, 0x84, 0x24,
+        0xa8, 0x00, 0x00, 0x00,
+    ];
+    let w = window(&code);
+    assert_eq!(blame(&w, &never, &no_local).rule, Rule::Other);
+    let w = window(&code[..26]);
+    assert_eq!(blame(&w, &never, &no_local).rule, Rule::Other);
+    // A TLS array (an index): memory like any other.
+    // 64 48 8b 04 c5 00 00 00 00   mov rax,fs:[rax*8]
+    let w = window(&[0x64, 0x48, 0x8b, 0x04, 0xc5, 0, 0, 0, 0]);
+    assert_eq!(blame(&w, &never, &no_local).rule, Rule::Landed);
+}
+
+#[test]
+fn cmpxchg_replaces_rax() {
+    // 48 8b 10               mov rdx,[rax]
+    // f0 48 0f b1 0f         lock cmpxchg [rdi],rcx  (rax = old value on failure)
+    // 48 01 d3               add rbx,rdx            <- landed
+    let w = window(&[
+        0x48, 0x8b, 0x10, 0xf0, 0x48, 0x0f, 0xb1, 0x0f, 0x48, 0x01, 0xd3,
+    ]);
+    assert_eq!(blame(&w, &never, &no_local).accesses(), [0]);
+    assert_eq!(address_registers(&w, 0).0, Operand::Lost);
+}
