@@ -489,10 +489,10 @@ pub struct SampleStats {
     /// offset, stride or alignment recorded). Part of `address_recovered`.
     #[serde(default)]
     pub recovered_base_only: u64,
-    /// `mem:soft`: samples that landed on an access about to page-fault
-    /// (its page not yet in memory: the interrupt came before the faulting
-    /// instruction, not after it), attributed to that access; part of the
-    /// `landed` rule's count.
+    /// `mem:soft`: samples with the IP at a memory access while the
+    /// thread's page faults took a large share of its time: a faulting
+    /// instruction never retires, the sample is that access's (docs/GUIDE.md
+    /// "Page faults"); part of the `landed` rule's count.
     #[serde(default)]
     pub about_to_fault: u64,
     /// `mem:soft`: samples by the rule that attributed them (`landed`,

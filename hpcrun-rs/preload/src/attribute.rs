@@ -305,44 +305,123 @@ fn is_constant(snap: &Snapshot, addr: u64) -> bool {
     snap.is_constant_data(addr)
 }
 
+/// Page faults per sample (since the last sample that counted them) from
+/// which a sample at a memory access may be one of a fault of it: below,
+/// the faults took too little of the period for a sample to land on one
+/// (a fault costs about 1 us: 4 in a 2 ms period are 0.2% of it), and the
+/// handler's own first touches of its tables (about 0.3 per sample) do
+/// not count.
+const FAULTS_PER_SAMPLE: u64 = 4;
+
 /// The access of the instruction at the IP if the period belongs to a
-/// page fault of it. A faulting instruction never retires: the
-/// interrupt comes before it, while its page is not in memory yet
-/// (`mincore`: never touched, or paged out), or the signal is delivered
-/// as the fault returns, the page now present (the fault's entry and
-/// exit count as user time), and the thread's fault count has grown
-/// since its last sample (measured: 47% of the samples of a loop that
-/// reads one byte of each fresh page of a mapping; a cached array read
-/// by the same loop, one instruction before, got them all). A loop that
-/// faults now and then and stalls on resident data in between can have a
-/// period of each: such a sample that landed on a resident access goes
-/// to it. Prefetches never fault; the thread's own stack and compiler
+/// page fault of it. A faulting instruction never retires: a tick that
+/// came while the kernel returned from the fault is taken in user mode
+/// *at* the faulting instruction (the page now present), where the usual
+/// rule would blame the instruction before it. It applies when the
+/// thread page-faulted at least [`FAULTS_PER_SAMPLE`] times per sample
+/// since the last sample that counted (one `getrusage`, only for a
+/// sample at a memory access). Measured: 44-47% of the samples of a loop
+/// that reads one byte of each fresh page of a mapping landed at the
+/// faulting read; a cached array read by the same loop, one instruction
+/// before, got them all.
+///
+/// A sample can also land one past the faulting access (it retired
+/// after the fault, its TLB miss done): when the instruction before the
+/// IP is a memory access too, the two are told apart by the thread's
+/// recent pages (`pages::RecentPages`, the candidates of its earlier
+/// fault-rule samples): an access to a page read again and again did not
+/// just fault, so when the IP's page is recent and the previous access's
+/// is not, the period is the previous access's (the usual rule, which
+/// takes it as the landed one). A loop that faults often and stalls on
+/// resident data in between can still give a period of each kind to the
+/// other. Prefetches never fault; the thread's own stack and compiler
 /// constants are left to the usual rules.
-fn about_to_fault(state: &ThreadState, code: &[u8], seg_start: u64, regs: &Regs) -> Option<Access> {
+fn about_to_fault(
+    state: &ThreadState,
+    snap: &Snapshot,
+    code: &[u8],
+    seg_start: u64,
+    regs: &Regs,
+) -> Option<Access> {
     let insn = soft::decode_at(code, seg_start, regs.rip)?;
-    if insn.is_ip_rel_memory_operand() || is_prefetch(&insn) || soft::memory_kind(&insn).is_none() {
-        return None;
-    }
-    let access @ Access::Address { addr, .. } = soft::access(&insn, regs, false) else {
+    let access @ Access::Address { addr, .. } = faultable_access(state, &insn, regs, false) else {
         return None;
     };
-    if state.stack.contains(addr) {
+    let stats = &state.stats;
+    let now = sys::thread_usage()?;
+    let sample = stats.samples.load(Relaxed);
+    let before = stats.faults_at_last_sample.swap(now.faults, Relaxed);
+    let then = stats.faults_read_at_sample.swap(sample, Relaxed);
+    let user = now.user_us
+        - stats
+            .user_us_at_fault_read
+            .swap(now.user_us, Relaxed)
+            .min(now.user_us);
+    let system = now.system_us
+        - stats
+            .system_us_at_fault_read
+            .swap(now.system_us, Relaxed)
+            .min(now.system_us);
+    let per = sample.saturating_sub(then).max(1);
+    if before == 0 || now.faults.saturating_sub(before) < FAULTS_PER_SAMPLE * per {
         return None;
     }
-    // The count the last sample's handler left (`note_faults`, after its
-    // own work: the profiler's tables fault too).
-    let before = state.stats.faults_at_last_sample.load(Relaxed);
-    let faulted = before > 0 && sys::thread_page_faults().is_some_and(|n| n > before);
-    (faulted || sys::page_resident(addr) == Some(false)).then_some(access)
+    // The faults took a large share of the thread's time since: the
+    // kernel's time at least half the user time (a program that faults
+    // now and then, LULESH's 7% of its time, keeps the usual rule).
+    if system * 2 < user {
+        return None;
+    }
+    let previous = previous_instruction(state, snap, code, seg_start, regs.rip)
+        .filter(|p| p.next_ip() == regs.rip)
+        .map(|p| faultable_access(state, &p, regs, true));
+    let recent = &state.recent_pages;
+    let one_past = match previous {
+        Some(Access::Address { addr: before, .. }) => {
+            let one_past = recent.contains(addr) && !recent.contains(before);
+            recent.note(before);
+            one_past
+        }
+        _ => false,
+    };
+    recent.note(addr);
+    (!one_past).then_some(access)
 }
 
-/// Notes the thread's page faults so far, at the end of a sample's
-/// handling: the next sample's [`about_to_fault`] sees only the faults
-/// since (the program's, not this handler's own).
-pub fn note_faults(state: &ThreadState) {
-    if let Some(n) = sys::thread_page_faults() {
-        state.stats.faults_at_last_sample.store(n, Relaxed);
+/// The memory access of `insn` (before it ran, or after: `executed`) if
+/// it is one that can page-fault: not a prefetch (a hint), not a
+/// RIP-relative operand (code and constants of a loaded module), not the
+/// thread's own stack.
+fn faultable_access(
+    state: &ThreadState,
+    insn: &iced_x86::Instruction,
+    regs: &Regs,
+    executed: bool,
+) -> Access {
+    if insn.is_ip_rel_memory_operand() || is_prefetch(insn) || soft::memory_kind(insn).is_none() {
+        return Access::NotMemory;
     }
+    match soft::access(insn, regs, executed) {
+        Access::Address { addr, .. } if state.stack.contains(addr) => Access::NotMemory,
+        a => a,
+    }
+}
+
+/// The decoded instruction that retired before `ip` ([`previous_executed`],
+/// through the thread's cache).
+fn previous_instruction(
+    state: &ThreadState,
+    snap: &Snapshot,
+    code: &[u8],
+    seg_start: u64,
+    ip: u64,
+) -> Option<iced_x86::Instruction> {
+    let prev = threads::cached_previous(state, ip).or_else(|| {
+        let found = previous_executed(snap, code, seg_start, ip)?;
+        threads::cache_previous(state, ip, found);
+        Some(found)
+    })?;
+    soft::decode_at(code, seg_start, prev)
 }
 
 /// True for the software prefetches (a hint: never faults).
@@ -381,7 +460,7 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     // retires, so the interrupt came before it (the IP is the faulting
     // access, not one past the one that stalled) and its registers are
     // intact (it has not run).
-    if let Some(access) = about_to_fault(state, code, seg_start, regs) {
+    if let Some(access) = about_to_fault(state, snap, code, seg_start, regs) {
         state.stats.about_to_fault.fetch_add(1, Relaxed);
         return Analysis {
             leaf: ip,

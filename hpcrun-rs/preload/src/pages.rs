@@ -9,6 +9,10 @@
 //! `page-faults` runs). A page that is unmapped and mapped again keeps its
 //! first touch (documented limitation); a full set refuses new pages
 //! (counted).
+//!
+//! Also [`RecentPages`]: per thread, the pages its last few `mem:soft`
+//! samples touched, which tell a page that just faulted in from one the
+//! thread reads again and again (`attribute::about_to_fault`).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -85,5 +89,70 @@ mod tests {
             }
         });
         assert_eq!(wins.load(Relaxed), 300);
+    }
+}
+
+/// How many pages [`RecentPages`] remembers.
+const RECENT: usize = 16;
+
+/// The pages of a thread's recent sampled accesses, oldest replaced first
+/// (one thread writes it, from its signal handler: atomics only for
+/// interior mutability, no lock, no allocation).
+pub struct RecentPages {
+    pages: [AtomicU64; RECENT],
+    next: AtomicU64,
+}
+
+impl Default for RecentPages {
+    fn default() -> Self {
+        RecentPages {
+            pages: std::array::from_fn(|_| AtomicU64::new(0)),
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RecentPages {
+    /// True if the page of `addr` is one of the remembered ones.
+    pub fn contains(&self, addr: u64) -> bool {
+        let page = (addr >> 12) + 1;
+        self.pages.iter().any(|p| p.load(Relaxed) == page)
+    }
+
+    /// Remembers the page of `addr` (nothing if it already is).
+    pub fn note(&self, addr: u64) {
+        if self.contains(addr) {
+            return;
+        }
+        let at = self.next.fetch_add(1, Relaxed) as usize % RECENT;
+        self.pages[at].store((addr >> 12) + 1, Relaxed);
+    }
+
+    /// Forgets every page (a new thread's body).
+    pub fn clear(&self) {
+        for p in &self.pages {
+            p.store(0, Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod recent_tests {
+    use super::RecentPages;
+
+    #[test]
+    fn remembers_the_last_pages_and_forgets_the_oldest() {
+        let r = RecentPages::default();
+        assert!(!r.contains(0));
+        r.note(0x1000);
+        r.note(0x1ff8); // the same page
+        assert!(r.contains(0x1234));
+        for k in 0..16u64 {
+            r.note(0x10_0000 + k * 4096);
+        }
+        assert!(!r.contains(0x1000), "the oldest page is replaced");
+        assert!(r.contains(0x10_0000 + 15 * 4096));
+        r.clear();
+        assert!(!r.contains(0x10_0000 + 15 * 4096));
     }
 }

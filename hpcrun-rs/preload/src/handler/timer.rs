@@ -41,7 +41,6 @@ pub extern "C" fn on_sample(signal: c_int, info: *mut libc::siginfo_t, context: 
             }
         }
         sample(state, ctx, 1 + extra);
-        crate::attribute::note_faults(state);
         sampled = true;
     });
     let spent_ns = t0.elapsed_ns();

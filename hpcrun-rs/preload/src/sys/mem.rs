@@ -1,7 +1,7 @@
 //! Memory: the `mmap` family and System V `shmat`/`shmdt` as system
 //! calls, the file behind a descriptor, zeroed mappings for
 //! lock-free tables ([`ZeroInit`]), read-only file mappings, views of
-//! loaded code, and the NUMA node and residency of a page.
+//! loaded code, and the NUMA node of a page.
 
 use std::ffi::{c_int, c_void};
 
@@ -339,20 +339,6 @@ pub fn page_node(addr: u64) -> Option<u32> {
     (r == 0 && status[0] >= 0).then_some(status[0] as u32)
 }
 
-/// Whether the page holding `addr` is in memory (`mincore`; safe in a
-/// signal handler: one system call, the caller keeps errno). `Some(false)`
-/// for a page that was never touched (an anonymous page faults in on its
-/// first access) or was paged out; `None` when `addr` is not mapped.
-/// (Pages under migration count as present, as `mincore` reports them.)
-pub fn page_resident(addr: u64) -> Option<bool> {
-    let page = addr & !4095;
-    let mut vec = [0u8; 1];
-    // SAFETY: the kernel writes one status byte into `vec` (one page
-    // asked); it only inspects the page tables of `page`, never touches it.
-    let r = unsafe { libc::syscall(libc::SYS_mincore, page, 4096usize, vec.as_mut_ptr()) };
-    (r == 0).then_some(vec[0] & 1 == 1)
-}
-
 /// Set once `process_vm_readv` was refused as a call (a seccomp policy or
 /// a kernel without it): later reads give up without the system call.
 static CHECKED_READ_REFUSED: std::sync::atomic::AtomicBool =
@@ -400,28 +386,6 @@ pub fn read_word_checked(addr: u64) -> Option<u64> {
 #[cfg(test)]
 mod checked_read_tests {
     use super::read_word_checked;
-
-    #[test]
-    fn an_untouched_page_is_not_resident_until_its_first_access() {
-        use super::{page_resident, raw_mmap, raw_munmap};
-        let len = 2 * 4096;
-        let at = raw_mmap(
-            0,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-        .expect("mmap") as u64;
-        assert_eq!(page_resident(at + 8), Some(false));
-        // SAFETY: the first byte of the fresh private mapping above.
-        unsafe { (at as *mut u8).write_volatile(1) };
-        assert_eq!(page_resident(at + 8), Some(true));
-        assert_eq!(page_resident(at + 4096), Some(false));
-        raw_munmap(at, len);
-        assert_eq!(page_resident(at), None);
-    }
 
     #[test]
     fn reads_a_mapped_word_and_refuses_an_unmapped_one() {

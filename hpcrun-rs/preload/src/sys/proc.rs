@@ -257,15 +257,31 @@ pub fn thread_cpu_ns_of(tid: u32) -> Option<u64> {
     clock_ns(((!(tid as libc::clockid_t)) << 3) | 6)
 }
 
-/// The page faults of the calling thread so far, minor and major
+/// What [`thread_usage`] reads of the calling thread.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadUsage {
+    /// Page faults so far, minor and major.
+    pub faults: u64,
+    /// User and system CPU time (us; the kernel's tick-sampled split of
+    /// the thread's CPU time).
+    pub user_us: u64,
+    pub system_us: u64,
+}
+
+/// The calling thread's page faults and CPU time split
 /// (`getrusage(RUSAGE_THREAD)`: one system call, safe in a signal
 /// handler; the caller keeps errno).
-pub fn thread_page_faults() -> Option<u64> {
+pub fn thread_usage() -> Option<ThreadUsage> {
     // SAFETY: the kernel fills the owned, zeroed `rusage`.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: writes only `usage`, live for the call.
     let r = unsafe { libc::syscall(libc::SYS_getrusage, libc::RUSAGE_THREAD, &mut usage) };
-    (r == 0).then(|| (usage.ru_minflt as u64).wrapping_add(usage.ru_majflt as u64))
+    let us = |t: libc::timeval| (t.tv_sec as u64) * 1_000_000 + t.tv_usec as u64;
+    (r == 0).then(|| ThreadUsage {
+        faults: (usage.ru_minflt as u64).wrapping_add(usage.ru_majflt as u64),
+        user_us: us(usage.ru_utime),
+        system_us: us(usage.ru_stime),
+    })
 }
 
 /// User-mode CPU time of thread `tid` of this process (its kernel
