@@ -190,8 +190,11 @@ fn page_faults_are_the_faulting_access_s_time() {
     // and 92%; one past the faulting read, fresh-first, the IP is at the
     // read of `weights`, told apart by the thread's recent pages). 8 GiB
     // of fresh pages (read faults map the shared zero page: no memory) for
-    // about 150 timer signals: the kernel's time is not sampled.
-    for (order, tenths) in [("weights-first", 9), ("fresh-first", 7)] {
+    // about 150 timer signals: the kernel's time is not sampled. The
+    // floors leave room for a loaded machine (85% was seen, weights-first,
+    // beside another profiled test) and still fail the old answers (51%;
+    // fresh-first the `other` check below).
+    for (order, tenths) in [("weights-first", 7), ("fresh-first", 6)] {
         let (data, _) = measure("soft_page_faults.c", &[], &["8", order]);
         rules_add_up(&data);
         let fresh = samples(object(&data, "fresh"));
