@@ -125,12 +125,17 @@ fn compile(src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
     } else {
         "gcc"
     };
+    compile_with(compiler, &src, out, extra)
+}
+
+/// Runs `compiler -O2 -g EXTRA -o OUT SRC`; returns `out`.
+fn compile_with(compiler: &str, src: &Path, out: PathBuf, extra: &[&str]) -> PathBuf {
     let status = Command::new(compiler)
         .args(["-O2", "-g"])
         .args(extra)
         .arg("-o")
         .arg(&out)
-        .arg(&src)
+        .arg(src)
         .status()
         .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
     assert!(status.success(), "{compiler} failed on {}", src.display());
@@ -143,16 +148,7 @@ fn compile(src: &Path, dir: &Path, extra: &[&str]) -> PathBuf {
 pub fn compile_mpi(compiler: &str, rel: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     let src = root().join(rel);
     let out = dir.join(src.file_stem().expect("source name"));
-    let status = Command::new(compiler)
-        .args(["-O2", "-g"])
-        .args(extra)
-        .arg("-o")
-        .arg(&out)
-        .arg(&src)
-        .status()
-        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
-    assert!(status.success(), "{compiler} failed on {}", src.display());
-    out
+    compile_with(compiler, &src, out, extra)
 }
 
 /// `hpcrun-rs -o OUT` in `dir`, with no parallel-job variables from the
@@ -253,6 +249,18 @@ pub fn ok_stdout(out: &Output, what: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `program ARGS` natively, then profiles it ([`profile`]) and
+/// asserts that it printed the same output; returns the pipeline's result.
+pub fn profile_same_output(dir: &Path, event: &str, program: &Path, args: &[&str]) -> Pipeline {
+    let native = ok_stdout(&run(Command::new(program).args(args)), "native run");
+    let p = profile(dir, event, program, args);
+    assert_eq!(
+        p.program_stdout, native,
+        "output changed under the profiler"
+    );
+    p
 }
 
 /// Asserts that the stderr of a profiled run is the unprofiled run's

@@ -12,12 +12,7 @@ fn mapped_files_and_shared_memory_are_named_objects() {
     let dir = scratch("mappings");
     let exe = compile_test_program("mappings.c", &dir, &["-Wall", "-Werror"]);
     let arg = dir.to_string_lossy().into_owned();
-    let native = ok_stdout(&run(Command::new(&exe).arg(&arg)), "native mappings");
-    let p = profile(&dir, "mem:soft@500000", &exe, &[&arg]);
-    assert_eq!(
-        p.program_stdout, native,
-        "output changed under the profiler"
-    );
+    let p = profile_same_output(&dir, "mem:soft@500000", &exe, &[&arg]);
     let data = export_json(&p.db, "data");
     let objects = data["objects"].as_array().unwrap();
     let named = |what: &str, pred: &dyn Fn(&str) -> bool| -> &serde_json::Value {

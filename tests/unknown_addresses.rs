@@ -5,8 +5,6 @@
 //! per kind, named from the memory map when the profile was written;
 //! nothing is left as the plain `<unknown address>`.
 
-use std::process::Command;
-
 use pipeline_tests::*;
 
 #[test]
@@ -14,15 +12,7 @@ fn unknown_addresses_are_named_by_what_was_mapped_there() {
     let dir = scratch("unknown-addresses");
     let exe = compile_test_program("unknown_addresses.c", &dir, &["-Wall", "-Werror"]);
     let arg = dir.to_string_lossy().into_owned();
-    let native = ok_stdout(
-        &run(Command::new(&exe).arg(&arg)),
-        "native unknown_addresses",
-    );
-    let p = profile(&dir, "mem:soft@500000", &exe, &[&arg]);
-    assert_eq!(
-        p.program_stdout, native,
-        "output changed under the profiler"
-    );
+    let p = profile_same_output(&dir, "mem:soft@500000", &exe, &[&arg]);
     let data = export_json(&p.db, "data");
     let objects = data["objects"].as_array().unwrap();
     let unknown: Vec<&serde_json::Value> = objects

@@ -347,35 +347,23 @@ fn about_to_fault(
     let access @ Access::Address { addr, .. } = faultable_access(state, &insn, regs, false) else {
         return None;
     };
-    let stats = &state.stats;
+    let watch = &state.fault_watch;
     let now = sys::thread_usage()?;
-    let sample = stats.samples.load(Relaxed);
-    let before = stats.faults_at_last_sample.swap(now.faults, Relaxed);
-    let then = stats.faults_read_at_sample.swap(sample, Relaxed);
-    let user = now.user_us
-        - stats
-            .user_us_at_fault_read
-            .swap(now.user_us, Relaxed)
-            .min(now.user_us);
-    let system = now.system_us
-        - stats
-            .system_us_at_fault_read
-            .swap(now.system_us, Relaxed)
-            .min(now.system_us);
-    let per = sample.saturating_sub(then).max(1);
-    if before == 0 || now.faults.saturating_sub(before) < FAULTS_PER_SAMPLE * per {
+    let since = watch.since_last(now, state.stats.samples.load(Relaxed))?;
+    if since.faults < FAULTS_PER_SAMPLE * since.samples {
         return None;
     }
     // The faults took a large share of the thread's time since: the
     // kernel's time at least half the user time (a program that faults
     // now and then, LULESH's 7% of its time, keeps the usual rule).
-    if system * 2 < user {
+    if since.system_us * 2 < since.user_us {
         return None;
     }
-    let previous = previous_instruction(state, snap, code, seg_start, regs.rip)
+    let previous = previous_ip(state, snap, code, seg_start, regs.rip)
+        .and_then(|p| soft::decode_at(code, seg_start, p))
         .filter(|p| p.next_ip() == regs.rip)
         .map(|p| faultable_access(state, &p, regs, true));
-    let recent = &state.recent_pages;
+    let recent = &watch.recent;
     let one_past = match previous {
         Some(Access::Address { addr: before, .. }) => {
             let one_past = recent.contains(addr) && !recent.contains(before);
@@ -407,21 +395,20 @@ fn faultable_access(
     }
 }
 
-/// The decoded instruction that retired before `ip` ([`previous_executed`],
+/// The instruction that retired before `ip` ([`previous_executed`],
 /// through the thread's cache).
-fn previous_instruction(
+fn previous_ip(
     state: &ThreadState,
     snap: &Snapshot,
     code: &[u8],
     seg_start: u64,
     ip: u64,
-) -> Option<iced_x86::Instruction> {
-    let prev = threads::cached_previous(state, ip).or_else(|| {
+) -> Option<u64> {
+    threads::cached_previous(state, ip).or_else(|| {
         let found = previous_executed(snap, code, seg_start, ip)?;
         threads::cache_previous(state, ip, found);
         Some(found)
-    })?;
-    soft::decode_at(code, seg_start, prev)
+    })
 }
 
 /// True for the software prefetches (a hint: never faults).
@@ -469,12 +456,7 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
             rule: Rule::Landed,
         };
     }
-    let previous = threads::cached_previous(state, ip).or_else(|| {
-        let found = previous_executed(snap, code, seg_start, ip)?;
-        threads::cache_previous(state, ip, found);
-        Some(found)
-    });
-    let Some(prev) = previous else {
+    let Some(prev) = previous_ip(state, snap, code, seg_start, ip) else {
         return nothing(ip, Rule::Other);
     };
     let Some(w) = window(snap, code, seg_start, ip, prev) else {

@@ -10,9 +10,10 @@
 //! first touch (documented limitation); a full set refuses new pages
 //! (counted).
 //!
-//! Also [`RecentPages`]: per thread, the pages its last few `mem:soft`
-//! samples touched, which tell a page that just faulted in from one the
-//! thread reads again and again (`attribute::about_to_fault`).
+//! Also [`FaultWatch`], per thread, for `attribute::about_to_fault`: the
+//! thread's faults and CPU time at its last reading, and [`RecentPages`],
+//! the pages of its last fault-rule candidates, which tell a page that
+//! just faulted in from one the thread reads again and again.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -92,6 +93,52 @@ mod tests {
     }
 }
 
+/// What changed in a thread since its previous [`FaultWatch::since_last`]
+/// reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SinceLast {
+    pub faults: u64,
+    /// Samples the thread handled in between (at least 1).
+    pub samples: u64,
+    pub user_us: u64,
+    pub system_us: u64,
+}
+
+/// A thread's page faults and CPU time at its last reading, and its recent
+/// candidate pages (written only by the thread's own signal handler).
+#[derive(Default)]
+pub struct FaultWatch {
+    faults: AtomicU64,
+    sample: AtomicU64,
+    user_us: AtomicU64,
+    system_us: AtomicU64,
+    pub recent: RecentPages,
+}
+
+impl FaultWatch {
+    /// Keeps `now`, taken at sample number `sample`, and returns the
+    /// change since the previous reading (`None` at the first).
+    pub fn since_last(&self, now: sys::ThreadUsage, sample: u64) -> Option<SinceLast> {
+        let delta = |at: &AtomicU64, v: u64| v.saturating_sub(at.swap(v, Relaxed));
+        let first = self.faults.load(Relaxed) == 0;
+        let change = SinceLast {
+            faults: delta(&self.faults, now.faults),
+            samples: delta(&self.sample, sample).max(1),
+            user_us: delta(&self.user_us, now.user_us),
+            system_us: delta(&self.system_us, now.system_us),
+        };
+        (!first).then_some(change)
+    }
+
+    /// Forgets everything (a new thread's body).
+    pub fn clear(&self) {
+        for v in [&self.faults, &self.sample, &self.user_us, &self.system_us] {
+            v.store(0, Relaxed);
+        }
+        self.recent.clear();
+    }
+}
+
 /// How many pages [`RecentPages`] remembers.
 const RECENT: usize = 16;
 
@@ -154,5 +201,30 @@ mod recent_tests {
         assert!(r.contains(0x10_0000 + 15 * 4096));
         r.clear();
         assert!(!r.contains(0x10_0000 + 15 * 4096));
+    }
+
+    #[test]
+    fn fault_watch_reports_the_change_since_the_previous_reading() {
+        use super::{FaultWatch, SinceLast};
+        use crate::sys::ThreadUsage;
+        let w = FaultWatch::default();
+        let at = |faults, user_us, system_us| ThreadUsage {
+            faults,
+            user_us,
+            system_us,
+        };
+        assert_eq!(w.since_last(at(100, 1000, 10), 5), None);
+        let change = w.since_last(at(180, 5000, 4010), 7);
+        assert_eq!(
+            change,
+            Some(SinceLast {
+                faults: 80,
+                samples: 2,
+                user_us: 4000,
+                system_us: 4000
+            })
+        );
+        w.clear();
+        assert_eq!(w.since_last(at(200, 6000, 5000), 9), None);
     }
 }

@@ -90,18 +90,10 @@ pub struct Stats {
     /// Load samples whose index register was lost: the object is named by
     /// the intact base register (no offset).
     pub recovered_base_only: AtomicU64,
-    /// Samples that landed on an access about to page-fault (its page not
-    /// yet in memory): attributed to that access (`attribute::analyse`).
+    /// Samples at a memory access while the thread's page faults took a
+    /// large share of its time: attributed to that access
+    /// (`attribute::about_to_fault`).
     pub about_to_fault: AtomicU64,
-    /// The thread's page faults (`sys::thread_page_faults`) at the last
-    /// sample that read them, and that sample's number (`samples`):
-    /// `attribute::about_to_fault` asks how many faults came per sample
-    /// since.
-    pub faults_at_last_sample: AtomicU64,
-    pub faults_read_at_sample: AtomicU64,
-    /// The thread's user and system time (us) at that read.
-    pub user_us_at_fault_read: AtomicU64,
-    pub system_us_at_fault_read: AtomicU64,
     /// Samples by the `mem:soft` rule that attributed them
     /// (`blame::Rule`, in its order).
     pub attribution: [AtomicU64; crate::blame::Rule::COUNT],
@@ -159,10 +151,6 @@ impl Stats {
             recovered_at_ip,
             recovered_base_only,
             about_to_fault,
-            faults_at_last_sample,
-            faults_read_at_sample,
-            user_us_at_fault_read,
-            system_us_at_fault_read,
             attribution,
             dropped,
             fds_closed,
@@ -194,10 +182,6 @@ impl Stats {
             recovered_at_ip,
             recovered_base_only,
             about_to_fault,
-            faults_at_last_sample,
-            faults_read_at_sample,
-            user_us_at_fault_read,
-            system_us_at_fault_read,
             partial_unwinds,
             page_faults,
             hook_calls,
@@ -333,9 +317,9 @@ pub struct ThreadBody {
     /// The page of the last fault, and how many faults in a row hit it.
     pub fault_last_page: AtomicU64,
     pub fault_same_page: AtomicU32,
-    /// The pages of the last `mem:soft` samples' accesses
-    /// (`attribute::about_to_fault`).
-    pub recent_pages: crate::pages::RecentPages,
+    /// The thread's faults and CPU time at its last reading, and its
+    /// recent candidate pages (`attribute::about_to_fault`).
+    pub fault_watch: crate::pages::FaultWatch,
     /// Last allocation record of this thread (index + 1, 0: none); records
     /// chain backwards through `Record::previous` (`--alloc-log` only).
     pub last_record: AtomicU64,
@@ -482,7 +466,7 @@ fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody>
         fault_idle: AtomicU32::new(0),
         fault_last_page: AtomicU64::new(0),
         fault_same_page: AtomicU32::new(0),
-        recent_pages: Default::default(),
+        fault_watch: Default::default(),
         last_record: AtomicU64::new(0),
         in_handler: AtomicBool::new(false),
         touched: AtomicBool::new(false),
@@ -584,7 +568,7 @@ impl ThreadBody {
         self.fault_idle.store(0, Relaxed);
         self.fault_last_page.store(0, Relaxed);
         self.fault_same_page.store(0, Relaxed);
-        self.recent_pages.clear();
+        self.fault_watch.clear();
         self.last_record.store(0, Relaxed);
         self.in_handler.store(false, Relaxed);
         self.frames_seen.clear();
