@@ -347,6 +347,12 @@ fn about_to_fault(
     let access @ Access::Address { addr, .. } = faultable_access(state, &insn, regs, false) else {
         return None;
     };
+    // With `-e page-faults` every sampled fault runs the profiler's own
+    // handler at the faulting instruction: the timer's samples there are
+    // mostly that handler's time, and the faults have their own samples.
+    if state.fault_fd.load(Relaxed) >= 0 {
+        return None;
+    }
     let watch = &state.fault_watch;
     let now = sys::thread_usage()?;
     let since = watch.since_last(now, state.stats.samples.load(Relaxed))?;
