@@ -278,7 +278,10 @@ fn small_blocks_of_the_program_are_named_by_site() {
         let export = export_json(&p.db, "data");
         let all = objects(&export);
         let total: u64 = all.iter().map(samples_of).sum();
-        assert!(total > 200, "{total} samples");
+        // Enough samples for the shares below (a CPU-time timer at the
+        // kernel's tick gives fewer on a loaded machine: 150-174 seen
+        // beside two busy loops, about 300 alone).
+        assert!(total > 100, "{total} samples");
         let rows = all
             .iter()
             .find(|o| o["kind"] == "heap" && o["allocations"] == 64)
