@@ -749,7 +749,11 @@ fn a_killed_launchers_running_program_keeps_the_directory() {
     launcher.wait().unwrap();
     let refused = run(hpcrun_alone(&dir, "m").arg("true"));
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("is measuring into"));
+    assert!(
+        stderr(&refused).contains("is measuring into"),
+        "{}",
+        stderr(&refused)
+    );
     run(Command::new("kill").args(["-KILL", &program.to_string()]));
     // SIGKILL ends it; the test waits (no time limit on correctness) until
     // its /proc entry is gone (it is reparented and reaped by init).

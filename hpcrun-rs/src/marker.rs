@@ -331,12 +331,9 @@ fn take(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
         } else {
             owner.alive_here()
         } || run_alive_here(&owner.run_id);
-        if found > 0 {
-            bail!(
-                "{} already holds measurements of another run ({found} file(s)); choose a new directory with -o, or remove them",
-                dir.display()
-            );
-        }
+        // A live run first: its programs may already have written files
+        // (an image replaced by exec writes its profile then), and "is
+        // measuring into" is what the user needs to know.
         if held {
             let by = match (owner.pid, &owner.host) {
                 (Some(pid), Some(host)) => format!(" (hpcrun-rs pid {pid} on {host})"),
@@ -344,6 +341,12 @@ fn take(dir: &Path, run_id: &str) -> Result<(Marker, Acquired)> {
             };
             bail!(
                 "another run{by} is measuring into {} now; choose another directory with -o",
+                dir.display()
+            );
+        }
+        if found > 0 {
+            bail!(
+                "{} already holds measurements of another run ({found} file(s)); choose a new directory with -o, or remove them",
                 dir.display()
             );
         }
@@ -516,6 +519,19 @@ mod tests {
         // directory it created.
         assert_eq!(a.finish(), Some(true));
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_live_run_with_files_is_named_as_measuring() {
+        // A program that exec'd has written its first image's profile
+        // while the run goes on: the refusal names the live run.
+        let dir = temp("live-files");
+        let (a, _) = acquire(&dir, "run-a", None).unwrap();
+        std::fs::write(dir.join("a.hpcrun"), b"x").unwrap();
+        let err = format!("{:#}", acquire(&dir, "run-b", None).unwrap_err());
+        assert!(err.contains("is measuring into"), "{err}");
+        assert_eq!(a.finish(), Some(true));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
