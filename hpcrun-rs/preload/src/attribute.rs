@@ -555,7 +555,7 @@ mod tests {
                 segments: vec![(0x1000, 0x1030, true)],
                 sections: UnwindSections::default(),
                 is_self: false,
-                program_code: true,
+                owner: crate::code::modules::CodeOwner::Program,
             },
             statics: vec![],
             sorted_statics: 0,

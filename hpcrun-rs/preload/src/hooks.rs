@@ -18,9 +18,11 @@ use std::sync::atomic::Ordering;
 
 use formats::measurement::HOOK_TIME_EVERY;
 
+use crate::code::modules::CodeOwner;
 use crate::code::{modules, unwind};
 use crate::guard::{guarded, without_hooks, READY};
 use crate::objects::mapping::{self, MapName};
+use crate::objects::small_sites::SmallSite;
 use crate::sys::{self, real};
 use crate::{config, objects, threads};
 
@@ -132,19 +134,26 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
         return;
     }
     timed(|| {
+        let mut entry = Entry::Block;
         if size < config::get().min_bytes {
             objects::note_small_block(ptr as u64);
-            let small_site = caller.is_some_and(|c| {
+            let small_site = caller.and_then(|c| {
                 objects::small_sites::wanted(c.ret, |ret| {
                     let _section = sys::reading();
-                    modules::get().is_some_and(|snap| snap.is_program_code(ret))
+                    match modules::get()?.code_owner(ret)? {
+                        CodeOwner::Program => Some(SmallSite::Program),
+                        CodeOwner::Runtime => Some(SmallSite::Runtime),
+                        CodeOwner::System => None,
+                    }
                 })
             });
-            if !small_site {
-                return;
+            match small_site {
+                None => return,
+                Some(SmallSite::Program) => {}
+                Some(SmallSite::Runtime) => entry = Entry::RuntimeBlock,
             }
         }
-        guarded(|| track(ptr as u64, size as u64, Entry::Block, caller));
+        guarded(|| track(ptr as u64, size as u64, entry, caller));
     });
     // A checkpoint the sample handler found due (single-threaded
     // programs: no helper thread); one relaxed load otherwise.
@@ -156,6 +165,9 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
 pub(crate) enum Entry<'a> {
     /// A heap block (or anonymous mapping), at its call path's site.
     Block,
+    /// A small heap block that a runtime allocated, at the allocating
+    /// instruction alone: no unwind ([`objects::small_sites`]).
+    RuntimeBlock,
     /// A file-backed or shared mapping, at the site of its call path
     /// labelled with the mapping's name ([`objects::mapping`]).
     Mapping(&'a [u8]),
@@ -196,11 +208,19 @@ fn track_here(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
         return;
     };
     let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
-    let len = program_path(state, unwinder, snap, caller, &mut frames);
+    let len = match (entry, caller) {
+        (Entry::RuntimeBlock, Some(c)) => {
+            // As the unwinder stores a return address: the call's last
+            // byte, which names the call's line.
+            frames[0] = c.ret.saturating_sub(1);
+            1
+        }
+        _ => program_path(state, unwinder, snap, caller, &mut frames),
+    };
     let path = &frames[..len];
     let head = state.last_record.load(Ordering::Relaxed);
     let id = match entry {
-        Entry::Block => objs
+        Entry::Block | Entry::RuntimeBlock => objs
             .site(path)
             .map(|site| objs.insert(start, size, site, state.index, head)),
         Entry::Mapping(name) => objs

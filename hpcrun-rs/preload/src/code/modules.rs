@@ -32,12 +32,25 @@ pub struct ModuleInfo {
     pub sections: UnwindSections,
     /// True for this library itself.
     pub is_self: bool,
-    /// The program's own code (the executable or a library of its, such
-    /// as `liblammps.so`): not the C and C++ runtimes, the loader, an MPI
-    /// or OpenMP runtime, nor the common system libraries they use. Small
-    /// heap blocks allocated right from here get their allocation site
+    /// Whose code the module is: the program's, an MPI or OpenMP
+    /// runtime's, or a system library's. Small heap blocks allocated right
+    /// from the program's or a runtime's code get their allocation site
     /// ([`crate::objects::small_sites`]).
-    pub program_code: bool,
+    pub owner: CodeOwner,
+}
+
+/// Whose code a module is ([`ModuleInfo::owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeOwner {
+    /// The program's own code: the executable or a library of its (such
+    /// as `liblammps.so`).
+    Program,
+    /// An MPI library, its components and transports, or an OpenMP
+    /// runtime ([`formats::runtimes::of_module`]).
+    Runtime,
+    /// The C and C++ runtimes, the loader, the common system libraries
+    /// they use, and this library itself.
+    System,
 }
 
 /// A static variable at runtime addresses.
@@ -218,16 +231,22 @@ const SYSTEM_LIBRARIES: &[&str] = &[
     "libmimalloc",
 ];
 
-/// True if the module at `path` can be the program's own code (see
-/// [`ModuleInfo::program_code`]).
-fn is_program_module(path: &str) -> bool {
+/// Whose code the module at `path` is (see [`ModuleInfo::owner`]).
+fn owner_of_module(path: &str) -> CodeOwner {
     let base = path.rsplit('/').next().unwrap_or(path);
-    !path.is_empty()
-        && !formats::runtimes::is_system_module(path)
-        && formats::runtimes::of_module(path).is_none()
-        && !path.contains("/openmpi/")
-        && !path.contains("/mpich/")
-        && !SYSTEM_LIBRARIES.iter().any(|p| base.starts_with(p))
+    if path.is_empty()
+        || formats::runtimes::is_system_module(path)
+        || SYSTEM_LIBRARIES.iter().any(|p| base.starts_with(p))
+    {
+        CodeOwner::System
+    } else if formats::runtimes::of_module(path).is_some()
+        || path.contains("/openmpi/")
+        || path.contains("/mpich/")
+    {
+        CodeOwner::Runtime
+    } else {
+        CodeOwner::Program
+    }
 }
 
 fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
@@ -239,7 +258,10 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
             segments: loaded.segments.clone(),
             sections: UnwindSections::default(),
             is_self,
-            program_code: !is_self && is_program_module(&loaded.path),
+            owner: match is_self {
+                true => CodeOwner::System,
+                false => owner_of_module(&loaded.path),
+            },
         },
         statics: Vec::new(),
         sorted_statics: 0,
@@ -399,13 +421,13 @@ impl Snapshot {
             .map(|&(start, end, _, _)| (start, end))
     }
 
-    /// True if `addr` is code of a module of the program's own
-    /// ([`ModuleInfo::program_code`]).
-    pub fn is_program_code(&self, addr: u64) -> bool {
+    /// Whose code `addr` is ([`ModuleInfo::owner`]); `None` outside the
+    /// modules' executable segments.
+    pub fn code_owner(&self, addr: u64) -> Option<CodeOwner> {
         self.segment(addr)
             .filter(|s| s.3)
             .and_then(|s| self.modules.get(s.2 as usize))
-            .is_some_and(|(_, m)| m.info.program_code)
+            .map(|(_, m)| m.info.owner)
     }
 
     /// True if `addr` is code of this library itself.
@@ -495,7 +517,10 @@ mod tests {
                 segments,
                 sections: UnwindSections::default(),
                 is_self,
-                program_code: !is_self,
+                owner: match is_self {
+                    true => CodeOwner::System,
+                    false => CodeOwner::Program,
+                },
             },
             statics: vec![],
             sorted_statics: 0,
@@ -504,22 +529,29 @@ mod tests {
     }
 
     #[test]
-    fn program_modules_leave_out_runtimes_and_system_libraries() {
-        assert!(is_program_module("/usr/bin/lmp"));
-        assert!(is_program_module(
-            "/usr/lib/x86_64-linux-gnu/liblammps.so.0"
-        ));
-        assert!(is_program_module("/work/app"));
+    fn modules_are_the_programs_a_runtimes_or_the_systems() {
+        for program in [
+            "/usr/bin/lmp",
+            "/usr/lib/x86_64-linux-gnu/liblammps.so.0",
+            "/work/app",
+        ] {
+            assert_eq!(owner_of_module(program), CodeOwner::Program, "{program}");
+        }
+        for runtime in [
+            "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40",
+            "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so",
+            "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
+            "/usr/lib/x86_64-linux-gnu/libmpich.so.12",
+        ] {
+            assert_eq!(owner_of_module(runtime), CodeOwner::Runtime, "{runtime}");
+        }
         for lib in [
             "/lib/x86_64-linux-gnu/libc.so.6",
             "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
-            "/usr/lib/x86_64-linux-gnu/libopen-pal.so.40",
-            "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so",
             "/usr/lib/x86_64-linux-gnu/libhwloc.so.15",
-            "/usr/lib/x86_64-linux-gnu/libgomp.so.1",
             "",
         ] {
-            assert!(!is_program_module(lib), "{lib}");
+            assert_eq!(owner_of_module(lib), CodeOwner::System, "{lib}");
         }
     }
 
@@ -579,7 +611,7 @@ mod tests {
                 segments: l.segments.clone(),
                 sections: UnwindSections::default(),
                 is_self: false,
-                program_code: true,
+                owner: CodeOwner::Program,
             },
             statics: vec![],
             sorted_statics: 0,
