@@ -314,3 +314,42 @@ fn small_blocks_of_the_program_are_named_by_site() {
         );
     }
 }
+
+/// Small C++ objects the program makes with `new` (under `--min-bytes`,
+/// allocated by the C++ library's `operator new` for the program) and
+/// reads in a hot loop are one object of the program's site, not
+/// `<small heap objects>`.
+#[test]
+fn small_objects_made_by_new_are_named_by_site() {
+    let dir = scratch("small-objects-new");
+    let exe = compile_test_program("small_objects.cpp", &dir, &[]);
+    let native = ok_stdout(&run(Command::new(&exe).arg("100")), "native small_objects");
+    let p = profile(&dir, EVENT, &exe, &["100"]);
+    assert_eq!(p.program_stdout, native);
+    let export = export_json(&p.db, "data");
+    let all = objects(&export);
+    let total: u64 = all.iter().map(samples_of).sum();
+    assert!(total > 100, "{total} samples");
+    let records = all
+        .iter()
+        .find(|o| o["kind"] == "heap" && o["allocations"] == 64)
+        .unwrap_or_else(|| panic!("no object of the 64 records in {export:#}"));
+    assert!(records["runtime"].is_null(), "{records:#}");
+    let small: u64 = all
+        .iter()
+        .filter(|o| o["name"] == "<small heap objects>")
+        .map(samples_of)
+        .sum();
+    // The loop reads the records (and the array of pointers to them, one
+    // small block of its own): the records hold a large share, the bucket
+    // of untracked small blocks next to none.
+    assert!(
+        samples_of(records) * 4 >= total,
+        "{} of {total}: {export:#}",
+        samples_of(records)
+    );
+    assert!(
+        small * 20 <= total,
+        "<small heap objects> {small} of {total}"
+    );
+}

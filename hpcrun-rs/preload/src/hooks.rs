@@ -142,6 +142,9 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
                     let _section = sys::reading();
                     match modules::get()?.code_owner(ret)? {
                         CodeOwner::Program => Some(SmallSite::Program),
+                        // `operator new`: the call path says whose object
+                        // it is (the program's, named by its site).
+                        CodeOwner::CxxRuntime => Some(SmallSite::Program),
                         CodeOwner::Runtime => Some(SmallSite::Runtime),
                         CodeOwner::System => None,
                     }

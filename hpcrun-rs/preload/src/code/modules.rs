@@ -48,6 +48,10 @@ pub enum CodeOwner {
     /// An MPI library, its components and transports, or an OpenMP
     /// runtime ([`formats::runtimes::of_module`]).
     Runtime,
+    /// The C++ standard library (`libstdc++`, `libc++`): its `operator
+    /// new` makes the small objects of C++ programs, whose own code is
+    /// found one frame further out.
+    CxxRuntime,
     /// The C and C++ runtimes, the loader, the common system libraries
     /// they use, and this library itself.
     System,
@@ -234,7 +238,9 @@ const SYSTEM_LIBRARIES: &[&str] = &[
 /// Whose code the module at `path` is (see [`ModuleInfo::owner`]).
 fn owner_of_module(path: &str) -> CodeOwner {
     let base = path.rsplit('/').next().unwrap_or(path);
-    if path.is_empty()
+    if base.starts_with("libstdc++") || base.starts_with("libc++") {
+        CodeOwner::CxxRuntime
+    } else if path.is_empty()
         || formats::runtimes::is_system_module(path)
         || SYSTEM_LIBRARIES.iter().any(|p| base.starts_with(p))
     {
@@ -545,9 +551,14 @@ mod tests {
         ] {
             assert_eq!(owner_of_module(runtime), CodeOwner::Runtime, "{runtime}");
         }
+        for cxx in [
+            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+            "/usr/lib/llvm-16/lib/libc++.so.1",
+        ] {
+            assert_eq!(owner_of_module(cxx), CodeOwner::CxxRuntime, "{cxx}");
+        }
         for lib in [
             "/lib/x86_64-linux-gnu/libc.so.6",
-            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
             "/usr/lib/x86_64-linux-gnu/libhwloc.so.15",
             "",
         ] {

@@ -3,11 +3,12 @@
 //!
 //! - those the program's own code allocated directly (the caller of
 //!   `malloc` is in the executable or one of its libraries,
-//!   [`crate::code::modules::CodeOwner::Program`]), with their call path,
-//!   up to [`BUDGET`] blocks per process. Small tables read in a hot loop
-//!   (LAMMPS's pair coefficients, `memory->create` of a few hundred bytes
-//!   each) are then an object named by their site, not `<small heap
-//!   objects>`;
+//!   [`crate::code::modules::CodeOwner::Program`]) or through the C++
+//!   library (`operator new`, [`crate::code::modules::CodeOwner::CxxRuntime`]),
+//!   with their call path, up to [`BUDGET`] blocks per process. Small
+//!   tables read in a hot loop (LAMMPS's pair coefficients, `memory->create`
+//!   of a few hundred bytes each) and small C++ objects (`new Coeff`) are
+//!   then an object named by their site, not `<small heap objects>`;
 //! - those an MPI library or OpenMP runtime allocated directly
 //!   ([`crate::code::modules::CodeOwner::Runtime`]), at the allocating
 //!   instruction alone (no unwind), up to [`RUNTIME_BUDGET`] blocks per
@@ -20,8 +21,8 @@
 //! costs microseconds, and runtimes make thousands of small allocations
 //! in their initialisation (LAMMPS, 2 ranks: about 9,500 per rank from
 //! Open MPI's libraries and components, 13,000 from the C library, 3,000
-//! from `operator new`). Blocks from C and C++ runtime code (`operator
-//! new`, `strdup`) and system libraries, and every small block after the
+//! from `operator new`). Blocks from the C library's own calls
+//! (`strdup`) and other system libraries, and every small block after the
 //! budgets, stay in `<small heap objects>`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
