@@ -24,6 +24,47 @@ pub(super) enum Named {
     Member(String),
 }
 
+/// The statement that line `idx` (1-based) of `lines` ends, joined from
+/// the line where it starts, when that line closes more parentheses than
+/// it opens: a call whose arguments span lines, for which the compiler's
+/// line table gives the call's last line (`locDom = new Domain(numRanks,
+/// col, ...,\n    side, opts.numReg, opts.balance, opts.cost) ;` at the
+/// second line). At most [`CONTINUATION_LINES`] lines back; `None` if the
+/// line is balanced or the start is not found.
+fn statement_from_start(lines: &[String], idx: usize) -> Option<String> {
+    let balance = |text: &str| {
+        code_part(text).chars().fold(0i32, |d, c| match c {
+            '(' => d + 1,
+            ')' => d - 1,
+            _ => d,
+        })
+    };
+    let last = lines.get(idx.checked_sub(1)?)?;
+    let mut depth = balance(last);
+    if depth >= 0 {
+        return None;
+    }
+    let mut joined = last.trim().to_string();
+    for back in 2..=CONTINUATION_LINES + 1 {
+        let line = lines.get(idx.checked_sub(back)?)?;
+        let code = code_part(line).trim_end();
+        // A previous statement or block ends there: no start found.
+        if code.ends_with(';') || code.ends_with('{') || code.ends_with('}') {
+            return None;
+        }
+        depth += balance(line);
+        joined = format!("{} {joined}", line.trim());
+        if depth == 0 {
+            return Some(joined);
+        }
+    }
+    None
+}
+
+/// How many lines before a call's last line [`statement_from_start`]
+/// looks for the line where its statement starts.
+const CONTINUATION_LINES: usize = 6;
+
 /// What line `idx` (1-based) of `lines` names; `in_constructor` allows
 /// members (initialisers, assignments without a declaration).
 pub(super) fn line_name(lines: &[String], idx: usize, in_constructor: bool) -> Option<Named> {
@@ -49,7 +90,8 @@ pub(super) fn line_name(lines: &[String], idx: usize, in_constructor: bool) -> O
             } else {
                 None
             }
-        });
+        })
+        .or_else(|| assignment_target(&statement_from_start(lines, idx)?));
     if let Some((name, declared)) = target {
         if in_constructor && !declared {
             if let Some(m) = as_member(&name) {

@@ -649,3 +649,31 @@ fn rank_among_all_calls_of_the_line() {
     assert_eq!(objects[0].name, "b");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_call_whose_arguments_span_lines_is_named_from_its_first_line() {
+    // LULESH: the line table puts `new Domain(...)` at the statement's
+    // last line.
+    let lines: Vec<String> = [
+        "   // Build the main data structure and initialize it",
+        "   locDom = new Domain(numRanks, col, row, plane, opts.nx,",
+        "                       side, opts.numReg, opts.balance, opts.cost) ;",
+        "   foo(a,",
+        "       b);",
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect();
+    let main = Frame {
+        function: "main".into(),
+        file: Some("lulesh.cc".into()),
+        line: Some(3),
+        ..Default::default()
+    };
+    let new = frame("operator new(unsigned long)", None, None);
+    let name = heap_name_with(&[&main, &new], 0, None, |_| Some(lines.clone()));
+    assert_eq!(name, "locDom");
+    // Not across a previous statement; not when the line is balanced.
+    assert_eq!(names_at(&lines, 5, "main"), Some(Some(false)));
+    assert_eq!(names_at(&lines, 1, "main"), Some(Some(false)));
+}
