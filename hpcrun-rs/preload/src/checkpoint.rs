@@ -33,6 +33,10 @@
 //! checkpoint (`stats.checkpoints = 1`) is from a run that did not finish.
 //! Threads whose counters did not move since their last checkpoint are
 //! skipped. Forked children (which lose the helper) write at exit only.
+//!
+//! The same two places (the helper's 50 ms polls, else [`poll`]) name
+//! the regions of unknown addresses the handler noted since
+//! (`regions::label_new_regions`), while their mappings are still there.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
@@ -93,6 +97,12 @@ pub fn poll() {
     if n % 1024 == 0 && !crate::signals::WITHDRAWN.load(Relaxed) && crate::signals::handler_taken()
     {
         crate::sampling::withdraw();
+    }
+    // Regions of unknown addresses sampled since the last allocation are
+    // named now, while mapped, unless the helper thread does it (a forked
+    // child has none). Not inside another hook or the library's own code.
+    if crate::regions::pending() && (!HELPER.load(Relaxed) || sys::getpid() != PID.load(Relaxed)) {
+        crate::guard::guarded(crate::regions::label_new_regions);
     }
     if !DUE.load(Relaxed) || !DUE.swap(false, AcqRel) {
         return;
@@ -262,6 +272,9 @@ fn run(interval: Duration, pid: u32) {
             if !crate::signals::WITHDRAWN.load(Relaxed) && crate::signals::handler_taken() {
                 crate::sampling::withdraw();
             }
+            // Regions of unknown addresses sampled since are named while
+            // they are mapped (`regions`).
+            crate::regions::label_new_regions();
             // Call-path trees that asked for more room get it here, out
             // of their threads' signal handlers (a thread that does not
             // allocate has no other place to map it).

@@ -7,19 +7,34 @@
 //! allocation, no lock), so it only notes the sample's 2 MiB region in a
 //! process-wide lock-free table ([`key`]; [`SLOTS`] regions, the first
 //! sampled address of each kept) and keys the `<unknown address>` node by
-//! the region's slot. The profile writer, outside any handler, reads the
-//! memory map once per file and names each region by the mapping that
-//! held its first sampled address ([`label`]): `[vdso]/[vvar]`, `[heap]
-//! outside any block (malloc metadata)`, a glibc malloc arena, a guard
-//! page, an untracked anonymous or file mapping, code or ELF tables of a
-//! loaded module (one label for all modules), or `not mapped at exit`.
+//! the region's slot. When it gives a region a slot it raises a flag
+//! ([`pending`]), and soon after, outside any handler, the region is
+//! named from the memory map by the mapping that holds its first sampled
+//! address ([`label`], [`label_new_regions`]): by the checkpoint helper
+//! thread (every 50 ms) in a multi-threaded program, else by the
+//! program's next allocation (`checkpoint::poll`). A region keeps the
+//! first name that is a mapping's ([`name`]): memory a library maps and
+//! unmaps by itself (UCX's System V segments, detached at
+//! `MPI_Finalize`) is named by what it was, not by the memory map at
+//! exit. The profile writer names the regions still unnamed from the map
+//! when it writes. Labels: `[vdso]/[vvar]`, `[heap] outside any block
+//! (malloc metadata)`, a glibc malloc arena, a guard page, an untracked
+//! anonymous or file mapping, System V shared memory not attached through
+//! the profiler's `shmat`, code or ELF tables of a loaded module (one
+//! label for all modules), or [`NOT_MAPPED`] (unmapped before it could be
+//! named: a single-threaded program that did not allocate between the
+//! region's first sample and its unmapping).
 //! `hpcprof-rs` makes one row per label. A region is named by its first sample: later samples in the
 //! same 2 MiB that fell in a neighbouring mapping of another kind share
 //! its name (mappings of different kinds rarely share 2 MiB of unknown
 //! addresses). A full table keys the sample 0, the plain `<unknown
 //! address>` (counted in [`FULL`]).
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::Arc;
+
+use crate::code::modules::{self, ModuleData};
+use crate::sys::Published;
 
 /// Regions the table holds (1,024: 2 GiB of scattered unknown memory).
 pub const SLOTS: usize = 1 << SLOT_BITS;
@@ -33,6 +48,15 @@ const MAX_PROBE: usize = 32;
 static FIRST: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
 /// Samples whose region found no slot (keyed 0).
 pub static FULL: AtomicU64 = AtomicU64::new(0);
+/// Per slot: the name its region got while its mapping was there, kept
+/// for good (a region's slot is never reused).
+static LABELS: [Published<String>; SLOTS] = [const { Published::new() }; SLOTS];
+/// Raised by the handler when it gives a region a slot; lowered by
+/// whoever names the new regions ([`label_new_regions`]).
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// The label of an address that no mapping holds when it is named.
+pub const NOT_MAPPED: &str = "not mapped at exit";
 
 /// The key of `addr`'s region: its slot plus one, 0 when the table is
 /// full. Lock-free and allocation-free (signal handlers).
@@ -44,7 +68,11 @@ pub fn key(addr: u64) -> u64 {
         let here = &FIRST[slot];
         let v = match here.load(Relaxed) {
             0 => match here.compare_exchange(0, addr | 1, Relaxed, Relaxed) {
-                Ok(_) => return slot as u64 + 1,
+                Ok(_) => {
+                    // Release: whoever sees the flag sees the slot.
+                    PENDING.store(true, Release);
+                    return slot as u64 + 1;
+                }
                 Err(v) => v,
             },
             v => v,
@@ -65,6 +93,67 @@ pub fn first_address(key: u64) -> Option<u64> {
         0 => None,
         v => Some(v & !1),
     }
+}
+
+/// True if a region got its slot and was not named since (one relaxed
+/// load: the allocation hooks ask at every call).
+pub fn pending() -> bool {
+    PENDING.load(Relaxed)
+}
+
+/// Names the regions that got their slot since the last call (when
+/// [`pending`]) from the memory map now, for good where a mapping holds
+/// the address. Not for signal handlers: reads `/proc/self/maps` and
+/// allocates (the library's own heap); callers on a program thread run
+/// it with the hooks off.
+pub fn label_new_regions() {
+    if !PENDING.load(Relaxed) || !PENDING.swap(false, AcqRel) {
+        return;
+    }
+    let maps = read_maps();
+    let modules = modules::all_modules();
+    let segments = module_segments(&modules);
+    for slot in 0..SLOTS {
+        let key = slot as u64 + 1;
+        if let Some(address) = first_address(key) {
+            name(key, address, &maps, &segments);
+        }
+    }
+}
+
+/// The label of the region keyed `key` whose first sampled address is
+/// `address`: the one it was given while mapped, else what `maps` has at
+/// `address` (kept for good if a mapping holds it).
+pub fn name(key: u64, address: u64, maps: &[Mapping], segments: &[Segment]) -> String {
+    let Some(kept) = key
+        .checked_sub(1)
+        .and_then(|slot| LABELS.get(slot as usize))
+    else {
+        return label(maps, segments, address);
+    };
+    if let Some(l) = kept.get() {
+        return l.clone();
+    }
+    let l = label(maps, segments, address);
+    if l == NOT_MAPPED {
+        return l;
+    }
+    kept.publish_leaked_once(l).clone()
+}
+
+/// The loaded segments of `modules`, for [`label`].
+pub fn module_segments(modules: &[Arc<ModuleData>]) -> Vec<Segment<'_>> {
+    modules
+        .iter()
+        .flat_map(|m| {
+            m.info.segments.iter().map(|&(start, end, exec)| Segment {
+                start,
+                end,
+                exec,
+                path: &m.info.path,
+            })
+        })
+        .collect()
 }
 
 /// One line of `/proc/self/maps`.
@@ -125,12 +214,25 @@ const ARENA_BYTES: u64 = 64 << 20;
 /// up to a few).
 const MAX_GUARD_BYTES: u64 = 1 << 20;
 
+/// Why a System V segment is an unknown address: the profiler's `shmat`
+/// hook tracks the segments it sees.
+const NOT_SHMAT: &str =
+    "not tracked (attached by a raw system call or a library's own call of libc's shmat)";
+
+/// The key of a System V segment's memory-map name (`/SYSV0000abcd
+/// (deleted)`: the kernel's name for every attached segment).
+fn sysv_key(name: &str) -> Option<u32> {
+    let hex = name.strip_prefix("/SYSV")?;
+    let hex = hex.strip_suffix(" (deleted)").unwrap_or(hex);
+    (hex.len() == 8).then(|| u32::from_str_radix(hex, 16).ok())?
+}
+
 /// What was at `addr` in `maps` (address order), with the loaded
 /// modules' `segments`: the text after `<unknown address: ` of its row.
 pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
     let i = maps.partition_point(|m| m.end <= addr);
     let Some(m) = maps.get(i).filter(|m| m.start <= addr) else {
-        return "not mapped at exit".into();
+        return NOT_MAPPED.into();
     };
     let below = i.checked_sub(1).and_then(|j| maps.get(j));
     let above = maps.get(i + 1);
@@ -151,6 +253,12 @@ pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
                         && r.end == rw.start + ARENA_BYTES
                 }))
     };
+    if let Some(key) = sysv_key(&m.name) {
+        return match key {
+            0 => format!("System V shared memory (IPC_PRIVATE) {NOT_SHMAT}"),
+            key => format!("System V shared memory (key {key:#010x}) {NOT_SHMAT}"),
+        };
+    }
     match m.name.as_str() {
         "[vdso]" | "[vvar]" | "[vvar_vclock]" | "[vsyscall]" => "[vdso]/[vvar]".into(),
         "[heap]" => "[heap] outside any block (malloc metadata)".into(),
@@ -216,6 +324,8 @@ mod tests {
 7ffff6000000-7ffff6100000 rw-p 00000000 00:00 0 
 7ffff7000000-7ffff7100000 r--p 00000000 08:01 77 /usr/lib/locale/locale-archive
 7ffff7200000-7ffff7201000 rw-s 00000000 00:05 12 /dev/shm/seg name (deleted)
+7ffff7300000-7ffff7303000 rw-s 00000000 00:01 7 /SYSV00000000 (deleted)
+7ffff7400000-7ffff7401000 rw-s 00000000 00:01 8 /SYSV0001e240 (deleted)
 7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0                          [vvar]
 7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0                          [vdso]
 7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0                          [stack]
@@ -235,13 +345,13 @@ mod tests {
     #[test]
     fn maps_lines_parse_with_names_that_hold_spaces() {
         let maps = parse_maps(MAPS);
-        assert_eq!(maps.len(), 13);
+        assert_eq!(maps.len(), 15);
         assert_eq!(maps[2].name, "[heap]");
         assert!(maps[2].read && maps[2].write && !maps[2].exec);
         assert_eq!(maps[3].name, "");
         assert_eq!(maps[9].name, "/dev/shm/seg name (deleted)");
         assert_eq!(
-            (maps[12].start, maps[12].end),
+            (maps[14].start, maps[14].end),
             (0x7fff_fffd_e000, 0x7fff_ffff_f000)
         );
     }
@@ -274,6 +384,14 @@ mod tests {
         );
         assert_eq!(label_of(0x7fff_f720_0000), "file mapping /dev/shm/seg name");
         assert_eq!(
+            label_of(0x7fff_f730_2000),
+            format!("System V shared memory (IPC_PRIVATE) {NOT_SHMAT}")
+        );
+        assert_eq!(
+            label_of(0x7fff_f740_0000),
+            format!("System V shared memory (key 0x0001e240) {NOT_SHMAT}")
+        );
+        assert_eq!(
             label_of(0x5555_5555_6100),
             "code of a loaded module (read as data)"
         );
@@ -300,5 +418,28 @@ mod tests {
         assert_eq!(first_address(k), Some(a & !1));
         assert_eq!(first_address(0), None);
         assert_eq!(first_address(SLOTS as u64 + 1), None);
+    }
+
+    #[test]
+    fn a_region_keeps_the_name_it_got_while_mapped() {
+        let maps = parse_maps(MAPS);
+        // A region named while mapped keeps its name once unmapped.
+        let a = 0x7fff_f600_0040;
+        let k = key(a);
+        assert!(pending());
+        let named = name(k, a, &maps, &[]);
+        assert!(
+            named.starts_with("anonymous mapping not tracked"),
+            "{named}"
+        );
+        assert_eq!(name(k, a, &[], &[]), named);
+        // One unmapped when first named is named again later.
+        let b = 0x7fff_f740_0010;
+        let k = key(b);
+        assert_eq!(name(k, b, &[], &[]), NOT_MAPPED);
+        assert!(name(k, b, &maps, &[]).starts_with("System V shared memory (key"));
+        assert!(name(k, b, &[], &[]).starts_with("System V shared memory (key"));
+        // Without a slot (full table): named from the map given.
+        assert_eq!(name(0, b, &[], &[]), NOT_MAPPED);
     }
 }

@@ -216,7 +216,8 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let mut object_of: HashMap<u32, ObjectRef> = HashMap::new();
     // Unknown addresses' regions: key -> index in `unknown_regions`.
     let mut region_ids: HashMap<u64, u32> = HashMap::new();
-    let mut region_addresses: Vec<u64> = Vec::new();
+    // Their keys and first sampled addresses, in `unknown_regions` order.
+    let mut region_addresses: Vec<(u64, u64)> = Vec::new();
     for i in 0..n {
         let (parent, tag, key, metrics) = state.tree.node(i);
         if i < 4 {
@@ -263,7 +264,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                     let next = region_ids.len() as u32;
                     let id = *region_ids.entry(key).or_insert(next);
                     if id == next {
-                        region_addresses.push(address);
+                        region_addresses.push((key, address));
                     }
                     NodeKey::Object(ObjectRef::UnknownRegion(id))
                 }
@@ -484,34 +485,24 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
 }
 
 /// What was mapped at each unknown-address region's first sampled
-/// address, from the memory map now (read once, only if there are any).
+/// address: the name the region got while mapped (`regions::name`), else
+/// from the memory map now (read once, only if there are any regions).
 fn name_regions(
-    addresses: &[u64],
+    sampled: &[(u64, u64)],
     modules: &[std::sync::Arc<modules::ModuleData>],
 ) -> Vec<UnknownRegion> {
-    if addresses.is_empty() {
+    if sampled.is_empty() {
         return Vec::new();
     }
+    // Regions named while they were mapped keep that name; the others
+    // are named from the memory map now.
     let maps = regions::read_maps();
-    let segments: Vec<regions::Segment> = modules
+    let segments = regions::module_segments(modules);
+    sampled
         .iter()
-        .flat_map(|m| {
-            m.info
-                .segments
-                .iter()
-                .map(|&(start, end, exec)| regions::Segment {
-                    start,
-                    end,
-                    exec,
-                    path: &m.info.path,
-                })
-        })
-        .collect();
-    addresses
-        .iter()
-        .map(|&address| UnknownRegion {
+        .map(|&(key, address)| UnknownRegion {
             address,
-            label: regions::label(&maps, &segments, address),
+            label: regions::name(key, address, &maps, &segments),
         })
         .collect()
 }

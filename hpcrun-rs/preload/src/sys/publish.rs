@@ -171,6 +171,32 @@ impl<T> Published<T> {
         leaked
     }
 
+    /// Makes `value` the value for good if there is none yet (first one
+    /// wins; the loser is dropped); returns the value now held. Never
+    /// freed, as with [`Published::publish_leaked`] (a `Published` used
+    /// with this is never used with [`Published::publish`]). Not for
+    /// signal handlers (allocates).
+    pub fn publish_leaked_once(&self, value: T) -> &'static T {
+        let new = Box::into_raw(Box::new(value));
+        match self
+            .0
+            .compare_exchange(std::ptr::null_mut(), new, SeqCst, SeqCst)
+        {
+            // SAFETY: `new` is now stored and never freed (a value
+            // published this way is never replaced).
+            Ok(_) => unsafe { &*new },
+            Err(held) => {
+                // SAFETY: the exchange failed, so `new` was never shared:
+                // this is its only owner. `held` is non-null and, being
+                // published with this function, never freed.
+                unsafe {
+                    drop(Box::from_raw(new));
+                    &*held
+                }
+            }
+        }
+    }
+
     /// The current value. A value from [`Published::publish`] is valid only
     /// while the caller's read section ([`reading`]) is open, although the
     /// type says more; one from [`Published::publish_leaked`], forever.
