@@ -266,7 +266,20 @@ fn application_keys(db: &Database) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-fn object_table(db: &Database) -> Table {
+/// Prefix of the rows of unknown addresses named by their mapping
+/// (databases since 1d0ac84; before, one `<unknown address>` row).
+const UNKNOWN_IN: &str = "<unknown address: ";
+const UNKNOWN: &str = "<unknown address>";
+
+/// True if `db` names its unknown addresses by mapping.
+fn labels_unknown(db: &Database) -> bool {
+    db.objects.iter().any(|o| o.name.starts_with(UNKNOWN_IN))
+}
+
+/// The objects of `db` by [`object_key`]; `fold_unknown`: the rows of
+/// unknown addresses named by mapping are counted as one `<unknown
+/// address>` row, to match a database that has only that row.
+fn object_table(db: &Database, fold_unknown: bool) -> Table {
     let mut t = Table::new();
     for o in views::objects(db) {
         let site = db
@@ -275,12 +288,16 @@ fn object_table(db: &Database) -> Table {
             .and_then(|obj| alloc_site(db, obj))
             .map(site_text)
             .unwrap_or_default();
-        let key = format!("{}\u{0}{}\u{0}{site}", o.kind.as_str(), o.name);
+        let name = match fold_unknown && o.name.starts_with(UNKNOWN_IN) {
+            true => UNKNOWN,
+            false => &*o.name,
+        };
+        let key = format!("{}\u{0}{name}\u{0}{site}", o.kind.as_str());
         let samples = o.metrics[db.info.primary_metric as usize];
         let e = t.entry(key).or_insert_with(|| {
             (
                 o.kind.as_str().to_string(),
-                o.name.to_string(),
+                name.to_string(),
                 site.clone(),
                 Some(0),
                 Side::default(),
@@ -412,7 +429,13 @@ pub fn diff(before: &Database, after: &Database) -> Diff {
     let (tb, ta) = (data_total(before), data_total(after));
     let mut app = application_keys(before);
     app.extend(application_keys(after));
-    let mut objects = rows(object_table(before), object_table(after));
+    // One database predates the naming of unknown addresses by mapping:
+    // both sides count them as one row, so that the row pairs.
+    let fold_unknown = labels_unknown(before) != labels_unknown(after);
+    let mut objects = rows(
+        object_table(before, fold_unknown),
+        object_table(after, fold_unknown),
+    );
     for r in &mut objects {
         r.application = app.contains(&r.key());
     }
@@ -441,7 +464,14 @@ pub fn diff(before: &Database, after: &Database) -> Diff {
         metric: after.primary_metric_name().to_string(),
         measure: MEASURE,
         total,
-        warnings: noise_warnings(&total),
+        warnings: noise_warnings(&total)
+            .into_iter()
+            .chain(fold_unknown.then(|| {
+                format!(
+                    "one database names its unknown addresses by what was mapped there and the other does not: both are compared as one {UNKNOWN} row"
+                )
+            }))
+            .collect(),
         objects,
         functions: rows(fb, fa),
         lines: rows(lb, la),

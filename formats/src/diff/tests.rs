@@ -261,3 +261,52 @@ fn fail_if_worse_judges_application_objects_only() {
         "{reasons:?}"
     );
 }
+
+#[test]
+fn unknown_addresses_pair_with_a_database_that_did_not_name_them() {
+    let unknown = |mut d: Database| {
+        for o in d
+            .objects
+            .iter_mut()
+            .filter(|o| o.name.starts_with("<unknown"))
+        {
+            o.kind = ObjectKind::Unknown;
+            o.alloc_path.clear();
+        }
+        d
+    };
+    let before = unknown(db("/a", &[("<unknown address>", 0, 30), ("A", 12, 70)]));
+    let after = unknown(db(
+        "/a",
+        &[
+            ("<unknown address: [vdso]/[vvar]>", 0, 10),
+            ("<unknown address: not mapped at exit>", 0, 15),
+            ("A", 12, 75),
+        ],
+    ));
+    let d = diff(&before, &after);
+    let rows: Vec<_> = d
+        .objects
+        .iter()
+        .filter(|r| r.name.starts_with("<unknown"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].name, "<unknown address>");
+    assert_eq!(rows[0].before.unwrap().samples, 30);
+    assert_eq!(rows[0].after.unwrap().samples, 25);
+    assert!(
+        d.warnings.iter().any(|w| w.contains("unknown addresses")),
+        "{:?}",
+        d.warnings
+    );
+    // Both named: the rows stay apart, with no word about it.
+    let d = diff(&after, &after);
+    assert_eq!(
+        d.objects
+            .iter()
+            .filter(|r| r.name.starts_with("<unknown"))
+            .count(),
+        2
+    );
+    assert!(d.warnings.iter().all(|w| !w.contains("unknown addresses")));
+}
