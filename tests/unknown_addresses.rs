@@ -98,11 +98,11 @@ fn unknown_addresses_are_named_by_what_was_mapped_there() {
     }
 }
 
-/// Memory mapped and unmapped by raw system calls, gone when the profile
-/// is written, is named by what it was while mapped: in a single-threaded
-/// program at its next allocation, in a multi-threaded one by the
-/// checkpoint helper thread (`mode`: `alloc` or `thread`, see
-/// tests/programs/unmapped_early.c). Before this, all its samples were
+/// Memory mapped by raw system calls, gone when the profile is written,
+/// is named by what it was while mapped: in a single-threaded program at
+/// its next allocation or when it unmaps memory through libc, in a
+/// multi-threaded one by the checkpoint helper thread (`mode`: `alloc`,
+/// `unmap` or `thread`, see tests/programs/unmapped_early.c). Before this, all its samples were
 /// `<unknown address: not mapped at exit>`.
 fn memory_unmapped_early_is_named_by_what_it_was(mode: &str) {
     let dir = scratch(&format!("unmapped-early-{mode}"));
@@ -134,8 +134,9 @@ fn memory_unmapped_early_is_named_by_what_it_was(mode: &str) {
     // Each phase reads its 2 MiB for about 0.3 s of CPU time: 600
     // periods at 0.5 ms (fewer on a loaded machine, never under 20).
     // Every sample of a region shares its name, given within a pass over
-    // the memory (alloc) or 50 ms (thread) of its first sample: none is
-    // left unnamed, whatever the load.
+    // the memory (alloc), before the unmapping (unmap) or within 50 ms
+    // (thread) of its first sample: none is left unnamed, whatever the
+    // load.
     assert!(anon >= 20, "anonymous: {anon} samples\n{unknown:#?}");
     assert!(sysv >= 20, "System V: {sysv} samples\n{unknown:#?}");
     assert!(
@@ -172,4 +173,9 @@ fn memory_unmapped_early_is_named_in_a_program_that_allocates() {
 #[test]
 fn memory_unmapped_early_is_named_by_the_helper_thread() {
     memory_unmapped_early_is_named_by_what_it_was("thread");
+}
+
+#[test]
+fn memory_unmapped_early_is_named_when_libc_unmaps_it() {
+    memory_unmapped_early_is_named_by_what_it_was("unmap");
 }

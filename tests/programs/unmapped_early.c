@@ -5,10 +5,10 @@
  * - "anon": 2 MiB of anonymous memory mapped with a raw mmap system call
  *   (syscall(SYS_mmap): the profiler's mmap hook does not see it) at a
  *   fixed, 2 MiB-aligned address far from other mappings
- *   (0x230000000000), read, then unmapped with the raw system call;
+ *   (0x230000000000), read, then unmapped;
  * - "sysv": a 2 MiB System V segment (shmget IPC_PRIVATE) attached with
- *   the raw shmat system call at 0x240000000000, read, then detached with
- *   the raw shmdt system call and removed.
+ *   the raw shmat system call at 0x240000000000, read, then detached
+ *   (removed at once after the attach).
  *
  * Each is read for about 0.3 s of CPU time. Then the program computes in
  * registers for about 0.1 s and exits.
@@ -16,7 +16,9 @@
  * MODE (argv[1]): "alloc": single-threaded, a small malloc and free after
  * each pass over the memory (a program that allocates now and then);
  * "thread": a second thread that waits until the end (the program is
- * multi-threaded), no allocation while the memory is read.
+ * multi-threaded), no allocation while the memory is read; "unmap":
+ * single-threaded, no allocation, the memory unmapped with libc's munmap
+ * and shmdt instead of the system calls.
  *
  * Prints the sums (exact in integers): the same output with and without
  * the profiler.
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -87,13 +90,16 @@ static void *waiter(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "alloc") != 0 && strcmp(argv[1], "thread") != 0)) {
-        fputs("usage: unmapped_early alloc|thread\n", stderr);
+    if (argc < 2 || (strcmp(argv[1], "alloc") != 0 && strcmp(argv[1], "thread") != 0 &&
+                     strcmp(argv[1], "unmap") != 0)) {
+        fputs("usage: unmapped_early alloc|thread|unmap\n", stderr);
         return 2;
     }
     allocating = strcmp(argv[1], "alloc") == 0;
+    int threaded = strcmp(argv[1], "thread") == 0;
+    int libc_unmap = strcmp(argv[1], "unmap") == 0;
     pthread_t t;
-    if (!allocating && pthread_create(&t, NULL, waiter, NULL) != 0)
+    if (threaded && pthread_create(&t, NULL, waiter, NULL) != 0)
         die("pthread_create");
 
     /* Anonymous memory the hooks never see, gone before exit. */
@@ -104,8 +110,8 @@ int main(int argc, char **argv)
     uint64_t *anon = (uint64_t *)p;
     fill(anon);
     uint64_t anon_sum = sum_words(anon, WORDS, PASSES);
-    if (syscall(SYS_munmap, anon, BYTES) != 0)
-        die("raw munmap");
+    if ((libc_unmap ? munmap(anon, BYTES) : syscall(SYS_munmap, anon, BYTES)) != 0)
+        die("munmap");
 
     /* A System V segment attached and detached by the system calls. */
     int id = shmget(IPC_PRIVATE, BYTES, IPC_CREAT | 0600);
@@ -120,8 +126,8 @@ int main(int argc, char **argv)
     shmctl(id, IPC_RMID, NULL);
     fill(sysv);
     uint64_t sysv_sum = sum_words(sysv, WORDS, PASSES);
-    if (syscall(SYS_shmdt, sysv) != 0)
-        die("raw shmdt");
+    if ((libc_unmap ? shmdt(sysv) : syscall(SYS_shmdt, sysv)) != 0)
+        die("shmdt");
 
     /* A little more work, in registers. */
     uint64_t x = 1;
@@ -129,7 +135,7 @@ int main(int argc, char **argv)
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
     __asm__ volatile("" : "+r"(x));
 
-    if (!allocating) {
+    if (threaded) {
         pthread_mutex_lock(&lock);
         done = 1;
         pthread_cond_signal(&done_cond);

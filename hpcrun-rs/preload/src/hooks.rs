@@ -288,6 +288,15 @@ fn record_mapping(ptr: u64, size: usize, name: impl FnOnce() -> MapName) {
     })
 }
 
+/// Before memory is unmapped: names the regions of unknown addresses
+/// sampled since they were last named (`regions`), while what they hit
+/// is still mapped. One relaxed load when there are none.
+fn name_unknown_regions() {
+    if crate::regions::pending() {
+        guarded(crate::regions::label_new_regions);
+    }
+}
+
 /// Forgets the tracked block or mapping starting at `ptr`, if any.
 fn forget(ptr: *mut c_void) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
@@ -596,6 +605,7 @@ pub unsafe extern "C" fn mmap64(
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
     forget(addr);
+    name_unknown_regions();
     sys::raw_munmap(addr as u64, len)
 }
 
@@ -663,6 +673,7 @@ pub unsafe extern "C" fn shmat(id: c_int, addr: *const c_void, flags: c_int) -> 
 #[no_mangle]
 pub unsafe extern "C" fn shmdt(addr: *const c_void) -> c_int {
     forget(addr as *mut c_void);
+    name_unknown_regions();
     sys::raw_shmdt(addr as u64)
 }
 

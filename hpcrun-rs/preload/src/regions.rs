@@ -14,19 +14,21 @@
 //! thread (every 50 ms) in a multi-threaded program, else by the
 //! program's next allocation (`checkpoint::poll`). A region keeps the
 //! first name that is a mapping's ([`name`]): memory a library maps and
-//! unmaps by itself (UCX's System V segments, detached at
+//! unmaps by itself (MPICH's and UCX's shared-memory segments, which
+//! UCX's memory hooks map around the profiler's, unmapped at
 //! `MPI_Finalize`) is named by what it was, not by the memory map at
 //! exit. The profile writer names the regions still unnamed from the map
 //! when it writes. Labels: `[vdso]/[vvar]`, `[heap] outside any block
 //! (malloc metadata)`, a glibc malloc arena, a guard page, an untracked
 //! anonymous or file mapping, System V shared memory not attached through
 //! the profiler's `shmat`, code or ELF tables of a loaded module (one
-//! label for all modules), or [`NOT_MAPPED`] (unmapped before it could be
-//! named: a single-threaded program that did not allocate between the
-//! region's first sample and its unmapping).
-//! `hpcprof-rs` makes one row per label. A region is named by its first sample: later samples in the
-//! same 2 MiB that fell in a neighbouring mapping of another kind share
-//! its name (mappings of different kinds rarely share 2 MiB of unknown
+//! label for all modules), an address no mapping can hold (the null
+//! page, beyond the 47-bit address space: recovered wrongly), or
+//! [`NOT_MAPPED`] (unmapped before it could be named: a single-threaded
+//! program that did not allocate between the region's first sample and
+//! its unmapping). `hpcprof-rs` makes one row per label. A region is
+//! named by its first sample: later samples in the same 2 MiB that fell
+//! in a neighbouring mapping of another kind share its name (mappings of different kinds rarely share 2 MiB of unknown
 //! addresses). A full table keys the sample 0, the plain `<unknown
 //! address>` (counted in [`FULL`]).
 
@@ -214,6 +216,19 @@ const ARENA_BYTES: u64 = 64 << 20;
 /// up to a few).
 const MAX_GUARD_BYTES: u64 = 1 << 20;
 
+/// Linux's default `vm.mmap_min_addr`: nothing is mapped below it.
+const LOWEST_MAPPABLE: u64 = 0x10000;
+/// The end of x86-64's 47-bit user address space: higher addresses are
+/// mapped only on request (5-level paging), never by default.
+const USER_TOP: u64 = 1 << 47;
+/// The label of an address below [`LOWEST_MAPPABLE`].
+const NULL_PAGE: &str =
+    "null page (never mapped: a null pointer's offset, or an address recovered wrongly)";
+/// The label of an address above [`USER_TOP`] in a process with no
+/// mapping there.
+const OUTSIDE: &str =
+    "beyond the 47-bit address space (never mapped: an address recovered wrongly)";
+
 /// Why a System V segment is an unknown address: the profiler's `shmat`
 /// hook tracks the segments it sees.
 const NOT_SHMAT: &str =
@@ -232,7 +247,17 @@ fn sysv_key(name: &str) -> Option<u32> {
 pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
     let i = maps.partition_point(|m| m.end <= addr);
     let Some(m) = maps.get(i).filter(|m| m.start <= addr) else {
-        return NOT_MAPPED.into();
+        return if addr < LOWEST_MAPPABLE {
+            NULL_PAGE.into()
+        } else if addr >= USER_TOP
+            && !maps
+                .iter()
+                .any(|m| m.start >= USER_TOP && m.start < 1 << 56)
+        {
+            OUTSIDE.into()
+        } else {
+            NOT_MAPPED.into()
+        };
     };
     let below = i.checked_sub(1).and_then(|j| maps.get(j));
     let above = maps.get(i + 1);
@@ -291,13 +316,17 @@ pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
             let path = path.strip_suffix(" (deleted)").unwrap_or(path);
             let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
             // A loaded module's segment (or a mapping of its file: the
-            // loader's own path may differ from the map's), one row per
-            // kind over all modules: the accesses below it say whose.
+            // loader's own path may differ from the map's; or a shared
+            // library the loader is loading, named before the profiler
+            // knows the module), one row per kind over all modules: the
+            // accesses below it say whose.
+            let library = |p: &str| {
+                let b = base(p);
+                b.ends_with(".so") || b.contains(".so.")
+            };
             let code = match segments.iter().find(|s| s.start <= addr && addr < s.end) {
                 Some(s) => Some(s.exec),
-                None => segments
-                    .iter()
-                    .any(|s| base(s.path) == base(path))
+                None => (library(path) || segments.iter().any(|s| base(s.path) == base(path)))
                     .then_some(m.exec),
             };
             match code {
@@ -326,6 +355,7 @@ mod tests {
 7ffff7200000-7ffff7201000 rw-s 00000000 00:05 12 /dev/shm/seg name (deleted)
 7ffff7300000-7ffff7303000 rw-s 00000000 00:01 7 /SYSV00000000 (deleted)
 7ffff7400000-7ffff7401000 rw-s 00000000 00:01 8 /SYSV0001e240 (deleted)
+7ffff7500000-7ffff7501000 r--p 00000000 08:01 99 /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30
 7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0                          [vvar]
 7ffff7fc5000-7ffff7fc7000 r-xp 00000000 00:00 0                          [vdso]
 7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0                          [stack]
@@ -345,13 +375,13 @@ mod tests {
     #[test]
     fn maps_lines_parse_with_names_that_hold_spaces() {
         let maps = parse_maps(MAPS);
-        assert_eq!(maps.len(), 15);
+        assert_eq!(maps.len(), 16);
         assert_eq!(maps[2].name, "[heap]");
         assert!(maps[2].read && maps[2].write && !maps[2].exec);
         assert_eq!(maps[3].name, "");
         assert_eq!(maps[9].name, "/dev/shm/seg name (deleted)");
         assert_eq!(
-            (maps[14].start, maps[14].end),
+            (maps[15].start, maps[15].end),
             (0x7fff_fffd_e000, 0x7fff_ffff_f000)
         );
     }
@@ -383,6 +413,11 @@ mod tests {
             "file mapping /usr/lib/locale/locale-archive"
         );
         assert_eq!(label_of(0x7fff_f720_0000), "file mapping /dev/shm/seg name");
+        // A library mapped before the profiler knows it as a module.
+        assert_eq!(
+            label_of(0x7fff_f750_0000),
+            ".got, .data.rel.ro or ELF tables of a loaded module"
+        );
         assert_eq!(
             label_of(0x7fff_f730_2000),
             format!("System V shared memory (IPC_PRIVATE) {NOT_SHMAT}")
@@ -404,7 +439,8 @@ mod tests {
             label_of(0x7fff_ffff_e000),
             "[stack] outside the main thread's tracked stack"
         );
-        assert_eq!(label_of(0x1000), "not mapped at exit");
+        assert_eq!(label_of(0x1000), NULL_PAGE);
+        assert_eq!(label_of(0x1_5689_6d0a_f940), OUTSIDE);
         assert_eq!(label_of(0x5555_5555_8800), "not mapped at exit");
     }
 
