@@ -290,7 +290,7 @@ fn object_table(db: &Database, fold_unknown: bool) -> Table {
             .unwrap_or_default();
         let name = match fold_unknown && o.name.starts_with(UNKNOWN_IN) {
             true => UNKNOWN,
-            false => &*o.name,
+            false => o.name,
         };
         let key = format!("{}\u{0}{name}\u{0}{site}", o.kind.as_str());
         let samples = o.metrics[db.info.primary_metric as usize];
