@@ -113,11 +113,14 @@ pub fn label_new_regions() {
         return;
     }
     let maps = read_maps();
+    if maps.is_empty() {
+        return; // Unreadable (no descriptor left): the writer tries again.
+    }
     let modules = modules::all_modules();
     let segments = module_segments(&modules);
-    for slot in 0..SLOTS {
+    for (slot, kept) in LABELS.iter().enumerate() {
         let key = slot as u64 + 1;
-        if let Some(address) = first_address(key) {
+        if let (None, Some(address)) = (kept.get(), first_address(key)) {
             name(key, address, &maps, &segments);
         }
     }
