@@ -116,7 +116,14 @@ pub fn label_new_regions() {
     if maps.is_empty() {
         return; // Unreadable (no descriptor left): the writer tries again.
     }
-    let modules = modules::all_modules();
+    // The loaded modules from the published snapshot (lock-free: no lock
+    // that a fork could leave held in the child).
+    let modules: Vec<Arc<ModuleData>> = {
+        let _section = crate::sys::reading();
+        modules::get()
+            .map(|snap| snap.modules.iter().map(|(_, m)| m.clone()).collect())
+            .unwrap_or_default()
+    };
     let segments = module_segments(&modules);
     for (slot, kept) in LABELS.iter().enumerate() {
         let key = slot as u64 + 1;
