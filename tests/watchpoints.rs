@@ -133,9 +133,18 @@ fn a_table_is_reused_at_once_and_a_stream_is_not() {
         "reuse: table {}, stream {}",
         table["reuse_histogram"], stream["reuse_histogram"]
     );
+    // A table word is read again about a microsecond later, a stream word
+    // only one pass (tens of milliseconds) later. The measured time is the
+    // thread's CPU time from the arming, with the rest of the arming
+    // handler and the trap's delivery in it: on a loaded VM those move
+    // part of the table's reuses from "< 100 us" to "< 1 ms" (table
+    // "< 100 us" 0.86-0.99 of the reuses alone, 0.61-0.88 beside two busy
+    // loops, the rest "< 1 ms" in every run); none took 1 ms.
     let (at_once, n) = reuse_share(table, "< 100 us");
+    let (soon, _) = reuse_share(table, "< 1 ms");
     assert!(n >= 5, "{table:#?}");
-    assert!(at_once >= 0.5, "{table:#?}");
+    assert!(at_once + soon >= 0.9, "{table:#?}");
+    assert!(at_once >= 0.25, "{table:#?}");
     let (never, n) = reuse_share(stream, "not reused");
     assert!(n >= 5, "{stream:#?}");
     assert!(never >= 0.5, "{stream:#?}");
