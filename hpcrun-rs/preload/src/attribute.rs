@@ -148,6 +148,22 @@ fn register_value(regs: &Regs, reg: Register, width: Register) -> Option<u64> {
     Some(if width.is_gpr32() { v & 0xffff_ffff } else { v })
 }
 
+/// False if an access at `addr` cannot have run without killing the
+/// program: an address in the null page or beyond the user address space
+/// (47 bits, or 56 when the thread's stack lies above 47 bits: 5-level
+/// paging that maps there). The registers then hold what another path
+/// left (a sample at a branch target charged to the instruction before it
+/// in address order, which the branch skipped), and the address is lost,
+/// not reported.
+fn could_have_run(addr: u64, regs: &Regs) -> bool {
+    let top = if regs.gpr[4] >> 47 != 0 {
+        1u64 << 56
+    } else {
+        1u64 << 47
+    };
+    (4096..top).contains(&addr)
+}
+
 /// The data address of the access at window index `at`, after the landed
 /// instruction ran, from the registers that still hold its base and
 /// index; with a lost index and an intact base, the base (the object, not
@@ -222,16 +238,24 @@ fn blamed_address(
     match (b, i) {
         (Some(b), Some(i)) => {
             let addr = b.wrapping_add(i.wrapping_mul(scale)).wrapping_add(disp);
-            (Access::Address { addr, size, kind }, Source::Previous)
+            match could_have_run(addr, regs) {
+                true => (Access::Address { addr, size, kind }, Source::Previous),
+                false => (Access::Unrecoverable, Source::Previous),
+            }
         }
-        (Some(b), None) if base != Operand::None => (
-            Access::Address {
-                addr: b.wrapping_add(disp),
-                size,
-                kind,
-            },
-            Source::BaseOnly,
-        ),
+        (Some(b), None) if base != Operand::None => {
+            match could_have_run(b.wrapping_add(disp), regs) {
+                true => (
+                    Access::Address {
+                        addr: b.wrapping_add(disp),
+                        size,
+                        kind,
+                    },
+                    Source::BaseOnly,
+                ),
+                false => (Access::Unrecoverable, Source::Previous),
+            }
+        }
         _ => {
             // A pointer chase (`mov (%rax),%rax`): the next access through
             // the loaded pointer reads the next element of the same
@@ -562,6 +586,24 @@ mod tests {
             functions: vec![(0x1000, 0x1006), (0x1010, 0x101a), (0x1020, 0x1024)],
         };
         (Snapshot::new(vec![(0, Arc::new(m))]), code)
+    }
+
+    /// Addresses no access can have used without killing the program.
+    #[test]
+    fn impossible_addresses_are_not_reported() {
+        let mut regs = Regs {
+            gpr: [0; 16],
+            rip: 0x1000,
+        };
+        regs.gpr[4] = 0x7ffc_0000_0000;
+        assert!(could_have_run(0x5555_5555_0000, &regs));
+        assert!(could_have_run(0x7fff_ffff_f000, &regs));
+        // LAMMPS: a pointer times 4, from registers the store never saw.
+        assert!(!could_have_run(0x1_55a4_e003_fe40, &regs));
+        assert!(!could_have_run(0x10, &regs));
+        // 5-level paging, the stack above 47 bits.
+        regs.gpr[4] = 0x7f_fffc_0000_0000;
+        assert!(could_have_run(0x1_55a4_e003_fe40, &regs));
     }
 
     /// A sample on a function's first instruction: a call landed there;
