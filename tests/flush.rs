@@ -179,7 +179,7 @@ fn a_raw_exit_group_before_any_checkpoint_is_told_by_the_launcher() {
 }
 
 /// 2,000 threads of about 2 ms of CPU time each, two at a time, at the
-/// default 2 ms period: their samples stand for at least a quarter of
+/// default 2 ms period: their samples stand for at least a tenth of
 /// the periods of the threads' own work (the program measures it with
 /// each thread's CPU clock). The CPU-time timer's kernel count left out
 /// the period that expired at the tick that sent each signal, so a
@@ -188,9 +188,12 @@ fn a_raw_exit_group_before_any_checkpoint_is_told_by_the_launcher() {
 /// work loop that read its clock often), then 51-85% on the 2-core VM.
 /// The share depends on the machine's load (a tick that falls while
 /// another thread runs sends nothing to a thread that then ends): 40%
-/// was measured at load 8 with the fix, so the floor only catches the
-/// lost periods of the clock-reading loop (0.17) and a thread start that
-/// loses its timer, not the fine ratio (docs/PERFORMANCE.md's place).
+/// was measured at load 8 with the fix, and 21-49% in 7 runs beside
+/// two busy loops (the floor was 25% and failed 2 of the first 3 such
+/// runs). The floor, 10%, catches a thread start that loses its timer
+/// (no periods), not the fine ratio (docs/PERFORMANCE.md's place): on a
+/// loaded machine the share cannot tell the kernel count before the fix
+/// (37-42% on a quiet machine) from the count after.
 #[test]
 fn short_lived_threads_get_their_samples() {
     let dir = scratch("short-threads");
@@ -204,8 +207,9 @@ fn short_lived_threads_get_their_samples() {
     assert_eq!(workers.len() as u64 + unwritten(&profiles).0, 2000);
     let got: u64 = workers.iter().map(|p| periods(p)).sum();
     let nominal = work_us / 2000; // default period: 2 ms
+    eprintln!("short_threads: {got} of {nominal} periods of the threads' work");
     assert!(
-        got * 100 >= nominal * 25,
+        got * 100 >= nominal * 10,
         "got {got} of {nominal} periods of the threads' work"
     );
 }
