@@ -9,6 +9,20 @@
 
 use pipeline_tests::*;
 
+/// The `<unknown address...>` rows of a data view.
+fn unknown_rows(data: &serde_json::Value) -> Vec<&serde_json::Value> {
+    data["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| {
+            o["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("<unknown address"))
+        })
+        .collect()
+}
+
 #[test]
 fn unknown_addresses_are_named_by_what_was_mapped_there() {
     let dir = scratch("unknown-addresses");
@@ -16,15 +30,7 @@ fn unknown_addresses_are_named_by_what_was_mapped_there() {
     let arg = dir.to_string_lossy().into_owned();
     let p = profile_same_output(&dir, "mem:soft@500000", &exe, &[&arg]);
     let data = export_json(&p.db, "data");
-    let objects = data["objects"].as_array().unwrap();
-    let unknown: Vec<&serde_json::Value> = objects
-        .iter()
-        .filter(|o| {
-            o["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("<unknown address"))
-        })
-        .collect();
+    let unknown = unknown_rows(&data);
     let row = |what: &str, pred: &dyn Fn(&str) -> bool| -> &serde_json::Value {
         let found: Vec<&&serde_json::Value> = unknown
             .iter()
@@ -109,16 +115,7 @@ fn memory_unmapped_early_is_named_by_what_it_was(mode: &str) {
     let exe = compile_test_program("unmapped_early.c", &dir, &["-Wall", "-Werror", "-pthread"]);
     let p = profile_same_output(&dir, "mem:soft@500000", &exe, &[mode]);
     let data = export_json(&p.db, "data");
-    let unknown: Vec<&serde_json::Value> = data["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| {
-            o["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("<unknown address"))
-        })
-        .collect();
+    let unknown = unknown_rows(&data);
     let samples_of = |pred: &dyn Fn(&str) -> bool| -> u64 {
         unknown
             .iter()

@@ -266,6 +266,47 @@ fn qsort_buffers_are_named_after_the_call() {
 /// the floor of 200).
 const REPS: &str = "1000";
 
+/// Profiles tests/programs/`program` (built with `flags` into `dir`) over
+/// [`REPS`] rounds, checks it printed what it prints natively and got
+/// more than 200 samples, and returns the object of its 64 small blocks
+/// (read in a hot loop), after checking that they hold a large share of
+/// the samples and `<small heap objects>` next to none.
+fn profile_small_blocks(program: &str, dir: &str, flags: &[&str]) -> serde_json::Value {
+    let dir = scratch(dir);
+    let exe = compile_test_program(program, &dir, flags);
+    let native = ok_stdout(&run(Command::new(&exe).arg(REPS)), program);
+    let p = profile(&dir, EVENT, &exe, &[REPS]);
+    assert_eq!(p.program_stdout, native);
+    let export = export_json(&p.db, "data");
+    let all = objects(&export);
+    let total: u64 = all.iter().map(samples_of).sum();
+    eprintln!("{program} {flags:?}: {total} samples");
+    // Enough samples for the shares below.
+    assert!(total > 200, "{total} samples");
+    let blocks = all
+        .iter()
+        .find(|o| o["kind"] == "heap" && o["allocations"] == 64)
+        .unwrap_or_else(|| panic!("no object of the 64 small blocks in {export:#}"));
+    let small: u64 = all
+        .iter()
+        .filter(|o| o["name"] == "<small heap objects>")
+        .map(samples_of)
+        .sum();
+    // The loop reads the blocks (and the array of pointers to them, one
+    // small block of its own): the blocks hold a large share, the bucket
+    // of untracked small blocks next to none.
+    assert!(
+        samples_of(blocks) * 4 >= total,
+        "{} of {total}: {export:#}",
+        samples_of(blocks)
+    );
+    assert!(
+        small * 20 <= total,
+        "<small heap objects> {small} of {total}"
+    );
+    (*blocks).clone()
+}
+
 /// tests/programs/small_tables.c: 64 rows of 128 bytes (under
 /// `--min-bytes`) allocated by the program and read in a hot loop are one
 /// object of their site with most of the samples, not `<small heap
@@ -274,25 +315,12 @@ const REPS: &str = "1000";
 #[test]
 fn small_blocks_of_the_program_are_named_by_site() {
     for (debug, flags) in [(true, &[][..]), (false, &["-g0"][..])] {
-        let dir = scratch(if debug {
+        let dir = if debug {
             "small-tables-g"
         } else {
             "small-tables-g0"
-        });
-        let exe = compile_test_program("small_tables.c", &dir, flags);
-        let native = ok_stdout(&run(Command::new(&exe).arg(REPS)), "native small_tables");
-        let p = profile(&dir, EVENT, &exe, &[REPS]);
-        assert_eq!(p.program_stdout, native);
-        let export = export_json(&p.db, "data");
-        let all = objects(&export);
-        let total: u64 = all.iter().map(samples_of).sum();
-        eprintln!("small_tables (-g: {debug}): {total} samples");
-        // Enough samples for the shares below.
-        assert!(total > 200, "{total} samples");
-        let rows = all
-            .iter()
-            .find(|o| o["kind"] == "heap" && o["allocations"] == 64)
-            .unwrap_or_else(|| panic!("no object of the 64 rows in {export:#}"));
+        };
+        let rows = profile_small_blocks("small_tables.c", dir, flags);
         let name = rows["name"].as_str().unwrap();
         if debug {
             assert_eq!(name, "t[i]", "{rows:#}");
@@ -302,23 +330,6 @@ fn small_blocks_of_the_program_are_named_by_site() {
                 "{rows:#}"
             );
         }
-        let small: u64 = all
-            .iter()
-            .filter(|o| o["name"] == "<small heap objects>")
-            .map(samples_of)
-            .sum();
-        // The loop reads the rows (and the row pointers, `coeff`, one small
-        // block of its own): the rows hold a large share, the bucket of
-        // untracked small blocks next to none.
-        assert!(
-            samples_of(rows) * 4 >= total,
-            "{} of {total}: {export:#}",
-            samples_of(rows)
-        );
-        assert!(
-            small * 20 <= total,
-            "<small heap objects> {small} of {total}"
-        );
     }
 }
 
@@ -328,36 +339,6 @@ fn small_blocks_of_the_program_are_named_by_site() {
 /// `<small heap objects>`.
 #[test]
 fn small_objects_made_by_new_are_named_by_site() {
-    let dir = scratch("small-objects-new");
-    let exe = compile_test_program("small_objects.cpp", &dir, &[]);
-    let native = ok_stdout(&run(Command::new(&exe).arg(REPS)), "native small_objects");
-    let p = profile(&dir, EVENT, &exe, &[REPS]);
-    assert_eq!(p.program_stdout, native);
-    let export = export_json(&p.db, "data");
-    let all = objects(&export);
-    let total: u64 = all.iter().map(samples_of).sum();
-    eprintln!("small_objects: {total} samples");
-    assert!(total > 200, "{total} samples");
-    let records = all
-        .iter()
-        .find(|o| o["kind"] == "heap" && o["allocations"] == 64)
-        .unwrap_or_else(|| panic!("no object of the 64 records in {export:#}"));
+    let records = profile_small_blocks("small_objects.cpp", "small-objects-new", &[]);
     assert!(records["runtime"].is_null(), "{records:#}");
-    let small: u64 = all
-        .iter()
-        .filter(|o| o["name"] == "<small heap objects>")
-        .map(samples_of)
-        .sum();
-    // The loop reads the records (and the array of pointers to them, one
-    // small block of its own): the records hold a large share, the bucket
-    // of untracked small blocks next to none.
-    assert!(
-        samples_of(records) * 4 >= total,
-        "{} of {total}: {export:#}",
-        samples_of(records)
-    );
-    assert!(
-        small * 20 <= total,
-        "<small heap objects> {small} of {total}"
-    );
 }

@@ -19,6 +19,7 @@ use iced_x86::Register;
 use crate::anchors;
 use crate::blame::{self, Operand, Rule, Window};
 use crate::code::modules::Snapshot;
+use crate::regions;
 use crate::soft::{self, Access, Regs};
 use crate::sys::{self, StackBounds};
 use crate::threads::{self, ThreadState};
@@ -149,19 +150,20 @@ fn register_value(regs: &Regs, reg: Register, width: Register) -> Option<u64> {
 }
 
 /// False if an access at `addr` cannot have run without killing the
-/// program: an address in the null page or beyond the user address space
-/// (47 bits, or 56 when the thread's stack lies above 47 bits: 5-level
-/// paging that maps there). The registers then hold what another path
-/// left (a sample at a branch target charged to the instruction before it
-/// in address order, which the branch skipped), and the address is lost,
-/// not reported.
+/// program: an address below the lowest mappable one or beyond the user
+/// address space (47 bits, or 56 when the thread's stack lies above 47
+/// bits: 5-level paging that maps there), as [`regions`] defines them for
+/// the unknown addresses' labels. The registers then hold what another
+/// path left (a sample at a branch target charged to the instruction
+/// before it in address order, which the branch skipped), and the address
+/// is lost, not reported.
 fn could_have_run(addr: u64, regs: &Regs) -> bool {
-    let top = if regs.gpr[4] >> 47 != 0 {
-        1u64 << 56
+    let top = if regs.gpr[4] >= regions::USER_TOP {
+        regions::USER_TOP_5LEVEL
     } else {
-        1u64 << 47
+        regions::USER_TOP
     };
-    (4096..top).contains(&addr)
+    (regions::LOWEST_MAPPABLE..top).contains(&addr)
 }
 
 /// The data address of the access at window index `at`, after the landed

@@ -227,10 +227,12 @@ const ARENA_BYTES: u64 = 64 << 20;
 const MAX_GUARD_BYTES: u64 = 1 << 20;
 
 /// Linux's default `vm.mmap_min_addr`: nothing is mapped below it.
-const LOWEST_MAPPABLE: u64 = 0x10000;
+pub const LOWEST_MAPPABLE: u64 = 0x10000;
 /// The end of x86-64's 47-bit user address space: higher addresses are
 /// mapped only on request (5-level paging), never by default.
-const USER_TOP: u64 = 1 << 47;
+pub const USER_TOP: u64 = 1 << 47;
+/// The end of the user address space with 5-level paging (57-bit).
+pub const USER_TOP_5LEVEL: u64 = 1 << 56;
 /// The label of an address below [`LOWEST_MAPPABLE`].
 const NULL_PAGE: &str =
     "null page (never mapped: a null pointer's offset, or an address recovered wrongly)";
@@ -262,7 +264,7 @@ pub fn label(maps: &[Mapping], segments: &[Segment], addr: u64) -> String {
         } else if addr >= USER_TOP
             && !maps
                 .iter()
-                .any(|m| m.start >= USER_TOP && m.start < 1 << 56)
+                .any(|m| m.start >= USER_TOP && m.start < USER_TOP_5LEVEL)
         {
             OUTSIDE.into()
         } else {
