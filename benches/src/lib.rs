@@ -181,6 +181,7 @@ pub fn program(cfg: &Config) -> Program {
                 bytes,
                 max_bytes: bytes / allocations,
                 label: None,
+                ..Default::default()
             }
         })
         .collect();

@@ -126,21 +126,7 @@ impl Candidate {
     }
 }
 
-/// `12 B`, `8.0 MiB`: byte counts for people.
-pub fn bytes_text(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use crate::notes::bytes_text;
 
 fn share(samples: f64, total: u64) -> f64 {
     if total == 0 {
@@ -622,6 +608,41 @@ pub fn ownership(obj: &DataObject) -> Option<f64> {
         .values()
         .fold((0u64, 0u64), |(t, a), &(m, s)| (t + m, a + s));
     (all > 0).then(|| top as f64 / all as f64)
+}
+
+/// Parses `32MiB`, `1G`, `4096`, `1.5GB`: K/M/G/T and KiB/MiB/GiB/TiB are
+/// powers of 1024, KB/MB/GB/TB powers of 1000, a bare number is bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: give e.g. 32MiB, 1G or 4096"))?;
+    let unit = unit.trim();
+    let scale: f64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tib" => 1024.0f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use B, KiB, MiB, GiB, TiB, K, M, G, KB, MB, GB)"
+            ))
+        }
+    };
+    let bytes = value * scale;
+    if !bytes.is_finite() || bytes < 1.0 {
+        return Err(format!("{text:?}: give a size of at least 1 byte"));
+    }
+    Ok(bytes as u64)
 }
 
 #[cfg(test)]

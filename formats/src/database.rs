@@ -314,7 +314,49 @@ pub struct DataObject {
     /// read it empty.
     #[serde(default)]
     pub frame: Option<u32>,
+    /// Heap: what the site's blocks were like (counted over every process;
+    /// `None` in older databases and for other kinds).
+    #[serde(default)]
+    pub blocks: Option<SiteBlocks>,
 }
+
+/// The blocks an allocation site made (with `DataObject::allocations`
+/// and `bytes`: their number and total size).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiteBlocks {
+    /// The largest block.
+    pub max_bytes: u64,
+    /// The most blocks live at once (summed over processes).
+    pub peak_live: u64,
+    /// Blocks freed before the profiles were written.
+    pub frees: u64,
+    /// True if the blocks were under `--min-bytes`: tracked in the
+    /// compact small-block map (no per-block record).
+    pub small: bool,
+}
+
+impl DataObject {
+    /// "299,520 blocks of 216 B" for a site of several blocks ("of up to
+    /// 4,000 B, mean 1,200 B" when they differ), `None` for one block or
+    /// another kind.
+    pub fn blocks_text(&self) -> Option<String> {
+        if self.kind != ObjectKind::Heap || self.allocations < 2 {
+            return None;
+        }
+        let mean = self.bytes / self.allocations;
+        let n = thousands(self.allocations);
+        Some(match self.blocks {
+            Some(b) if b.max_bytes > mean => format!(
+                "{n} blocks of up to {} B, mean {} B",
+                thousands(b.max_bytes),
+                thousands(mean)
+            ),
+            _ => format!("{n} blocks of {} B", thousands(mean)),
+        })
+    }
+}
+
+pub use crate::notes::thousands;
 
 /// Sharing events of one kind on one cache line of an object, between
 /// one thread (whose access trapped) and another thread of the same

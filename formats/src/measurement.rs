@@ -314,7 +314,21 @@ pub struct AllocSite {
     /// (`hpcrun_label`, `hpcrun_register`); wins over inferred names.
     #[serde(default)]
     pub label: Option<String>,
+    /// The most blocks of this path live at once (whole process; 0 in
+    /// older files).
+    #[serde(default)]
+    pub peak_live: u64,
+    /// Blocks of this path freed before the file was written (whole
+    /// process).
+    #[serde(default)]
+    pub frees: u64,
+    /// True if its blocks were under `--min-bytes`: tracked in the compact
+    /// small-block map, each block at its site, with no per-block record.
+    #[serde(default)]
+    pub small: bool,
 }
+
+pub use crate::notes::UntrackedBlocks;
 
 /// A static variable from a module's symbol table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -521,6 +535,18 @@ pub struct SampleStats {
     /// profiles are merged.
     #[serde(default)]
     pub timer_period_ns: u64,
+    /// Small heap blocks the object map did not take, by reason (e.g.
+    /// "tracking memory cap reached (raise --max-tracking-memory)"): their
+    /// samples are `<small heap objects>`. Process-wide, in the main
+    /// thread's file; summed over processes.
+    #[serde(default)]
+    pub untracked_blocks: BTreeMap<String, UntrackedBlocks>,
+    /// The small-block map: bytes of its tables at the end, and the most
+    /// small blocks live at once (process-wide; summed over processes).
+    #[serde(default)]
+    pub small_map_bytes: u64,
+    #[serde(default)]
+    pub small_blocks_peak: u64,
 }
 
 /// Data cache sizes of the measuring machine (from sysfs).
@@ -716,6 +742,20 @@ impl SampleStats {
         self.short_lived_threads += other.short_lived_threads;
         self.short_lived_cpu_ns += other.short_lived_cpu_ns;
         self.timer_period_ns = self.timer_period_ns.max(other.timer_period_ns);
+        for (reason, n) in &other.untracked_blocks {
+            let e = self.untracked_blocks.entry(reason.clone()).or_default();
+            e.blocks += n.blocks;
+            e.bytes += n.bytes;
+        }
+        self.small_map_bytes += other.small_map_bytes;
+        self.small_blocks_peak += other.small_blocks_peak;
+    }
+
+    /// Untracked small blocks in all, as (blocks, bytes).
+    pub fn untracked_total(&self) -> (u64, u64) {
+        self.untracked_blocks
+            .values()
+            .fold((0, 0), |(b, y), n| (b + n.blocks, y + n.bytes))
     }
 
     /// [`crate::notes::short_lived`] for these (merged) counts.

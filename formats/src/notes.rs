@@ -8,6 +8,9 @@
 //!   statistics (`SampleStats::short_lived_threads`,
 //!   `short_lived_cpu_ns`), a note only when they took a measurable part of
 //!   the run.
+//! * Untracked small blocks ([`untracked_blocks`]): small heap blocks the
+//!   object map did not take (a memory cap, a refused mapping), always
+//!   said: their samples are the anonymous `<small heap objects>` row.
 
 /// Short-lived threads are told on stderr only when their CPU time is at
 /// least this many sampling periods ...
@@ -68,5 +71,73 @@ mod tests {
         );
         // Unknown period: the share alone.
         assert!(short_lived(1, MS, MS, 0).unwrap().contains("(50.0% of"));
+    }
+}
+
+/// Small heap blocks left untracked for one reason (process-wide).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UntrackedBlocks {
+    pub blocks: u64,
+    pub bytes: u64,
+}
+
+/// What every surface (hpcprof-rs's stderr, the report's header, the
+/// viewer's status line) says about small heap blocks the object map did
+/// not take (`SampleStats::untracked_blocks`, by reason): how many, their
+/// bytes, why, and what to do; `None` when every small block was tracked.
+pub fn untracked_blocks(
+    by_reason: &std::collections::BTreeMap<String, UntrackedBlocks>,
+) -> Option<String> {
+    let blocks: u64 = by_reason.values().map(|n| n.blocks).sum();
+    let bytes: u64 = by_reason.values().map(|n| n.bytes).sum();
+    if blocks == 0 {
+        return None;
+    }
+    let reasons: Vec<String> = by_reason
+        .iter()
+        .map(|(reason, n)| format!("{}: {}", reason, thousands(n.blocks)))
+        .collect();
+    Some(format!(
+        "{} small heap blocks ({}) were not tracked ({}); their samples are <small heap objects>",
+        thousands(blocks),
+        bytes_text(bytes),
+        reasons.join("; ")
+    ))
+}
+
+/// The short form for a status line.
+pub fn untracked_blocks_short(
+    by_reason: &std::collections::BTreeMap<String, UntrackedBlocks>,
+) -> Option<String> {
+    let blocks: u64 = by_reason.values().map(|n| n.blocks).sum();
+    (blocks > 0).then(|| format!("{} small blocks untracked", thousands(blocks)))
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `12 B`, `8.0 MiB`: byte counts for people.
+pub fn bytes_text(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
     }
 }

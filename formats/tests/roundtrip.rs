@@ -33,6 +33,7 @@ fn arb_profile() -> impl Strategy<Value = ThreadProfile> {
                 bytes: 4096,
                 max_bytes: 4096,
                 label: None,
+                ..Default::default()
             });
             p.statics.push(StaticVar {
                 name: "A".into(),

@@ -15,40 +15,7 @@ use serde::Serialize;
 /// Version of the `hpcprof-rs/advise` JSON document.
 pub const JSON_VERSION: u32 = 1;
 
-/// Parses `32MiB`, `1G`, `4096`, `1.5GB`: K/M/G/T and KiB/MiB/GiB/TiB are
-/// powers of 1024, KB/MB/GB/TB powers of 1000, a bare number is bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size: give e.g. 32MiB, 1G or 4096"))?;
-    let unit = unit.trim();
-    let scale: f64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kib" => 1024.0,
-        "m" | "mib" => 1024.0 * 1024.0,
-        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "tib" => 1024.0f64.powi(4),
-        "kb" => 1e3,
-        "mb" => 1e6,
-        "gb" => 1e9,
-        "tb" => 1e12,
-        _ => {
-            return Err(format!(
-                "{text:?}: unknown unit {unit:?} (use B, KiB, MiB, GiB, TiB, K, M, G, KB, MB, GB)"
-            ))
-        }
-    };
-    let bytes = value * scale;
-    if !bytes.is_finite() || bytes < 1.0 {
-        return Err(format!("{text:?}: give a size of at least 1 byte"));
-    }
-    Ok(bytes as u64)
-}
+pub use formats::advice::parse_size;
 
 /// `page` (4096), `line` (64) or a number of bytes.
 pub fn parse_granularity(text: &str) -> Result<u64, String> {

@@ -271,6 +271,10 @@ pub fn run(args: &Args) -> Result<Ended> {
         (env::NUMA, if args.numa { "1" } else { "0" }.into()),
         (env::MIN_BYTES, args.min_bytes.to_string().into()),
         (
+            env::MAX_TRACKING_MEMORY,
+            args.max_tracking_memory.unwrap_or(0).to_string().into(),
+        ),
+        (
             env::ALLOC_LOG,
             if args.alloc_log { "1" } else { "0" }.into(),
         ),

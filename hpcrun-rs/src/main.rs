@@ -59,10 +59,18 @@ struct Args {
     )]
     output: PathBuf,
 
-    /// Smallest heap block (bytes) that is tracked with its allocation call path; smaller blocks
-    /// that the program's own code allocated (not a library's) are tracked too, the first 16,384.
+    /// Smallest heap block (bytes) tracked with a record of its own (allocation log, per-block
+    /// times). Smaller blocks are tracked too, every one, in a compact map at their allocation
+    /// site: the program's by call path, a runtime's or system library's by the allocating
+    /// instruction.
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     min_bytes: usize,
+
+    /// The most memory the map of small blocks may take inside the program (e.g. 256MiB; about
+    /// 20 bytes a live block). Default: 64 MiB or half the bytes of the live small blocks,
+    /// whichever is more. Blocks past it are counted, by reason, in the report and the viewer.
+    #[arg(long, value_name = "SIZE", value_parser = formats::advice::parse_size)]
+    max_tracking_memory: Option<u64>,
 
     /// Also keep a record of every tracked heap block (address, size,
     /// allocation site, allocation and free times) and write each thread's

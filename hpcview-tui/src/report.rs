@@ -265,6 +265,10 @@ pub fn header(db: &Database) -> String {
         line.push('\n');
         line.push_str(&more);
     }
+    if let Some(untracked) = formats::notes::untracked_blocks(&s.untracked_blocks) {
+        line.push_str("\nWarning: ");
+        line.push_str(&untracked);
+    }
     line
 }
 
@@ -537,6 +541,11 @@ pub fn data_table_with(
         } else {
             object_site(row.alloc_site, &row.alloc_path)
         };
+        // A site of many blocks says how many, and of what size.
+        let site = match blocks_text(db, row) {
+            Some(blocks) => format!("{site} ({blocks})"),
+            None => site,
+        };
         let _ = writeln!(
             out,
             "{:>rank_w$}  {:>6}{}  {:>metric_w$}  {:<7}  {}  {site}",
@@ -549,6 +558,20 @@ pub fn data_table_with(
         );
     }
     out
+}
+
+/// "N blocks of S B" of a heap row of several blocks (counted over the
+/// rows merged into it).
+fn blocks_text(db: &Database, row: &ObjectRow<'_>) -> Option<String> {
+    let obj = db.objects.get(row.index as usize)?;
+    let merged = formats::database::DataObject {
+        kind: obj.kind,
+        allocations: row.allocations,
+        bytes: row.bytes,
+        blocks: obj.blocks,
+        ..Default::default()
+    };
+    merged.blocks_text()
 }
 
 /// The code-centric table: functions by the primary metric (with a

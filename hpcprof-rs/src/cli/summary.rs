@@ -55,6 +55,9 @@ pub(crate) fn notes(info: &DbInfo) -> Vec<String> {
             }
         })
         .collect();
+    if let Some(line) = formats::notes::untracked_blocks(&s.untracked_blocks) {
+        out.push(format!("hpcprof-rs: warning: {line}"));
+    }
     if let Some(note) = s.short_lived_note() {
         let n = s.short_lived_threads;
         let threads = if n == 1 { "thread" } else { "threads" };

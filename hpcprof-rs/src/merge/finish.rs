@@ -69,7 +69,7 @@ pub(super) fn finish(
     // those of paths no sample reached: the naming stage tells the calls
     // of one line apart by their order (`double *cold = malloc(a), *hot =
     // malloc(b);`, `ALLOCATE(a(n), b(m))`), which needs all of them.
-    for (path, (allocations, bytes)) in std::mem::take(&mut part.site_counts) {
+    for (path, counts) in std::mem::take(&mut part.site_counts) {
         for &f in &path {
             let frame = &frame_table.list[f as usize];
             if frame.line.is_some() && frame.offset.is_some() {
@@ -78,8 +78,13 @@ pub(super) fn finish(
         }
         if let Some(&id) = part.data.object_ids.get(&ObjKey::Heap(path)) {
             let o = &mut part.data.objects[id as usize];
-            o.allocations = o.allocations.saturating_add(allocations);
-            o.bytes = o.bytes.saturating_add(bytes);
+            o.allocations = o.allocations.saturating_add(counts.allocations);
+            o.bytes = o.bytes.saturating_add(counts.bytes);
+            let b = o.blocks.get_or_insert_with(Default::default);
+            b.max_bytes = b.max_bytes.max(counts.max_bytes);
+            b.peak_live = b.peak_live.saturating_add(counts.peak_live);
+            b.frees = b.frees.saturating_add(counts.frees);
+            b.small |= counts.small;
         }
     }
 

@@ -42,8 +42,43 @@ pub(super) struct Shared {
     pub(super) keep_rank_values: bool,
 }
 
-/// (allocations, bytes, symbolised allocation path) of one site.
-pub(super) type SiteCounts = (u64, u64, Vec<u32>);
+/// What one allocation site allocated (whole process, then summed over
+/// processes; the largest block and `small` over all).
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct BlockCounts {
+    pub(super) allocations: u64,
+    pub(super) bytes: u64,
+    pub(super) max_bytes: u64,
+    pub(super) peak_live: u64,
+    pub(super) frees: u64,
+    pub(super) small: bool,
+}
+
+impl BlockCounts {
+    /// The same process's counts in another of its files (each file holds
+    /// the process-wide counts at its writing): the largest of each.
+    fn latest(&mut self, o: &BlockCounts) {
+        self.allocations = self.allocations.max(o.allocations);
+        self.bytes = self.bytes.max(o.bytes);
+        self.max_bytes = self.max_bytes.max(o.max_bytes);
+        self.peak_live = self.peak_live.max(o.peak_live);
+        self.frees = self.frees.max(o.frees);
+        self.small |= o.small;
+    }
+
+    /// Another process's counts.
+    pub(super) fn add(&mut self, o: &BlockCounts) {
+        self.allocations = self.allocations.saturating_add(o.allocations);
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.max_bytes = self.max_bytes.max(o.max_bytes);
+        self.peak_live = self.peak_live.saturating_add(o.peak_live);
+        self.frees = self.frees.saturating_add(o.frees);
+        self.small |= o.small;
+    }
+}
+
+/// (counts, symbolised allocation path) of one site.
+pub(super) type SiteCounts = (BlockCounts, Vec<u32>);
 
 /// Per-process facts gathered over one work item (or, for a process whose
 /// files were split over several work items, carried until the end).
@@ -119,8 +154,8 @@ pub(super) struct Partial {
     pub(super) code: TreeBuilder,
     pub(super) data: DataBuilder,
     pub(super) info: InfoAcc,
-    /// Symbolised allocation path -> (allocations, bytes), summed over processes.
-    pub(super) site_counts: HashMap<Vec<u32>, (u64, u64)>,
+    /// Symbolised allocation path -> its counts, summed over processes.
+    pub(super) site_counts: HashMap<Vec<u32>, BlockCounts>,
     /// Per-process state of processes split over several work items.
     pub(super) pending: ProcState,
     /// This worker's cache of resolved addresses.
@@ -408,9 +443,15 @@ impl Partial {
             let e = st
                 .sites
                 .entry(key)
-                .or_insert_with(|| (0, 0, cx.alloc_path(p, s as u32)));
-            e.0 = e.0.max(site.allocations);
-            e.1 = e.1.max(site.bytes);
+                .or_insert_with(|| (BlockCounts::default(), cx.alloc_path(p, s as u32)));
+            e.0.latest(&BlockCounts {
+                allocations: site.allocations,
+                bytes: site.bytes,
+                max_bytes: site.max_bytes,
+                peak_live: site.peak_live,
+                frees: site.frees,
+                small: site.small,
+            });
         }
         let (lo, hi) = p.thread.stack;
         let e = st.stacks.entry((proc, p.thread.index)).or_default();
@@ -420,10 +461,8 @@ impl Partial {
     /// Accumulates a process's facts: allocation counts summed over
     /// processes, stack sizes, per-rank sums.
     pub(super) fn flush(&mut self, st: ProcState, keep_ranks: bool) {
-        for (_, (allocations, bytes, path)) in st.sites {
-            let e = self.site_counts.entry(path).or_default();
-            e.0 = e.0.saturating_add(allocations);
-            e.1 = e.1.saturating_add(bytes);
+        for (_, (counts, path)) in st.sites {
+            self.site_counts.entry(path).or_default().add(&counts);
         }
         for key in st.stack_refs {
             if let Some(&size) = st.stacks.get(&key) {
@@ -452,10 +491,12 @@ impl Partial {
         data_map: Option<&[u32]>,
     ) {
         let pending = &mut self.pending;
-        for (k, (a, b, path)) in st.sites {
-            let e = pending.sites.entry(k).or_insert((0, 0, path));
-            e.0 = e.0.max(a);
-            e.1 = e.1.max(b);
+        for (k, (counts, path)) in st.sites {
+            let e = pending
+                .sites
+                .entry(k)
+                .or_insert((BlockCounts::default(), path));
+            e.0.latest(&counts);
         }
         for (k, size) in st.stacks {
             let e = pending.stacks.entry(k).or_default();
@@ -528,10 +569,8 @@ impl Partial {
         }
         let code_map = absorb_tree(&mut self.code, other.code, &[]);
         let data_map = absorb_tree(&mut self.data.tb, other.data.tb, &objs);
-        for (path, (a, b)) in other.site_counts {
-            let e = self.site_counts.entry(path).or_default();
-            e.0 = e.0.saturating_add(a);
-            e.1 = e.1.saturating_add(b);
+        for (path, counts) in other.site_counts {
+            self.site_counts.entry(path).or_default().add(&counts);
         }
         let pending = std::mem::take(&mut other.pending);
         self.pend(pending, Some(&code_map), Some(&data_map));

@@ -206,7 +206,7 @@ struct Wire {
     extras: Vec<WireExtra>,
     keys: Vec<ObjKey>,
     info: WireInfo,
-    site_counts: Vec<(Vec<u32>, (u64, u64))>,
+    site_counts: Vec<(Vec<u32>, super::partial::BlockCounts)>,
 }
 
 impl Wire {

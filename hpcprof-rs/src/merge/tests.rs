@@ -62,6 +62,7 @@ fn thread(pid: u32, tid: u32, index: u32, samples: u64) -> ThreadProfile {
                 bytes: 8,
                 max_bytes: 8,
                 label: None,
+                ..Default::default()
             },
             AllocSite {
                 frames: vec![0x1000, 0x2000],
@@ -69,6 +70,7 @@ fn thread(pid: u32, tid: u32, index: u32, samples: u64) -> ThreadProfile {
                 bytes: 3000,
                 max_bytes: 1000,
                 label: None,
+                ..Default::default()
             },
         ],
         statics: vec![StaticVar {

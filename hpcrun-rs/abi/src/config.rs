@@ -84,6 +84,9 @@ pub struct RunConfig {
     /// Record NUMA locality even on a one-node machine.
     pub numa: bool,
     pub min_bytes: usize,
+    /// The most bytes the small-block map's tables may take (0: 64 MiB
+    /// or half the live small blocks' bytes, whichever is more).
+    pub max_tracking_memory: u64,
     /// Keep a record of every tracked block (address, size, site, times)
     /// and write each thread's in its file (`--alloc-log`).
     pub alloc_log: bool,
@@ -121,6 +124,9 @@ impl RunConfig {
             min_bytes: var(env::MIN_BYTES)
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(DEFAULT_MIN_BYTES),
+            max_tracking_memory: var(env::MAX_TRACKING_MEMORY)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0),
             alloc_log: var(env::ALLOC_LOG).is_some_and(|v| v == "1"),
             run_id: var(env::RUN_ID).unwrap_or_default(),
             signal_offset: var(env::SIGNAL)

@@ -6,6 +6,9 @@ pub const OUT: &str = "HPCRUN_OUT";
 pub const EVENTS: &str = "HPCRUN_EVENTS";
 /// Smallest heap block tracked with its call path (bytes).
 pub const MIN_BYTES: &str = "HPCRUN_MIN_BYTES";
+/// The most memory (bytes) the small-block map's tables may take; unset
+/// or 0: 64 MiB or half the live small blocks' bytes, whichever is more.
+pub const MAX_TRACKING_MEMORY: &str = "HPCRUN_MAX_TRACKING_MEMORY";
 /// `1`: keep a record of every tracked block (`--alloc-log`).
 pub const ALLOC_LOG: &str = "HPCRUN_ALLOC_LOG";
 /// The timer behind `mem:soft` and `cpu-time`: `auto`, `cpu-timer` or

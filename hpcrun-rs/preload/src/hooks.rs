@@ -134,33 +134,91 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
         return;
     }
     timed(|| {
-        let mut entry = Entry::Block;
-        if size < config::get().min_bytes {
-            objects::note_small_block(ptr as u64);
-            let small_site = caller.and_then(|c| {
-                objects::small_sites::wanted(c.ret, |ret| {
-                    let _section = sys::reading();
-                    match modules::get()?.code_owner(ret)? {
-                        CodeOwner::Program => Some(SmallSite::Program),
-                        // `operator new`: the call path says whose object
-                        // it is (the program's, named by its site).
-                        CodeOwner::CxxRuntime => Some(SmallSite::Program),
-                        CodeOwner::Runtime => Some(SmallSite::Runtime),
-                        CodeOwner::System => None,
-                    }
-                })
-            });
-            match small_site {
-                None => return,
-                Some(SmallSite::Program) => {}
-                Some(SmallSite::Runtime) => entry = Entry::RuntimeBlock,
-            }
+        if size < small_limit() {
+            guarded(|| track_small(ptr as u64, size as u64, caller));
+        } else {
+            guarded(|| track(ptr as u64, size as u64, Entry::Block, caller));
         }
-        guarded(|| track(ptr as u64, size as u64, entry, caller));
     });
     // A checkpoint the sample handler found due (single-threaded
     // programs: no helper thread); one relaxed load otherwise.
     crate::checkpoint::poll();
+}
+
+/// Blocks under this size go to the compact small-block map: under
+/// `--min-bytes` and under `small_map::SMALL_MAX`.
+fn small_limit() -> usize {
+    config::get()
+        .min_bytes
+        .min(objects::small_map::SMALL_MAX as usize)
+}
+
+/// Enters the small block `[start, start+size)` in the compact map at its
+/// site (`objects::small_sites`), or counts it untracked with the reason
+/// (and notes its window for `<small heap objects>`). Runs inside
+/// [`guarded`]; the unwind runs on the thread's handler stack.
+#[inline(never)]
+fn track_small(start: u64, size: u64, caller: Option<Caller>) {
+    let untracked = |reason: objects::small_sites::Reason| {
+        objects::small_sites::count_untracked(reason, size);
+        objects::note_small_block(start);
+    };
+    let (Some(state), Some(caller)) = (threads::current(), caller) else {
+        return untracked(objects::small_sites::Reason::NotMeasured);
+    };
+    let mut site = None;
+    state
+        .handler_stack
+        .run(&mut || site = small_site(state, caller));
+    let Some(objs) = objects::get() else {
+        return untracked(objects::small_sites::Reason::NoMemory);
+    };
+    let Some(site) = site else {
+        return untracked(objects::small_sites::Reason::SitesFull);
+    };
+    if let Err(e) = objs.insert_small(start, size, site) {
+        untracked(e.into());
+    }
+}
+
+/// The site of a small block whose `malloc` was called at `caller`: the
+/// allocating instruction for a runtime's or system library's block, the
+/// call path (through the thread's site cache) for the program's.
+fn small_site(state: &threads::ThreadState, caller: Caller) -> Option<u32> {
+    let _section = sys::reading();
+    let (objs, snap) = (objects::get()?, modules::get()?);
+    let whose = match snap.code_owner(caller.ret) {
+        Some(CodeOwner::Program) | Some(CodeOwner::CxxRuntime) => SmallSite::Program,
+        _ => SmallSite::Runtime,
+    };
+    if whose == SmallSite::Runtime {
+        // As the unwinder stores a return address: the call's last byte,
+        // which names the call's line.
+        return objs.site(&[caller.ret.saturating_sub(1)]);
+    }
+    let unwinder = unwind::get()?;
+    let mut first = [0u64; objects::small_sites::KEY_FRAMES];
+    // SAFETY: the hook cache is used only by this thread's hooks, and
+    // the IN_HOOK guard excludes nested use.
+    let cache = unsafe { &mut *state.hook_cache.get() };
+    let got = unwind::unwind_from_call(
+        unwinder,
+        cache,
+        &state.stack,
+        caller.ret,
+        caller.sp,
+        caller.bp,
+        &mut first,
+    );
+    let key = objects::small_sites::key(&first[..got.len]);
+    // SAFETY: the site cache is used only by this thread's hooks, inside
+    // the IN_HOOK guard.
+    let sites = unsafe { &mut *state.small_sites.get() };
+    sites.site(key, || {
+        let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
+        let len = program_path(state, unwinder, snap, Some(caller), &mut frames);
+        objs.site(&frames[..len])
+    })
 }
 
 /// How [`track`] enters a range.
@@ -168,9 +226,6 @@ fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
 pub(crate) enum Entry<'a> {
     /// A heap block (or anonymous mapping), at its call path's site.
     Block,
-    /// A small heap block that a runtime allocated, at the allocating
-    /// instruction alone: no unwind ([`objects::small_sites`]).
-    RuntimeBlock,
     /// A file-backed or shared mapping, at the site of its call path
     /// labelled with the mapping's name ([`objects::mapping`]).
     Mapping(&'a [u8]),
@@ -211,19 +266,11 @@ fn track_here(start: u64, size: u64, entry: Entry<'_>, caller: Option<Caller>) {
         return;
     };
     let mut frames = [0u64; objects::MAX_ALLOC_FRAMES + 8];
-    let len = match (entry, caller) {
-        (Entry::RuntimeBlock, Some(c)) => {
-            // As the unwinder stores a return address: the call's last
-            // byte, which names the call's line.
-            frames[0] = c.ret.saturating_sub(1);
-            1
-        }
-        _ => program_path(state, unwinder, snap, caller, &mut frames),
-    };
+    let len = program_path(state, unwinder, snap, caller, &mut frames);
     let path = &frames[..len];
     let head = state.last_record.load(Ordering::Relaxed);
     let id = match entry {
-        Entry::Block | Entry::RuntimeBlock => objs
+        Entry::Block => objs
             .site(path)
             .map(|site| objs.insert(start, size, site, state.index, head)),
         Entry::Mapping(name) => objs
@@ -307,10 +354,10 @@ fn forget(ptr: *mut c_void) {
     }
 }
 
-/// Forgets the glibc block at `ptr` (about to be freed or reallocated) if
-/// it is tracked. A block whose usable size is under the tracking
-/// threshold was never tracked: it is not looked up (most frees of a C++
-/// program), which spares a random probe of the object map per free.
+/// Forgets the block at `ptr` (about to be freed or reallocated) if it is
+/// tracked: the small-block map first (one bitmap read when no small
+/// block starts there), then the other maps. The allocator is never asked
+/// for the block's size.
 ///
 /// # Safety
 /// `ptr` is null or a live block of glibc's allocator (free's and
@@ -326,13 +373,8 @@ unsafe fn forget_block(ptr: *mut c_void) {
         return;
     }
     timed(|| {
-        // SAFETY: a live glibc block, per this function's contract.
-        let usable = unsafe { sys::usable_size(ptr) };
-        if usable.is_some_and(|u| u < config::get().min_bytes) && !objects::small_sites::any() {
-            return;
-        }
         if let Some(objs) = objects::get() {
-            objs.remove_sized(ptr as u64, usable.map(|u| u as u64));
+            objs.remove_sized(ptr as u64, None);
         }
     })
 }

@@ -36,6 +36,9 @@ fn init() {
         if !objects::init(cfg.alloc_log, shift) {
             return;
         }
+        if let Some(small) = objects::small_map::get() {
+            small.set_cap(cfg.max_tracking_memory);
+        }
         sys::resolve_usable_size();
         modules::refresh(None);
         soft::warm_up();

@@ -341,6 +341,9 @@ pub struct ThreadBody {
     /// Unwind cache used only by the allocation hooks (never by the handler,
     /// so a signal during a hook cannot alias it).
     pub hook_cache: UnsafeCell<unwind::Cache>,
+    /// Sites of small blocks by their first frames, used only by the
+    /// allocation hooks (`objects::small_sites`).
+    pub small_sites: UnsafeCell<crate::objects::small_sites::SiteCache>,
     /// The hardware memory event's ring and counts (mem:latency, mem:stores).
     pub hw: crate::pmu::sampler::ThreadHw,
     /// The registry slot of the body's current thread, and the process
@@ -475,6 +478,7 @@ fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody>
         frames_seen: unwind::FrameRanges::default(),
         handler_paths: UnsafeCell::new(cct::PathCache::default()),
         hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
+        small_sites: UnsafeCell::new(Default::default()),
         hw: crate::pmu::sampler::ThreadHw::new(),
         slot: AtomicU32::new(u32::MAX),
         slot_pid: AtomicU32::new(0),

@@ -112,6 +112,11 @@ pub fn finish(state: &ThreadState) -> bool {
         if let Some((note, threads)) = crate::notices::short_lived_note() {
             crate::notices::publish(dir, &[(note, threads)].into());
         }
+        // Small blocks the object map did not take: the launcher says so
+        // (one line per process that lost some).
+        if let Some(lost) = formats::notes::untracked_blocks(&profile.stats.untracked_blocks) {
+            crate::notices::publish(dir, &[(lost, 1)].into());
+        }
     }
     crate::profile_file::write(state, dir, &profile);
     true
@@ -474,6 +479,16 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 .dropped
                 .insert("first touch: page set full".into(), full);
         }
+        for (reason, blocks, bytes) in objects::small_sites::untracked() {
+            profile.stats.untracked_blocks.insert(
+                reason.text().to_string(),
+                formats::measurement::UntrackedBlocks { blocks, bytes },
+            );
+        }
+        if let Some(m) = objects::small_map::existing() {
+            profile.stats.small_map_bytes = m.bytes();
+            profile.stats.small_blocks_peak = m.live_and_peak().1;
+        }
         if let Some(lost) = objs.map(|o| o.map_full.load(Relaxed)).filter(|&n| n > 0) {
             profile
                 .stats
@@ -593,6 +608,9 @@ impl SiteTable {
                         bytes: s.bytes.load(Relaxed),
                         max_bytes: s.max_bytes.load(Relaxed),
                         label: s.label(),
+                        peak_live: s.peak_live.load(Relaxed),
+                        frees: s.frees.load(Relaxed),
+                        small: s.small.load(Relaxed) != 0,
                     })
                     .unwrap_or_default()
             })

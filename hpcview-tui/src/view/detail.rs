@@ -64,17 +64,32 @@ pub fn lines_in(app: &AppState, width: usize) -> Vec<String> {
                 .map(|&m| f(&model.db.objects[m as usize]))
                 .sum()
         };
-        let allocs = match of_all(|o| o.allocations) {
-            0 => String::new(),
-            1 => " · 1 allocation".to_string(),
-            n => format!(" · {n} allocations"),
+        let merged = formats::database::DataObject {
+            kind: obj.kind,
+            allocations: of_all(|o| o.allocations),
+            bytes: of_all(|o| o.bytes),
+            blocks: obj.blocks,
+            ..Default::default()
+        };
+        let allocs = match (merged.allocations, merged.blocks_text()) {
+            (0, _) => String::new(),
+            (1, _) => " · 1 allocation".to_string(),
+            (_, Some(blocks)) => format!(" · {blocks}"),
+            (n, None) => format!(" · {n} allocations"),
+        };
+        let peak = match obj.blocks {
+            Some(b) if b.peak_live > 1 => format!(
+                " · at most {} live at once",
+                formats::notes::thousands(b.peak_live)
+            ),
+            _ => String::new(),
         };
         let paths = match members.len() {
             1 => String::new(),
             n => format!(" · {n} allocation call paths"),
         };
         out.push(format!(
-            "{} · {} · {}{allocs}{paths}",
+            "{} · {} · {}{allocs}{peak}{paths}",
             obj.name,
             obj.kind.as_str(),
             bytes(of_all(|o| o.bytes))

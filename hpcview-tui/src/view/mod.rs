@@ -115,10 +115,15 @@ fn status_bar(app: &AppState, theme: Theme) -> Line<'static> {
     if let Some(msg) = &app.message {
         return Line::from(Span::raw(format!(" {msg}")));
     }
-    Line::from(Span::styled(
+    let keys = Span::styled(
         " ?:help q:quit x:hot path c:code d:data b:bottleneck s/r:sort o:columns /:search f:filter Tab:pane",
         theme.dim(),
-    ))
+    );
+    // Losses of the measurement stay in sight.
+    match formats::notes::untracked_blocks_short(&app.model.db.info.stats.untracked_blocks) {
+        Some(lost) => Line::from(vec![Span::styled(format!(" {lost} "), theme.alert()), keys]),
+        None => Line::from(keys),
+    }
 }
 
 /// Shortens `s` to `max` characters, ending in `…` when cut.

@@ -14,7 +14,11 @@
 //!   of the same kind keyed by 64 KiB granule (at most 5 entries a block
 //!   instead of up to 64), or into the first one if it is full;
 //! * bigger blocks (few, and long-lived) go into [`big`]: a sorted array
-//!   under a sequence lock, binary-searched.
+//!   under a sequence lock, binary-searched;
+//! * blocks under `--min-bytes` (and under [`small_map::SMALL_MAX`]) go
+//!   into [`small_map`]: every one, with its site, in about 20 bytes a
+//!   block and no allocation-log record. A site's counters say how many
+//!   of its blocks live now and at most ([`Site`]).
 //!
 //! The signal handler only reads, never waits: a slot or array being
 //! written is retried a few times, then the lookup reports `Busy` and the
@@ -45,6 +49,7 @@ pub(crate) mod big;
 pub(crate) mod granules;
 pub mod mapping;
 mod small_heap;
+pub mod small_map;
 pub mod small_sites;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
@@ -82,6 +87,13 @@ pub struct Site {
     pub allocations: AtomicU64,
     pub bytes: AtomicU64,
     pub max_bytes: AtomicU64,
+    /// Blocks of this site live now, and the most live at once.
+    pub live: AtomicU64,
+    pub peak_live: AtomicU64,
+    /// Blocks of this site freed.
+    pub frees: AtomicU64,
+    /// 1 if the site's blocks are small ones ([`small_map`]).
+    pub small: AtomicU32,
     frames: [AtomicU64; MAX_ALLOC_FRAMES],
     label: [AtomicU8; LABEL_BYTES],
 }
@@ -117,6 +129,24 @@ impl Site {
             *o = b.load(Relaxed);
         }
         n
+    }
+
+    /// Counts one block of `size` bytes allocated here.
+    fn count_block(&self, size: u64) {
+        self.allocations.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(size, Relaxed);
+        self.max_bytes.fetch_max(size, Relaxed);
+        let live = self.live.fetch_add(1, Relaxed) + 1;
+        self.peak_live.fetch_max(live, Relaxed);
+    }
+
+    /// Counts one block of this site freed.
+    fn count_free(&self) {
+        // Never below zero: a block relabelled away after its count.
+        let _ = self
+            .live
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+        self.frees.fetch_add(1, Relaxed);
     }
 
     fn label_equals(&self, label: &[u8]) -> bool {
@@ -186,6 +216,7 @@ pub struct Objects {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Map {
     Registered,
+    Small,
     Granules,
     Medium,
     Big,
@@ -426,6 +457,28 @@ impl Objects {
         record
     }
 
+    /// Enters the small block `[start, start+size)` of `site` in the
+    /// compact map ([`small_map`]); the error says why it was not.
+    pub fn insert_small(
+        &self,
+        start: u64,
+        size: u64,
+        site: u32,
+    ) -> Result<(), small_map::Untracked> {
+        let map = small_map::get().ok_or(small_map::Untracked::NoMemory)?;
+        let replaced = map.insert(start, size, site)?;
+        if let Some((_, old)) = replaced {
+            if let Some(s) = self.sites.get(old as usize) {
+                s.count_free();
+            }
+        }
+        if let Some(s) = self.sites.get(site as usize) {
+            s.small.store(1, Relaxed);
+            s.count_block(size);
+        }
+        Ok(())
+    }
+
     /// Enters a range named by the program (`hpcrun_register`) in the
     /// registered map, replacing a registered range that starts at the same
     /// address; returns its record as [`Objects::insert`] does. Heap blocks
@@ -469,11 +522,15 @@ impl Objects {
         let Some((map, start)) = self.find(addr) else {
             return false;
         };
+        if map == Map::Small {
+            return self.relabel_small(start, label);
+        }
         let old_site = match map {
             Map::Registered => self.registered.find_block(start),
             Map::Granules => self.granules.find_start(start),
             Map::Medium => self.medium.find_start(start),
             Map::Big => self.big.find_block(start),
+            Map::Small => None,
         }
         .map(|b| b.site);
         let Some(old_site) = old_site else {
@@ -490,23 +547,53 @@ impl Objects {
             Map::Granules => self.granules.set_site(start, new_site),
             Map::Medium => self.medium.set_site(start, new_site),
             Map::Big => self.big.set_site(start, new_site),
+            Map::Small => None,
         };
         let Some(block) = changed else {
             return false;
         };
         if block.site != new_site {
             let size = block.end - block.start;
-            if let Some(s) = self.sites.get(block.site as usize) {
-                s.allocations.fetch_sub(1, Relaxed);
-                s.bytes.fetch_sub(size, Relaxed);
-            }
-            if let Some(s) = self.sites.get(new_site as usize) {
-                s.allocations.fetch_add(1, Relaxed);
-                s.bytes.fetch_add(size, Relaxed);
-                s.max_bytes.fetch_max(size, Relaxed);
-            }
+            self.move_count(block.site, new_site, size);
             if let Some(r) = self.record(block.record) {
                 r.site.store(new_site, Relaxed);
+            }
+        }
+        true
+    }
+
+    /// Moves one live block of `size` bytes from site `old` to `new`.
+    fn move_count(&self, old: u32, new: u32, size: u64) {
+        if let Some(s) = self.sites.get(old as usize) {
+            s.allocations.fetch_sub(1, Relaxed);
+            s.bytes.fetch_sub(size, Relaxed);
+            let _ = s
+                .live
+                .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+        }
+        if let Some(s) = self.sites.get(new as usize) {
+            s.count_block(size);
+        }
+    }
+
+    /// [`Objects::relabel`] for a small block starting at `start`.
+    fn relabel_small(&self, start: u64, label: &[u8]) -> bool {
+        let Some(map) = small_map::existing() else {
+            return false;
+        };
+        let Some((_, size, old_site)) = map.find_start(start) else {
+            return false;
+        };
+        let Some((frames, _)) = self.site_info(old_site) else {
+            return false;
+        };
+        let Some(new_site) = self.labelled_site(&frames, label) else {
+            return false;
+        };
+        if new_site != old_site && map.insert(start, size, new_site).is_ok() {
+            self.move_count(old_site, new_site, size);
+            if let Some(s) = self.sites.get(new_site as usize) {
+                s.small.store(1, Relaxed);
             }
         }
         true
@@ -523,6 +610,9 @@ impl Objects {
                 return Some((Map::Registered, s));
             }
         }
+        if let Some((s, _, _)) = small_map::existing().and_then(|m| m.lookup(addr)) {
+            return Some((Map::Small, s));
+        }
         if let Some(s) = start(self.granules.lookup(addr)) {
             return Some((Map::Granules, s));
         }
@@ -536,9 +626,7 @@ impl Objects {
     /// (index + 1, 0 if the log is full or not kept).
     fn new_record(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
         if let Some(s) = self.sites.get(site as usize) {
-            s.allocations.fetch_add(1, Relaxed);
-            s.bytes.fetch_add(size, Relaxed);
-            s.max_bytes.fetch_max(size, Relaxed);
+            s.count_block(size);
         }
         if self.records.is_empty() {
             return 0; // No log kept.
@@ -576,6 +664,12 @@ impl Objects {
     /// [`Objects::remove`], looking first in the map that a block of
     /// `size` bytes goes to (a hint: every map is searched).
     pub fn remove_sized(&self, start: u64, size: Option<u64>) {
+        if let Some((_, site)) = small_map::existing().and_then(|m| m.remove(start)) {
+            if let Some(s) = self.sites.get(site as usize) {
+                s.count_free();
+            }
+            return;
+        }
         let small = || self.granules.remove(start);
         let medium = || self.medium.remove(start);
         let big = || self.big.remove(start);
@@ -585,6 +679,9 @@ impl Objects {
             _ => small().or_else(medium).or_else(big),
         };
         if let Some(block) = removed {
+            if let Some(s) = self.sites.get(block.site as usize) {
+                s.count_free();
+            }
             if let Some(r) = self.record(block.record) {
                 r.free_ns.store(sys::now_unix_ns(), Relaxed);
             }
@@ -593,7 +690,8 @@ impl Objects {
 
     /// True if a tracked block starts exactly at `start`.
     pub fn is_tracked_start(&self, start: u64) -> bool {
-        self.granules.find_start(start).is_some()
+        small_map::existing().is_some_and(|m| m.find_start(start).is_some())
+            || self.granules.find_start(start).is_some()
             || self.medium.find_start(start).is_some()
             || self.big.find_start(start).is_some()
     }
@@ -619,6 +717,13 @@ impl Objects {
                 found => return found,
             }
         }
+        if let Some((start, size, site)) = small_map::existing().and_then(|m| m.lookup(addr)) {
+            return Lookup::Block {
+                site,
+                start,
+                end: start + size,
+            };
+        }
         match self.granules.lookup(addr) {
             Lookup::NotFound => match self.medium.lookup(addr) {
                 Lookup::NotFound => self.big.lookup(addr),
@@ -640,6 +745,9 @@ impl Objects {
     /// a slot a parent's thread left odd is skipped (`granules`).
     pub fn reset_locks_after_fork(&self) {
         self.site_lock.store(false, Relaxed);
+        if let Some(m) = small_map::existing() {
+            m.reset_locks_after_fork();
+        }
         self.big.reset_after_fork();
         self.registered.reset_after_fork();
     }

@@ -1,76 +1,183 @@
-//! Which heap blocks below the tracking threshold (`--min-bytes`) are
-//! tracked with their allocation site anyway:
+//! How a small heap block (under `--min-bytes`) gets its site, cheaply,
+//! and the count of the small blocks that got none.
 //!
-//! - those the program's own code allocated directly (the caller of
-//!   `malloc` is in the executable or one of its libraries,
-//!   [`crate::code::modules::CodeOwner::Program`]) or through the C++
-//!   library (`operator new`, [`crate::code::modules::CodeOwner::CxxRuntime`]),
-//!   with their call path, up to [`BUDGET`] blocks per process. Small
-//!   tables read in a hot loop (LAMMPS's pair coefficients, `memory->create`
-//!   of a few hundred bytes each) and small C++ objects (`new Coeff`) are
-//!   then an object named by their site, not `<small heap objects>`;
-//! - those an MPI library or OpenMP runtime allocated directly
-//!   ([`crate::code::modules::CodeOwner::Runtime`]), at the allocating
-//!   instruction alone (no unwind), up to [`RUNTIME_BUDGET`] blocks per
-//!   process. Open MPI's array of progress callbacks and the shared-memory
-//!   transport's endpoints, read on every poll, are then the runtime's
-//!   rows (`Open MPI: ... at opal_progress_init+0x39`), not `<small heap
-//!   objects>`.
+//! Every small block is entered in the compact map ([`super::small_map`])
+//! at a site:
+//! - blocks the program's own code allocated (the caller of `malloc` is
+//!   in the executable or one of its libraries) or the C++ library did
+//!   (`operator new`): at their call path. A full unwind per block costs
+//!   about a microsecond, too much for a million per-row blocks; so the
+//!   first [`KEY_FRAMES`] frames (a short unwind) are the key of a
+//!   per-thread cache of sites ([`SiteCache`]), and only a key not seen
+//!   before unwinds the whole path. Blocks whose paths agree in those
+//!   frames share the site of the first of them: enough to see past an
+//!   allocation helper or template and its caller (`allocate<T>` called
+//!   from four places is four keys);
+//! - blocks a runtime (MPI, OpenMP) or a system library allocated: at the
+//!   allocating instruction alone (no unwind).
 //!
-//! Why not every small block with its call path: an unwind per allocation
-//! costs microseconds, and runtimes make thousands of small allocations
-//! in their initialisation (LAMMPS, 2 ranks: about 9,500 per rank from
-//! Open MPI's libraries and components, 13,000 from the C library, 3,000
-//! from `operator new`). Blocks from the C library's own calls
-//! (`strdup`) and other system libraries, and every small block after the
-//! budgets, stay in `<small heap objects>`.
+//! A block that finds no room (the tracking memory cap, the kernel
+//! refusing memory, a full site table) is counted by reason with its
+//! bytes ([`untracked`]): the profile, the database, the report and the
+//! viewer say how many and why, and `<small heap objects>` holds them.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// Small blocks of the program tracked per process at most.
-pub const BUDGET: u64 = 16 << 10;
+/// Frames of the short unwind that keys the site cache.
+pub const KEY_FRAMES: usize = 6;
 
-/// Small blocks of runtimes tracked per process at most (no unwind: an
-/// object-map insert each).
-pub const RUNTIME_BUDGET: u64 = 32 << 10;
+/// Entries of a thread's site cache (direct-mapped).
+const CACHE_ENTRIES: usize = 512;
 
-/// Whose small block is tracked, and so how its site is taken.
+/// Whose small block it is, and so how its site is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SmallSite {
-    /// The program's: its call path.
+    /// The program's (or `operator new`'s): its call path.
     Program,
-    /// A runtime's: the allocating instruction alone.
+    /// A runtime's or a system library's: the allocating instruction.
     Runtime,
 }
 
-static TRACKED: AtomicU64 = AtomicU64::new(0);
-static RUNTIME_TRACKED: AtomicU64 = AtomicU64::new(0);
-static ANY: AtomicBool = AtomicBool::new(false);
-
-/// Whether a small block whose `malloc` was called from `return_address`
-/// is to be tracked, and how (takes one of that budget's blocks).
-/// `owner` says whose code an address is.
-pub fn wanted(
-    return_address: u64,
-    owner: impl FnOnce(u64) -> Option<SmallSite>,
-) -> Option<SmallSite> {
-    if TRACKED.load(Relaxed) >= BUDGET && RUNTIME_TRACKED.load(Relaxed) >= RUNTIME_BUDGET {
-        return None;
-    }
-    let site = owner(return_address)?;
-    let (count, budget) = match site {
-        SmallSite::Program => (&TRACKED, BUDGET),
-        SmallSite::Runtime => (&RUNTIME_TRACKED, RUNTIME_BUDGET),
-    };
-    if count.fetch_add(1, Relaxed) >= budget {
-        return None;
-    }
-    ANY.store(true, Relaxed);
-    Some(site)
+/// Why a small block was left untracked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Reason {
+    /// The tracking memory cap (`--max-tracking-memory`) was reached.
+    Cap,
+    /// The kernel refused memory for the map (a sandbox, `ulimit -v`).
+    NoMemory,
+    /// The site table was full.
+    SitesFull,
+    /// An address the map cannot hold (not 8-byte aligned).
+    Address,
+    /// Allocated on a thread the profiler does not measure, or before it
+    /// was ready.
+    NotMeasured,
 }
 
-/// True once any small block was tracked: frees of small blocks must then
-/// look them up in the object map.
-pub fn any() -> bool {
-    ANY.load(Relaxed)
+const REASONS: usize = 5;
+
+impl Reason {
+    /// The words the profile uses for it (the key of
+    /// `SampleStats::untracked_blocks`).
+    pub fn text(self) -> &'static str {
+        match self {
+            Reason::Cap => "tracking memory cap reached (raise --max-tracking-memory)",
+            Reason::NoMemory => "no memory for the object map (address-space limit or sandbox)",
+            Reason::SitesFull => "allocation-site table full",
+            Reason::Address => "address not 8-byte aligned",
+            Reason::NotMeasured => "allocated on a thread not measured",
+        }
+    }
+
+    pub const ALL: [Reason; REASONS] = [
+        Reason::Cap,
+        Reason::NoMemory,
+        Reason::SitesFull,
+        Reason::Address,
+        Reason::NotMeasured,
+    ];
+}
+
+impl From<super::small_map::Untracked> for Reason {
+    fn from(u: super::small_map::Untracked) -> Reason {
+        match u {
+            super::small_map::Untracked::Cap => Reason::Cap,
+            super::small_map::Untracked::NoMemory => Reason::NoMemory,
+            super::small_map::Untracked::Address => Reason::Address,
+        }
+    }
+}
+
+static BLOCKS: [AtomicU64; REASONS] = [const { AtomicU64::new(0) }; REASONS];
+static BYTES: [AtomicU64; REASONS] = [const { AtomicU64::new(0) }; REASONS];
+
+/// Counts a small block of `size` bytes left untracked for `reason`.
+pub fn count_untracked(reason: Reason, size: u64) {
+    BLOCKS[reason as usize].fetch_add(1, Relaxed);
+    BYTES[reason as usize].fetch_add(size, Relaxed);
+}
+
+/// The untracked small blocks so far: (reason, blocks, bytes), reasons
+/// with none left out.
+pub fn untracked() -> impl Iterator<Item = (Reason, u64, u64)> {
+    Reason::ALL.into_iter().filter_map(|r| {
+        let blocks = BLOCKS[r as usize].load(Relaxed);
+        (blocks > 0).then(|| (r, blocks, BYTES[r as usize].load(Relaxed)))
+    })
+}
+
+/// A thread's cache of the sites of small blocks, keyed by the hash of
+/// their first [`KEY_FRAMES`] frames.
+pub struct SiteCache {
+    keys: [u64; CACHE_ENTRIES],
+    sites: [u32; CACHE_ENTRIES],
+    /// Lookups, and those that had to unwind the whole path.
+    pub lookups: u64,
+    pub misses: u64,
+}
+
+impl Default for SiteCache {
+    fn default() -> Self {
+        SiteCache {
+            keys: [0; CACHE_ENTRIES],
+            sites: [0; CACHE_ENTRIES],
+            lookups: 0,
+            misses: 0,
+        }
+    }
+}
+
+/// The cache key of a path's first frames (never 0).
+pub fn key(frames: &[u64]) -> u64 {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    for &f in frames {
+        h = (h ^ f).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+    h | 1
+}
+
+impl SiteCache {
+    /// The site cached for `key`, or the one `full_site` finds (then
+    /// cached; `None`: not cached).
+    pub fn site(&mut self, key: u64, full_site: impl FnOnce() -> Option<u32>) -> Option<u32> {
+        self.lookups += 1;
+        let slot = (key.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 55) as usize % CACHE_ENTRIES;
+        if self.keys[slot] == key {
+            return Some(self.sites[slot]);
+        }
+        self.misses += 1;
+        let site = full_site()?;
+        self.keys[slot] = key;
+        self.sites[slot] = site;
+        Some(site)
+    }
+
+    /// Forgets every entry (after fork, the sites stay valid; after a
+    /// change of the site table they may not).
+    pub fn clear(&mut self) {
+        self.keys = [0; CACHE_ENTRIES];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_seen_before_does_not_unwind_again() {
+        let mut c = SiteCache::default();
+        let a = key(&[1, 2, 3]);
+        let b = key(&[1, 2, 4]);
+        assert_ne!(a, b);
+        assert_eq!(c.site(a, || Some(10)), Some(10));
+        assert_eq!(c.site(a, || panic!("cached")), Some(10));
+        assert_eq!(c.site(b, || Some(11)), Some(11));
+        assert_eq!(c.site(b, || None), Some(11));
+        assert_eq!((c.lookups, c.misses), (4, 2));
+        // A failed full lookup is not cached.
+        let d = key(&[9]);
+        assert_eq!(c.site(d, || None), None);
+        assert_eq!(c.site(d, || Some(3)), Some(3));
+    }
 }

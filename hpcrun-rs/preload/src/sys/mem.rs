@@ -204,6 +204,17 @@ pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
     Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
 }
 
+/// Maps `len` zeroed values of `T` on a mapping of their own, never
+/// carved from a thread's region (a table that grows: [`discard`] gives
+/// its pages back when it is replaced). `None` when the kernel refuses.
+pub fn map_own<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
+    let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
+    let p = map_anonymous(bytes)?;
+    // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
+    // unmapped, and T is valid when zeroed (ZeroInit).
+    Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
+}
+
 /// Gives back the pages of a table from [`map_zeroed`] (`MADV_DONTNEED`):
 /// it reads as zeros again, and only the pages touched from now on take
 /// memory. For a thread's tables handed to the next thread; no other
