@@ -260,6 +260,11 @@ pub struct ObjectOut<'a> {
     pub frame: Option<SiteOut<'a>>,
     pub bytes: u64,
     pub allocations: u64,
+    /// Heap objects: what the site's blocks were like (largest block,
+    /// most live at once, frees, and `small`: tracked in the small-block
+    /// map); absent for other kinds and older databases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<crate::database::SiteBlocks>,
     pub metrics: serde_json::Map<String, serde_json::Value>,
     pub share: f64,
     /// Sampled loads (the `samples` metric).
@@ -506,6 +511,7 @@ pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Option
                             frame: obj.frame.map(|f| site_out(&db.frames[f as usize])),
                             bytes: o.bytes,
                             allocations: o.allocations,
+                            blocks: obj.blocks,
                             metrics: metric_map(db, &o.metrics),
                             share: o.share,
                             reads: col("samples").copied().unwrap_or(0),

@@ -536,7 +536,7 @@ pub struct SampleStats {
     #[serde(default)]
     pub timer_period_ns: u64,
     /// Small heap blocks the object map did not take, by reason (e.g.
-    /// "tracking memory cap reached (raise --max-tracking-memory)"): their
+    /// "tracking memory cap reached, raise --max-tracking-memory"): their
     /// samples are `<small heap objects>`. Process-wide, in the main
     /// thread's file; summed over processes.
     #[serde(default)]

@@ -95,7 +95,7 @@ pub fn untracked_blocks(
     }
     let reasons: Vec<String> = by_reason
         .iter()
-        .map(|(reason, n)| format!("{}: {}", reason, thousands(n.blocks)))
+        .map(|(reason, n)| format!("{}: {}", thousands(n.blocks), reason))
         .collect();
     Some(format!(
         "{} small heap blocks ({}) were not tracked ({}); their samples are <small heap objects>",

@@ -62,7 +62,7 @@ impl Reason {
     /// `SampleStats::untracked_blocks`).
     pub fn text(self) -> &'static str {
         match self {
-            Reason::Cap => "tracking memory cap reached (raise --max-tracking-memory)",
+            Reason::Cap => "tracking memory cap reached, raise --max-tracking-memory",
             Reason::NoMemory => "no memory for the object map (address-space limit or sandbox)",
             Reason::SitesFull => "allocation-site table full",
             Reason::Address => "address not 8-byte aligned",

@@ -1,0 +1,209 @@
+//! Programs of many small heap blocks (under `--min-bytes`), as per-row
+//! and per-node C and C++ code allocates them: every block is tracked at
+//! its site at the default settings, so each site is a row of its own
+//! with its exact block count, and `<small heap objects>` holds only what
+//! the object map could not take; when a memory cap leaves blocks
+//! untracked, hpcrun-rs, hpcprof-rs and the report say how many and why.
+
+use std::path::Path;
+use std::process::Command;
+
+use pipeline_tests::*;
+
+/// A sampling period that gives a few thousand samples to these programs
+/// of about a second.
+const EVENT: &str = "mem:soft@200000";
+
+/// The heap rows of an export: (name, allocations, blocks, samples).
+fn heap_rows(export: &serde_json::Value) -> Vec<(String, u64, serde_json::Value, u64)> {
+    export["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .filter(|o| o["kind"] == "heap")
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap().to_string(),
+                o["allocations"].as_u64().unwrap(),
+                o["blocks"].clone(),
+                samples(o),
+            )
+        })
+        .collect()
+}
+
+/// The row named `name` whose site made `allocations` blocks.
+fn row<'a>(
+    rows: &'a [(String, u64, serde_json::Value, u64)],
+    name: &str,
+    allocations: u64,
+) -> &'a (String, u64, serde_json::Value, u64) {
+    rows.iter()
+        .find(|r| r.0 == name && r.1 == allocations)
+        .unwrap_or_else(|| panic!("no row {name} of {allocations} blocks in {rows:#?}"))
+}
+
+fn merge(dir: &Path, measurements: &Path) -> (std::process::Output, std::path::PathBuf) {
+    let db = dir.join("db");
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("-o")
+        .arg(&db)
+        .arg(measurements));
+    ok_stdout(&out, "hpcprof-rs");
+    (out, db)
+}
+
+/// 300,000 rows of a sparse matrix, each row's 27 values (216 B) and 27
+/// column indices (108 B) in blocks of their own, then SpMV over them:
+/// both row sites are named, with exactly one block per row, and
+/// together take most of the samples; `<small heap objects>` is under 5%
+/// of the heap samples (it should be empty: every block is tracked).
+#[test]
+fn every_csr_row_is_counted_at_its_site() {
+    let dir = scratch("small-blocks-csr");
+    let exe = compile_test_program("csr_rows.c", &dir, &[]);
+    let rows = "300000";
+    let p = profile_same_output(&dir, EVENT, &exe, &[rows, "20"]);
+    let export = export_json(&p.db, "data");
+    let heap = heap_rows(&export);
+    let values = row(&heap, "values[i]", 300_000);
+    let indices = row(&heap, "indices[i]", 300_000);
+    for (r, size) in [(values, 216), (indices, 108)] {
+        assert_eq!(r.2["small"], true, "{r:?}");
+        assert_eq!(r.2["max_bytes"], size, "{r:?}");
+        assert_eq!(r.2["peak_live"], 300_000, "{r:?}");
+    }
+    let heap_samples: u64 = heap.iter().map(|r| r.3).sum();
+    let all: u64 = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(samples)
+        .sum();
+    let bucket: u64 = heap
+        .iter()
+        .filter(|r| r.0 == "<small heap objects>")
+        .map(|r| r.3)
+        .sum();
+    eprintln!(
+        "values {} indices {} bucket {bucket} of {heap_samples} heap samples ({all} in all)",
+        values.3, indices.3
+    );
+    assert!(heap_samples > 200, "too few samples: {heap_samples}");
+    assert!(
+        bucket * 20 <= heap_samples,
+        "<small heap objects> {bucket} of {heap_samples}"
+    );
+    // The rows are 97 MB read 20 times; x and y (4.8 MB) are the rest.
+    assert!(
+        (values.3 + indices.3) * 2 > all,
+        "rows {} + {} of {all}",
+        values.3,
+        indices.3
+    );
+    let report = run(Command::new(tool("hpcview-tui")).arg(&p.db).arg("--report"));
+    let report = ok_stdout(&report, "hpcview-tui --report");
+    assert!(
+        report.contains("(300,000 blocks of 216 B)")
+            && report.contains("(300,000 blocks of 108 B)"),
+        "{report}"
+    );
+    assert!(!report.contains("not tracked"), "{report}");
+}
+
+/// Blocks freed by another thread and realloc chains keep exact counts:
+/// 50,000 blocks of 64 B all freed by a second thread; 1,000 chains of a
+/// 16-byte malloc grown five times by realloc up to 512 B, each realloc a
+/// block of the realloc's site, the last ones freed at the end.
+#[test]
+fn cross_thread_frees_and_realloc_chains_keep_exact_counts() {
+    let dir = scratch("small-blocks-churn");
+    let exe = compile_test_program("small_churn.c", &dir, &["-pthread"]);
+    let p = profile_same_output(&dir, EVENT, &exe, &["50000", "1000", "2000"]);
+    let heap = heap_rows(&export_json(&p.db, "data"));
+    let blocks = row(&heap, "blocks[i]", 50_000);
+    assert_eq!(blocks.2["peak_live"], 50_000, "{blocks:?}");
+    assert_eq!(blocks.2["frees"], 50_000, "{blocks:?}");
+    assert_eq!(blocks.2["max_bytes"], 64, "{blocks:?}");
+    let chains = row(&heap, "c", 5_000);
+    // Four reallocs of each chain free the previous block of the site;
+    // the program frees the last one before it exits.
+    assert_eq!(chains.2["frees"], 5_000, "{chains:?}");
+    assert_eq!(chains.2["peak_live"], 1_000, "{chains:?}");
+    assert_eq!(chains.2["max_bytes"], 512, "{chains:?}");
+}
+
+/// C++ node containers: an unordered_map of 400,000 nodes and a list of
+/// 100,000, each a row of its own site (the `emplace` and `push_back`
+/// lines) with its exact node count.
+#[test]
+fn node_containers_are_rows_of_their_sites() {
+    let dir = scratch("small-blocks-nodes");
+    let exe = compile_test_program("node_containers.cpp", &dir, &[]);
+    let p = profile_same_output(&dir, EVENT, &exe, &["400000", "8"]);
+    let export = export_json(&p.db, "data");
+    let heap = heap_rows(&export);
+    let nodes = row(&heap, "table", 400_000);
+    let list = row(&heap, "chain", 100_000);
+    for r in [nodes, list] {
+        assert_eq!(r.2["small"], true, "{r:?}");
+        assert!(r.3 > 0, "no samples: {r:?}");
+    }
+    let line = |needle: &str| {
+        let src =
+            std::fs::read_to_string(root().join("tests/programs/node_containers.cpp")).unwrap();
+        src.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1
+    };
+    let site_line = |allocations: u64| {
+        export["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["allocations"] == allocations)
+            .map(|o| o["alloc_site"]["line"].as_u64())
+            .unwrap()
+    };
+    assert_eq!(site_line(400_000), Some(line("table.emplace(")));
+    assert_eq!(site_line(100_000), Some(line("chain.push_back(")));
+}
+
+/// A tracking cap far below what the blocks need: the blocks past it are
+/// counted with their reason, and hpcrun-rs, hpcprof-rs and the report's
+/// header all say how many went untracked and which flag raises the cap.
+#[test]
+fn a_low_tracking_cap_says_how_many_blocks_went_untracked() {
+    let dir = scratch("small-blocks-cap");
+    let exe = compile_test_program("csr_rows.c", &dir, &[]);
+    let (out, measurements) = hpcrun_with(
+        &dir,
+        &["--max-tracking-memory", "256KiB"],
+        EVENT,
+        &exe,
+        &["100000", "2"],
+    );
+    ok_stdout(&out, "hpcrun-rs");
+    let said = String::from_utf8_lossy(&out.stderr);
+    let (merged, db) = merge(&dir, &measurements);
+    let merged = String::from_utf8_lossy(&merged.stderr);
+    let report = ok_stdout(
+        &run(Command::new(tool("hpcview-tui")).arg(&db).arg("--report")),
+        "hpcview-tui --report",
+    );
+    for (who, text) in [
+        ("hpcrun-rs", &*said),
+        ("hpcprof-rs", &*merged),
+        ("report", &*report),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains("small heap blocks") && l.contains("were not tracked"))
+            .unwrap_or_else(|| panic!("{who} does not say so:\n{text}"));
+        assert!(line.contains("--max-tracking-memory"), "{who}: {line}");
+        // 200,000 blocks in all, most of them past a 256 KiB cap.
+        let n: u64 = line
+            .split_whitespace()
+            .find_map(|w| w.replace(',', "").parse().ok())
+            .unwrap_or(0);
+        assert!(n > 100_000 && n <= 200_000, "{who}: {line}");
+    }
+}
