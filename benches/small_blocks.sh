@@ -40,13 +40,12 @@ for case in "csr_rows 500000 30" "node_containers 1000000 4"; do
     hs=$(cut -d' ' -f1 "$work/h" | median); hm=$(cut -d' ' -f2 "$work/h" | median)
     if [ -s "$work/k" ]; then
         ks=$(cut -d' ' -f1 "$work/k" | median); km=$(cut -d' ' -f2 "$work/k" | median)
-        kt=$(echo "$ks $ns $km $nm" | awk '{printf "%.2f (%.2f) | %.0f (%.2f)", $1, $1/$2, $3/1024, $3/$4}')
     else
-        kt="n/a | n/a"
+        ks=0; km=0
     fi
-    echo "$prog $* | $ns | $hs $nm $hm | $kt" | awk -F' [|] ' '{
-        split($3, h, " ");
-        printf "| %s | %s | %.2f (%.2f) | %s | %.0f | %.0f (%.2f) | %s |\n",
-            $1, $2, h[1], h[1]/$2, substr($4, 1, index($4, "|")-2), h[2]/1024, h[3]/1024, h[3]/h[2], substr($4, index($4, "|")+2)
+    awk -v p="$prog $*" -v ns="$ns" -v nm="$nm" -v hs="$hs" -v hm="$hm" -v ks="$ks" -v km="$km" 'BEGIN {
+        k = ks > 0 ? sprintf("%.2f (%.2f)", ks, ks / ns) : "n/a";
+        kr = km > 0 ? sprintf("%.0f (%.2f)", km / 1024, km / nm) : "n/a";
+        printf "| %s | %.2f | %.2f (%.2f) | %s | %.0f | %.0f (%.2f) | %s |\n", p, ns, hs, hs / ns, k, nm / 1024, hm / 1024, hm / nm, kr
     }'
 done

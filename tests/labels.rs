@@ -75,8 +75,11 @@ fn registered_ranges_and_labelled_blocks_are_objects_of_their_own() {
 
     // What the program said, from the measurement (no sampling involved).
     let profiles = read_profiles(&p.measurements);
+    // strdup's small block is tracked (at the C library's allocating
+    // instruction, in the small-block map): its label is taken; only
+    // labels of addresses in no block are untracked (none here).
     let untracked: u64 = profiles.iter().map(|p| p.stats.labels_untracked).sum();
-    assert_eq!(untracked, 1, "strdup's small block is not tracked");
+    assert_eq!(untracked, 0, "a label of a small block is taken");
     let log = records_by_label(&profiles);
     let label = |s: &str| Some(s.to_string());
     assert_eq!(

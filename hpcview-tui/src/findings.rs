@@ -36,6 +36,13 @@ pub const MIN_DATA_DEPENDENT: f64 = 0.5;
 pub const MIN_OBJECT_SAMPLES: u64 = 30;
 /// Fewer misaligned samples than this are no misalignment finding.
 pub const MIN_MISALIGNED_SAMPLES: u64 = 5;
+/// A site with at least this many blocks live at once, each under
+/// [`SCATTERED_BLOCK_BYTES`] on average, is many small blocks read
+/// together (a scattered-blocks finding).
+pub const MIN_SCATTERED_BLOCKS: u64 = 1000;
+/// See [`MIN_SCATTERED_BLOCKS`]: a block of a page or more is its own
+/// stream for the prefetcher.
+pub const SCATTERED_BLOCK_BYTES: u64 = 4096;
 
 /// What kind of pattern a finding is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,6 +53,7 @@ pub enum Kind {
     FalseSharing,
     TrueSharing,
     Streamed,
+    ScatteredBlocks,
 }
 
 impl Kind {
@@ -69,6 +77,9 @@ impl Kind {
             }
             Kind::Streamed => {
                 "its words are not touched again while still in cache: fuse the loops that read it, or block them so each piece is reused before it is evicted"
+            }
+            Kind::ScatteredBlocks => {
+                "allocate them contiguously: one array with offsets (CSR rows instead of a block per row), a pool or an arena for nodes, so that the prefetcher streams them and a page holds many of them"
             }
         }
     }
@@ -430,8 +441,39 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
             _ => {}
         }
     }
+    if let Some(f) = scattered_blocks(db, index, share, &evidence) {
+        out.push(f);
+    }
     watch_findings(db, index, metrics, share, &evidence, &mut out);
     out
+}
+
+/// Many small blocks from one site live and read together: each is an
+/// allocation of its own, scattered among other blocks, where one array
+/// would be one stream.
+fn scattered_blocks(db: &Database, index: u32, share: f64, evidence: &str) -> Option<Finding> {
+    let o = db.objects.get(index as usize)?;
+    let blocks = o.blocks?;
+    let mean = o.bytes / o.allocations.max(1);
+    if blocks.peak_live < MIN_SCATTERED_BLOCKS || mean >= SCATTERED_BLOCK_BYTES {
+        return None;
+    }
+    let text = o.blocks_text()?;
+    Some(Finding {
+        object: index,
+        kind: Kind::ScatteredBlocks,
+        text: format!(
+            "{text} from one site, up to {} live at once: each a separate allocation among other blocks",
+            formats::notes::thousands(blocks.peak_live)
+        ),
+        // Half weight: whether contiguity pays depends on the order of
+        // the reads, which the blocks' count alone does not show.
+        strength: share * 0.5,
+        evidence: format!(
+            "{evidence}, {} blocks live at once",
+            formats::notes::thousands(blocks.peak_live)
+        ),
+    })
 }
 
 /// The strongest findings across all objects, strongest first, at most
@@ -685,6 +727,38 @@ mod tests {
             1,
             "{text}"
         );
+    }
+
+    #[test]
+    fn many_small_blocks_read_together_are_a_finding() {
+        let mut db = with_patterns();
+        let c = db.objects.iter().position(|o| o.name == "C").unwrap();
+        let blocks = |peak_live| formats::database::SiteBlocks {
+            max_bytes: 216,
+            peak_live,
+            frees: 0,
+            small: true,
+        };
+        db.objects[c].allocations = 300_000;
+        db.objects[c].bytes = 300_000 * 216;
+        db.objects[c].blocks = Some(blocks(300_000));
+        let found = strongest(&db, 10);
+        let f = found
+            .iter()
+            .find(|f| f.kind == Kind::ScatteredBlocks)
+            .unwrap_or_else(|| panic!("{found:#?}"));
+        assert_eq!(f.object, c as u32);
+        assert!(
+            f.text
+                .starts_with("300,000 blocks of 216 B from one site, up to 300,000 live at once"),
+            "{}",
+            f.text
+        );
+        // Allocated and freed one at a time: never many live together.
+        db.objects[c].blocks = Some(blocks(1));
+        assert!(strongest(&db, 10)
+            .iter()
+            .all(|f| f.kind != Kind::ScatteredBlocks));
     }
 
     #[test]

@@ -7,8 +7,10 @@
  *   its later reads belong to the pool;
  * - the rest of the pool is read unregistered: the pool's own object;
  * - "grid" (16 MiB) is a normal malloc named with hpcrun_label;
- * - a small block the C library allocated (strdup, below --min-bytes: not
- *   tracked) named with hpcrun_label: counted as untracked, nothing else.
+ * - a small block the C library allocated (strdup, below --min-bytes:
+ *   tracked in the small-block map at the C library's instruction, with
+ *   no allocation-log record) named with hpcrun_label: its site takes the
+ *   label.
  *
  * Each region is summed for the same number of passes over 2 MiB, so every
  * one gets a share of the samples. Prints the sums (exact in doubles):

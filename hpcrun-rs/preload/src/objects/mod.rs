@@ -16,8 +16,8 @@
 //! * bigger blocks (few, and long-lived) go into [`big`]: a sorted array
 //!   under a sequence lock, binary-searched;
 //! * blocks under `--min-bytes` (and under [`small_map::SMALL_MAX`]) go
-//!   into [`small_map`]: every one, with its site, in about 20 bytes a
-//!   block and no allocation-log record. A site's counters say how many
+//!   into [`small_map`]: every one, with its site, in about 10-20 bytes a
+//!   block (a per-page record) and no allocation-log record. A site's counters say how many
 //!   of its blocks live now and at most ([`Site`]).
 //!
 //! The signal handler only reads, never waits: a slot or array being

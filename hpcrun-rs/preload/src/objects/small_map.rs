@@ -1,40 +1,42 @@
 //! The compact map of live small heap blocks (under [`SMALL_MAX`] bytes
 //! and under `--min-bytes`): every one of them, with its site, in a few
-//! words per block, so that a program of a million per-row or per-node
+//! bytes per block, so that a program of a million per-row or per-node
 //! blocks gets each site its share instead of one anonymous bucket.
 //!
-//! Two structures:
-//! * **entries**: open-addressing hash tables keyed by the block's start,
-//!   16 bytes an entry (start; size and site), in [`SHARDS`] shards chosen
-//!   by the block's 4 KiB page. A shard's table grows (to a load of 0.65)
-//!   when it is 0.85 full, so a live block costs 16 / 0.65-0.85 bytes; the
-//!   table it replaces gives its pages back (`sys::discard`).
-//! * **starts**: per 4 KiB page of the heap, a bitmap of the 8-byte
-//!   positions where a tracked block starts (64 bytes a page: under 4
-//!   bytes a block for blocks of 200 bytes), in a directory of 4 GiB
-//!   chunks mapped on first use.
+//! Per 4 KiB page of the heap that holds tracked blocks, a [`PageDir`]
+//! (128 bytes, in a directory of 4 GiB chunks mapped on first use):
+//! * a bitmap of the 8-byte positions where a tracked block starts;
+//! * the page's *record*: one 8-byte entry (size, site) per set bit, in
+//!   address order, so the entry of a start is its rank among the bits.
 //!
-//! A sample's address finds its block without a lock: the nearest start at
-//! or before it (this page's bitmap, else the previous page's: a block is
-//! under 4 KiB), then that start's entry, then the size says whether the
-//! address is inside. Writers (the allocation hooks) take their shard's
-//! spin lock, never held by a signal handler: the handler only reads,
-//! validating an entry by reading its start before and after its value,
-//! inside a read section (`sys::reading`): a replaced table gives its pages
-//! back only once every section that could have seen it has closed (if
-//! one stays open past a millisecond, the table is kept).
+//! Records come from per-shard slabs in size classes of 4 to 512 entries
+//! and move to the next class when full; a block costs its 8-byte entry
+//! (up to twice that in a half-empty class) and its share of the page's
+//! directory: about 20 bytes for blocks of 200 bytes, 10 for a page of
+//! 32-byte nodes. Blocks allocated one after another share a page, so an
+//! insert usually appends to a record already in cache; nothing is ever
+//! rehashed.
 //!
-//! Memory is bounded by a cap ([`set_cap`]): a table that would grow past
-//! it does not, and the block is left untracked and counted by the
-//! caller, with the reason ([`Untracked`]).
+//! Writers (the allocation hooks) take the spin lock of their page's
+//! shard ([`SHARDS`], by page), never held by a signal handler, and
+//! change a page inside its sequence count (odd while changing). A
+//! reader (the sample handler) takes no lock: it reads the count, the
+//! bitmap, the rank's entry, and the count again, and retries a few times
+//! if a writer was at work (then reports nothing: never a wrong block).
+//! A record a writer gave back stays mapped (slabs are never unmapped), so
+//! a reader that raced with it reads stale bytes and retries.
+//!
+//! Memory is bounded by a cap ([`SmallMap::set_cap`]): a slab that would
+//! grow past it does not, and the block is left untracked and counted by
+//! the caller, with the reason ([`Untracked`]).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 
 use crate::sys;
 
 /// Blocks under this size (and under `--min-bytes`) live here.
 pub const SMALL_MAX: u64 = 4096;
-/// Shards of the entry tables (by page).
+/// Shards of the writers' locks and slabs (by page).
 pub const SHARDS: usize = 64;
 const PAGE_SHIFT: u32 = 12;
 /// Bitmap words per page: one bit per 8-byte position.
@@ -44,77 +46,81 @@ const CHUNK_SHIFT: u32 = 32;
 const PAGES_PER_CHUNK: usize = 1 << (CHUNK_SHIFT - PAGE_SHIFT);
 /// Chunks of the 47-bit user address space.
 const CHUNKS: usize = 1 << (47 - CHUNK_SHIFT);
-/// Entries per page of a table; tables are whole pages.
-const ENTRIES_PER_PAGE: usize = 4096 / 16;
-/// The most pages a table may have (its page count shares a word with
-/// its address).
-const MAX_TABLE_PAGES: usize = 4096;
-const EMPTY: u64 = 0;
-const TOMBSTONE: u64 = 1;
-/// The default cap's floor: tables may always take this much.
+/// Record size classes: 4 << class entries, up to 512 (a page of 8-byte
+/// positions).
+const CLASSES: usize = 8;
+/// Bytes a shard's slab maps at a time.
+const SLAB_BYTES: usize = 256 << 10;
+/// The default cap's floor: tracking may always take this much.
 pub const DEFAULT_CAP_FLOOR: u64 = 64 << 20;
-/// Probes a reader makes at most.
-const MAX_PROBE: usize = 4096;
+/// Times a reader retries a page a writer is changing.
+const READ_TRIES: usize = 8;
 
 /// Why a small block was not entered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Untracked {
     /// The tracking memory cap was reached.
     Cap,
-    /// The kernel refused memory for a table.
+    /// The kernel refused memory for the map.
     NoMemory,
     /// An address this map cannot hold (unaligned to 8 bytes, beyond 47
     /// bits).
     Address,
 }
 
-/// One live block: its start (or [`EMPTY`], [`TOMBSTONE`]) and
-/// `size << 32 | site`.
-#[repr(C)]
-struct Entry {
-    key: AtomicU64,
-    value: AtomicU64,
+/// One page's tracked blocks (see the module overview).
+#[repr(C, align(128))]
+struct PageDir {
+    starts: [AtomicU64; WORDS],
+    /// Odd while a writer changes the page.
+    seq: AtomicU64,
+    /// Address of the record (0: none).
+    record: AtomicU64,
+    /// The record's size class, and its entries in use.
+    class: AtomicU32,
+    len: AtomicU32,
 }
-
-// SAFETY: two atomics: all-zero bytes are a valid value.
-#[allow(unsafe_code)]
-unsafe impl sys::ZeroInit for Entry {}
-
-/// One page's start bitmap.
-#[repr(C, align(64))]
-struct PageStarts([AtomicU64; WORDS]);
 
 // SAFETY: atomics only: all-zero bytes are a valid value.
 #[allow(unsafe_code)]
-unsafe impl sys::ZeroInit for PageStarts {}
+unsafe impl sys::ZeroInit for PageDir {}
 
+/// A shard: its writers' lock and its slab (free records per class, and
+/// the unused end of the last slab mapping). Only touched under the lock.
 #[repr(C, align(64))]
 struct Shard {
     lock: AtomicBool,
-    /// The table's address with its page count minus one in the low 12
-    /// bits (0: no table yet).
-    table: AtomicU64,
-    live: AtomicU64,
-    /// Live entries and tombstones.
-    used: AtomicU64,
+    free: [AtomicU64; CLASSES],
+    bump: AtomicU64,
+    bump_end: AtomicU64,
+}
+
+impl Shard {
+    fn new() -> Shard {
+        Shard {
+            lock: AtomicBool::new(false),
+            free: std::array::from_fn(|_| AtomicU64::new(0)),
+            bump: AtomicU64::new(0),
+            bump_end: AtomicU64::new(0),
+        }
+    }
 }
 
 /// The map (one per process: [`get`]).
 pub struct SmallMap {
     shards: [Shard; SHARDS],
-    /// Directory: chunk index -> address of its page bitmaps (0: none).
+    /// Directory: chunk index -> address of its pages' `PageDir`s (0: none).
     chunks: &'static [AtomicU64],
     chunk_lock: AtomicBool,
-    /// Bytes of tables and bitmaps mapped for live use.
+    /// Bytes of slabs mapped, and of page directories in use.
     bytes: AtomicU64,
-    /// The most bytes tables may take (0: [`DEFAULT_CAP_FLOOR`] or half
+    /// The most bytes the map may take (0: [`DEFAULT_CAP_FLOOR`] or half
     /// the live blocks' bytes, whichever is more).
     cap: AtomicU64,
     /// Bytes of the live blocks.
     live_bytes: AtomicU64,
-    /// Live blocks.
+    /// Live blocks, and the most live at once.
     live: AtomicU64,
-    /// The most blocks live at once.
     peak: AtomicU64,
 }
 
@@ -126,22 +132,8 @@ pub fn get() -> Option<&'static SmallMap> {
     if let Some(m) = MAP.get() {
         return Some(m);
     }
-    let chunks = sys::map_own::<AtomicU64>(CHUNKS)?;
-    let _ = MAP.set(SmallMap {
-        shards: std::array::from_fn(|_| Shard {
-            lock: AtomicBool::new(false),
-            table: AtomicU64::new(0),
-            live: AtomicU64::new(0),
-            used: AtomicU64::new(0),
-        }),
-        chunks,
-        chunk_lock: AtomicBool::new(false),
-        bytes: AtomicU64::new(0),
-        cap: AtomicU64::new(0),
-        live_bytes: AtomicU64::new(0),
-        live: AtomicU64::new(0),
-        peak: AtomicU64::new(0),
-    });
+    let m = SmallMap::new()?;
+    let _ = MAP.set(m);
     MAP.get()
 }
 
@@ -150,49 +142,69 @@ pub fn existing() -> Option<&'static SmallMap> {
     MAP.get()
 }
 
-fn start_hash(start: u64) -> u64 {
-    (start >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
 fn shard_of(start: u64) -> usize {
     ((start >> PAGE_SHIFT).wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 58) as usize % SHARDS
 }
 
-/// A table as its word says: (entries, or an empty slice).
-fn table_of(word: u64) -> &'static [Entry] {
-    if word == 0 {
+/// Entries of a record of size class `class`.
+fn capacity(class: u32) -> usize {
+    4 << class
+}
+
+/// The entries of the record at `address` of `class` (stale but mapped
+/// memory when the record was given back meanwhile).
+fn record_of(address: u64, class: u32) -> &'static [AtomicU64] {
+    if address == 0 {
         return &[];
     }
-    let pages = (word & 0xfff) as usize + 1;
-    let address = word & !0xfff;
-    // SAFETY: the word was made by `SmallMap::grow` from a `map_own`
-    // table of that many pages, never unmapped (only given back: it then
-    // reads as zeros, a valid Entry).
+    // SAFETY: `address` is a record carved by `SmallMap::alloc_record`
+    // from a slab mapping that is never unmapped, of this class's size;
+    // atomics of any bit pattern are valid.
     #[allow(unsafe_code)]
     unsafe {
-        std::slice::from_raw_parts(address as *const Entry, pages * ENTRIES_PER_PAGE)
+        std::slice::from_raw_parts(address as *const AtomicU64, capacity(class))
     }
 }
 
-/// The home slot of `start` in a table of `len` entries: the page's slot
-/// plus the block's 16-byte position in the page. The blocks of one page
-/// (allocated one after another) land within 256 slots (4 KiB) of each
-/// other: one TLB entry of the table, not a random page each; and a
-/// table's entries lie in the order of their pages' hashes, so growing
-/// it writes the new table from front to back.
-fn home(start: u64, len: usize) -> usize {
-    let page = ((start_hash(start & !0xfff) as u128 * len as u128) >> 64) as usize;
-    (page + ((start & 0xfff) >> 4) as usize) % len
+/// Bits of a page's bitmap strictly below position `pos`.
+fn rank(starts: &[AtomicU64; WORDS], pos: usize) -> usize {
+    let mut n = 0;
+    for w in &starts[..pos / 64] {
+        n += w.load(Relaxed).count_ones() as usize;
+    }
+    let below = (1u64 << (pos % 64)) - 1;
+    n + (starts[pos / 64].load(Relaxed) & below).count_ones() as usize
+}
+
+fn entry(size: u64, site: u32) -> u64 {
+    size << 32 | site as u64
+}
+
+fn split(e: u64) -> (u64, u32) {
+    (e >> 32, e as u32)
 }
 
 impl SmallMap {
-    /// Sets the cap on the bytes the map's tables may take (0: the
-    /// default, [`DEFAULT_CAP_FLOOR`] or half the live blocks' bytes).
+    fn new() -> Option<SmallMap> {
+        Some(SmallMap {
+            shards: std::array::from_fn(|_| Shard::new()),
+            chunks: sys::map_own::<AtomicU64>(CHUNKS)?,
+            chunk_lock: AtomicBool::new(false),
+            bytes: AtomicU64::new(0),
+            cap: AtomicU64::new(0),
+            live_bytes: AtomicU64::new(0),
+            live: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+        })
+    }
+
+    /// Sets the cap on the bytes the map may take (0: the default,
+    /// [`DEFAULT_CAP_FLOOR`] or half the live blocks' bytes).
     pub fn set_cap(&self, bytes: u64) {
         self.cap.store(bytes, Relaxed);
     }
 
-    /// Bytes mapped for the tables and bitmaps.
+    /// Bytes of slabs mapped and of page directories in use.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Relaxed)
     }
@@ -202,8 +214,16 @@ impl SmallMap {
         (self.live.load(Relaxed), self.peak.load(Relaxed))
     }
 
-    /// The page bitmap of `page`, creating its chunk if `create`.
-    fn starts(&self, page: u64, create: bool) -> Option<&'static PageStarts> {
+    fn over_cap(&self, more: u64) -> bool {
+        let cap = match self.cap.load(Relaxed) {
+            0 => DEFAULT_CAP_FLOOR.max(self.live_bytes.load(Relaxed) / 2),
+            cap => cap,
+        };
+        self.bytes.load(Relaxed) + more > cap
+    }
+
+    /// The directory entry of `page`, creating its chunk if `create`.
+    fn dir(&self, page: u64, create: bool) -> Option<&'static PageDir> {
         let chunk = (page >> (CHUNK_SHIFT - PAGE_SHIFT)) as usize;
         let slot = self.chunks.get(chunk)?;
         let mut base = slot.load(Acquire);
@@ -214,7 +234,7 @@ impl SmallMap {
             super::lock(&self.chunk_lock);
             base = slot.load(Acquire);
             if base == 0 {
-                if let Some(t) = sys::map_own::<PageStarts>(PAGES_PER_CHUNK) {
+                if let Some(t) = sys::map_own::<PageDir>(PAGES_PER_CHUNK) {
                     base = t.as_ptr() as u64;
                     slot.store(base, Release);
                 }
@@ -225,10 +245,39 @@ impl SmallMap {
             }
         }
         let index = page as usize & (PAGES_PER_CHUNK - 1);
-        // SAFETY: `base` is a `map_own` table of PAGES_PER_CHUNK bitmaps,
-        // never unmapped; `index` is below that.
+        // SAFETY: `base` is a `map_own` table of PAGES_PER_CHUNK
+        // directories, never unmapped; `index` is below that.
         #[allow(unsafe_code)]
-        Some(unsafe { &*(base as *const PageStarts).add(index) })
+        Some(unsafe { &*(base as *const PageDir).add(index) })
+    }
+
+    /// A record of `class` from the shard's slab; with its lock held.
+    fn alloc_record(&self, shard: &Shard, class: u32) -> Result<u64, Untracked> {
+        let head = shard.free[class as usize].load(Relaxed);
+        if head != 0 {
+            let next = record_of(head, class)[0].load(Relaxed);
+            shard.free[class as usize].store(next, Relaxed);
+            return Ok(head);
+        }
+        let bytes = (capacity(class) * 8) as u64;
+        let mut at = shard.bump.load(Relaxed);
+        if at == 0 || at + bytes > shard.bump_end.load(Relaxed) {
+            if self.over_cap(SLAB_BYTES as u64) {
+                return Err(Untracked::Cap);
+            }
+            let slab = sys::map_own::<AtomicU64>(SLAB_BYTES / 8).ok_or(Untracked::NoMemory)?;
+            at = slab.as_ptr() as u64;
+            shard.bump_end.store(at + SLAB_BYTES as u64, Relaxed);
+            self.bytes.fetch_add(SLAB_BYTES as u64, Relaxed);
+        }
+        shard.bump.store(at + bytes, Relaxed);
+        Ok(at)
+    }
+
+    /// Gives a record back to its class's free list; with the lock held.
+    fn free_record(shard: &Shard, address: u64, class: u32) {
+        record_of(address, class)[0].store(shard.free[class as usize].load(Relaxed), Relaxed);
+        shard.free[class as usize].store(address, Relaxed);
     }
 
     /// Enters the block `[start, start+size)` of `site`, replacing an
@@ -243,141 +292,87 @@ impl SmallMap {
         if start & 7 != 0 || !(8..1 << 47).contains(&start) || size == 0 || size >= SMALL_MAX {
             return Err(Untracked::Address);
         }
-        let starts = self
-            .starts(start >> PAGE_SHIFT, true)
+        let dir = self
+            .dir(start >> PAGE_SHIFT, true)
             .ok_or(Untracked::NoMemory)?;
         let shard = &self.shards[shard_of(start)];
         super::lock(&shard.lock);
-        let mut replaced: &'static [Entry] = &[];
-        let bit = (start & 0xfff) >> 3;
-        let word = &starts.0[bit as usize / 64];
-        // The page's bits change only under its shard's lock: a clear bit
-        // says no entry has this start, and no search for one is needed.
-        let present = word.load(Relaxed) & (1 << (bit % 64)) != 0;
-        let value = size << 32 | site as u64;
-        let result = self.insert_locked(shard, start, value, present, &mut replaced);
-        if result.is_ok() {
-            word.fetch_or(1 << (bit % 64), Release);
-        }
+        let result = self.insert_locked(shard, dir, start, entry(size, site));
         super::unlock(&shard.lock);
-        if !replaced.is_empty() {
-            self.retire(replaced);
-        }
         match result {
             Ok(None) => {
                 let live = self.live.fetch_add(1, Relaxed) + 1;
                 self.peak.fetch_max(live, Relaxed);
                 self.live_bytes.fetch_add(size, Relaxed);
             }
-            Ok(Some(old)) => {
+            Ok(Some((old, _))) => {
                 self.live_bytes.fetch_add(size, Relaxed);
-                self.live_bytes.fetch_sub(old >> 32, Relaxed);
+                self.live_bytes.fetch_sub(old, Relaxed);
             }
             Err(_) => {}
         }
-        result.map(|old| old.map(|v| (v >> 32, v as u32)))
+        result
     }
 
-    /// Enters the entry with the shard locked; a table it replaced (to be
-    /// retired once unlocked) goes to `replaced`.
     fn insert_locked(
         &self,
         shard: &Shard,
+        dir: &PageDir,
         start: u64,
         value: u64,
-        present: bool,
-        replaced: &mut &'static [Entry],
-    ) -> Result<Option<u64>, Untracked> {
-        let mut table = table_of(shard.table.load(Relaxed));
-        let used = shard.used.load(Relaxed);
-        if (used + 1) * 100 > table.len() as u64 * 85 {
-            let old = table;
-            table = self.grow(shard, table)?;
-            *replaced = old;
+    ) -> Result<Option<(u64, u32)>, Untracked> {
+        let pos = ((start & 0xfff) >> 3) as usize;
+        let bit = 1u64 << (pos % 64);
+        let at = rank(&dir.starts, pos);
+        let len = dir.len.load(Relaxed) as usize;
+        let class = dir.class.load(Relaxed);
+        let mut record = record_of(dir.record.load(Relaxed), class);
+        if dir.starts[pos / 64].load(Relaxed) & bit != 0 {
+            // The same start again: its entry is replaced.
+            let s = begin_write(dir);
+            let old = record[at].swap(value, Relaxed);
+            end_write(dir, s);
+            return Ok(Some(split(old)));
         }
-        let n = table.len();
-        let mut free = None;
-        let mut i = home(start, n);
-        for _ in 0..n {
-            let e = &table[i];
-            match e.key.load(Relaxed) {
-                EMPTY => break,
-                TOMBSTONE => {
-                    free.get_or_insert(i);
-                    if !present {
-                        break;
-                    }
-                }
-                k if present && k == start => {
-                    let old = e.value.swap(value, Release);
-                    return Ok(Some(old));
-                }
-                _ => {}
+        let mut new_record = None;
+        if len == record.len() {
+            // Full (or none yet): the next class.
+            let class = if record.is_empty() { 0 } else { class + 1 };
+            if class as usize >= CLASSES {
+                return Err(Untracked::Cap); // Cannot happen: 512 positions.
             }
-            i = if i + 1 == n { 0 } else { i + 1 };
+            if record.is_empty() && self.over_cap(128) {
+                return Err(Untracked::Cap);
+            }
+            let address = self.alloc_record(shard, class)?;
+            if record.is_empty() {
+                self.bytes.fetch_add(128, Relaxed); // This page's directory.
+            }
+            new_record = Some((address, class));
         }
-        let reuse = free.is_some();
-        let e = &table[free.unwrap_or(i)];
-        // Value first: a reader that sees the start sees its value.
-        e.value.store(value, Release);
-        e.key.store(start, Release);
-        shard.live.fetch_add(1, Relaxed);
-        if !reuse {
-            shard.used.fetch_add(1, Relaxed);
+        let s = begin_write(dir);
+        if let Some((address, new_class)) = new_record {
+            let bigger = record_of(address, new_class);
+            for (to, from) in bigger.iter().zip(&record[..len]) {
+                to.store(from.load(Relaxed), Relaxed);
+            }
+            let old = dir.record.load(Relaxed);
+            dir.record.store(address, Relaxed);
+            dir.class.store(new_class, Relaxed);
+            if old != 0 {
+                Self::free_record(shard, old, class);
+            }
+            record = bigger;
         }
+        // Shift the entries after the rank up by one, then write it.
+        for i in (at..len).rev() {
+            record[i + 1].store(record[i].load(Relaxed), Relaxed);
+        }
+        record[at].store(value, Relaxed);
+        dir.starts[pos / 64].fetch_or(bit, Relaxed);
+        dir.len.store(len as u32 + 1, Relaxed);
+        end_write(dir, s);
         Ok(None)
-    }
-
-    /// Replaces the shard's table by one of a load of 0.65 (no
-    /// tombstones), unless the cap forbids it or the kernel refuses.
-    fn grow(&self, shard: &Shard, old: &'static [Entry]) -> Result<&'static [Entry], Untracked> {
-        let live = shard.live.load(Relaxed) as usize + 1;
-        let want = (live * 100 / 65).max(ENTRIES_PER_PAGE);
-        let pages = want.div_ceil(ENTRIES_PER_PAGE).min(MAX_TABLE_PAGES);
-        let len = pages * ENTRIES_PER_PAGE;
-        if (live as u64) * 100 > len as u64 * 85 {
-            return Err(Untracked::Cap); // The largest table is full.
-        }
-        let new_bytes = (len * 16) as u64;
-        let old_bytes = (old.len() * 16) as u64;
-        let cap = match self.cap.load(Relaxed) {
-            0 => DEFAULT_CAP_FLOOR.max(self.live_bytes.load(Relaxed) / 2),
-            cap => cap,
-        };
-        let total = self.bytes.load(Relaxed);
-        if total + new_bytes > cap + old_bytes {
-            return Err(Untracked::Cap);
-        }
-        let table = sys::map_own::<Entry>(len).ok_or(Untracked::NoMemory)?;
-        for e in old {
-            let k = e.key.load(Relaxed);
-            if k == EMPTY || k == TOMBSTONE {
-                continue;
-            }
-            let mut i = home(k, len);
-            while table[i].key.load(Relaxed) != EMPTY {
-                i = if i + 1 == len { 0 } else { i + 1 };
-            }
-            table[i].value.store(e.value.load(Relaxed), Relaxed);
-            table[i].key.store(k, Relaxed);
-        }
-        shard.used.store(shard.live.load(Relaxed), Relaxed);
-        // Release: a reader that sees the new word sees its entries.
-        shard
-            .table
-            .store(table.as_ptr() as u64 | (pages as u64 - 1), Release);
-        self.bytes.fetch_add(new_bytes, Relaxed);
-        Ok(table)
-    }
-
-    /// Gives back the pages of a replaced table once no read section can
-    /// still be reading it (kept if one stays open past a millisecond).
-    /// Called without a shard lock, outside any read section.
-    fn retire(&self, old: &'static [Entry]) {
-        if sys::wait_for_readers(1_000_000) {
-            sys::discard(old);
-            self.bytes.fetch_sub((old.len() * 16) as u64, Relaxed);
-        }
     }
 
     /// Forgets the block starting at `start`; returns its (size, site) if
@@ -387,36 +382,37 @@ impl SmallMap {
         if start & 7 != 0 || start >= 1 << 47 {
             return None;
         }
-        let starts = self.starts(start >> PAGE_SHIFT, false)?;
-        let bit = (start & 0xfff) >> 3;
-        let word = &starts.0[bit as usize / 64];
-        if word.load(Relaxed) & (1 << (bit % 64)) == 0 {
+        let dir = self.dir(start >> PAGE_SHIFT, false)?;
+        let pos = ((start & 0xfff) >> 3) as usize;
+        let bit = 1u64 << (pos % 64);
+        if dir.starts[pos / 64].load(Relaxed) & bit == 0 {
             return None;
         }
         let shard = &self.shards[shard_of(start)];
         super::lock(&shard.lock);
-        let table = table_of(shard.table.load(Relaxed));
         let mut found = None;
-        if !table.is_empty() {
-            let n = table.len();
-            let mut i = home(start, n);
-            for _ in 0..n {
-                let e = &table[i];
-                match e.key.load(Relaxed) {
-                    EMPTY => break,
-                    k if k == start => {
-                        let v = e.value.load(Relaxed);
-                        e.key.store(TOMBSTONE, Release);
-                        shard.live.fetch_sub(1, Relaxed);
-                        found = Some((v >> 32, v as u32));
-                        break;
-                    }
-                    _ => {}
-                }
-                i = if i + 1 == n { 0 } else { i + 1 };
+        if dir.starts[pos / 64].load(Relaxed) & bit != 0 {
+            let at = rank(&dir.starts, pos);
+            let len = dir.len.load(Relaxed) as usize;
+            let class = dir.class.load(Relaxed);
+            let address = dir.record.load(Relaxed);
+            let record = record_of(address, class);
+            let s = begin_write(dir);
+            found = Some(split(record[at].load(Relaxed)));
+            for i in at + 1..len {
+                record[i - 1].store(record[i].load(Relaxed), Relaxed);
             }
+            dir.starts[pos / 64].fetch_and(!bit, Relaxed);
+            dir.len.store(len as u32 - 1, Relaxed);
+            if len == 1 {
+                // The page's last block: its record goes back.
+                dir.record.store(0, Relaxed);
+                dir.class.store(0, Relaxed);
+                Self::free_record(shard, address, class);
+                self.bytes.fetch_sub(128, Relaxed);
+            }
+            end_write(dir, s);
         }
-        word.fetch_and(!(1 << (bit % 64)), Release);
         super::unlock(&shard.lock);
         if let Some((size, _)) = found {
             self.live.fetch_sub(1, Relaxed);
@@ -425,32 +421,42 @@ impl SmallMap {
         found
     }
 
+    /// The (start, size, site) of the block that starts at or before
+    /// position `pos` of `page` (`None` past a page's last position: the
+    /// last block of the page), read consistently. Lock-free.
+    fn block_at_or_before(&self, page: u64, pos: usize) -> Option<(u64, u64, u32)> {
+        let dir = self.dir(page, false)?;
+        for _ in 0..READ_TRIES {
+            let s1 = dir.seq.load(Acquire);
+            if s1 & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let found = last_start_at_or_before(&dir.starts, pos).map(|p| {
+                let at = rank(&dir.starts, p);
+                let record = record_of(dir.record.load(Relaxed), dir.class.load(Relaxed));
+                (p, record.get(at).map(|e| e.load(Relaxed)))
+            });
+            fence(Acquire);
+            if dir.seq.load(Relaxed) != s1 {
+                continue;
+            }
+            let (p, e) = found?;
+            let (size, site) = split(e?);
+            return Some(((page << PAGE_SHIFT) + p as u64 * 8, size, site));
+        }
+        None
+    }
+
     /// The (start, size, site) of the entered block starting exactly at
     /// `start`. Lock-free.
     pub fn find_start(&self, start: u64) -> Option<(u64, u64, u32)> {
-        let _section = sys::reading();
-        let table = table_of(self.shards[shard_of(start)].table.load(Acquire));
-        if table.is_empty() {
+        if start & 7 != 0 || start >= 1 << 47 {
             return None;
         }
-        let n = table.len();
-        let mut i = home(start, n);
-        for _ in 0..n.min(MAX_PROBE) {
-            let e = &table[i];
-            let k1 = e.key.load(Acquire);
-            if k1 == EMPTY {
-                return None;
-            }
-            if k1 == start {
-                let v = e.value.load(Acquire);
-                if e.key.load(Acquire) == start {
-                    return Some((start, v >> 32, v as u32));
-                }
-                return None;
-            }
-            i = if i + 1 == n { 0 } else { i + 1 };
-        }
-        None
+        let pos = ((start & 0xfff) >> 3) as usize;
+        self.block_at_or_before(start >> PAGE_SHIFT, pos)
+            .filter(|b| b.0 == start)
     }
 
     /// The (start, size, site) of the entered block containing `addr`.
@@ -459,26 +465,20 @@ impl SmallMap {
         if addr >= 1 << 47 {
             return None;
         }
-        let _section = sys::reading();
         let page = addr >> PAGE_SHIFT;
-        let here = (addr & 0xfff) >> 3;
-        let start = self
-            .starts(page, false)
-            .and_then(|s| last_start_at_or_before(s, here as usize))
-            .map(|pos| (page << PAGE_SHIFT) + pos as u64 * 8)
-            .or_else(|| {
-                let prev = page.checked_sub(1)?;
-                let s = self.starts(prev, false)?;
-                let pos = last_start_at_or_before(s, WORDS * 64 - 1)?;
-                Some((prev << PAGE_SHIFT) + pos as u64 * 8)
-            })?;
-        let (start, size, site) = self.find_start(start)?;
+        let pos = ((addr & 0xfff) >> 3) as usize;
+        // The nearest start at or before the address, in this page or
+        // (a block is under 4 KiB) the one before.
+        let (start, size, site) = self
+            .block_at_or_before(page, pos)
+            .or_else(|| self.block_at_or_before(page.checked_sub(1)?, WORDS * 64 - 1))?;
         (addr < start + size).then_some((start, size, site))
     }
 
     /// After fork: the child is single-threaded; locks held by other
-    /// threads of the parent are released (a table they were writing may
-    /// miss that one block).
+    /// threads of the parent are released (a page they were changing
+    /// stays odd: its blocks are not found, and a writer makes it even
+    /// again).
     pub fn reset_locks_after_fork(&self) {
         for s in &self.shards {
             s.lock.store(false, Relaxed);
@@ -487,8 +487,22 @@ impl SmallMap {
     }
 }
 
+/// Opens a page's write: its count made odd (whatever a writer that
+/// never returned left there); returns the odd value.
+fn begin_write(dir: &PageDir) -> u64 {
+    let s = dir.seq.load(Relaxed) | 1;
+    dir.seq.store(s, Relaxed);
+    fence(Release);
+    s
+}
+
+/// Closes a write opened at `s`: even again.
+fn end_write(dir: &PageDir, s: u64) {
+    dir.seq.store(s + 1, Release);
+}
+
 /// The highest set bit at or before position `pos` of a page's bitmap.
-fn last_start_at_or_before(starts: &PageStarts, pos: usize) -> Option<usize> {
+fn last_start_at_or_before(starts: &[AtomicU64; WORDS], pos: usize) -> Option<usize> {
     let mut w = pos / 64;
     let mut mask = if pos % 64 == 63 {
         u64::MAX
@@ -496,7 +510,7 @@ fn last_start_at_or_before(starts: &PageStarts, pos: usize) -> Option<usize> {
         (1u64 << (pos % 64 + 1)) - 1
     };
     loop {
-        let bits = starts.0[w].load(Acquire) & mask;
+        let bits = starts[w].load(Relaxed) & mask;
         if bits != 0 {
             return Some(w * 64 + 63 - bits.leading_zeros() as usize);
         }
@@ -533,7 +547,7 @@ mod tests {
     }
 
     #[test]
-    fn a_million_blocks_grow_the_tables_and_stay_exact() {
+    fn a_million_blocks_cost_under_24_bytes_each_and_stay_exact() {
         let m = get().unwrap();
         let base = 0x6200_0000_0000u64;
         let n = 1_000_000u64;
@@ -542,7 +556,7 @@ mod tests {
             m.insert(base + i * 224, 216, (i % 3) as u32).unwrap();
         }
         let per_block = (m.bytes() - before) as f64 / n as f64;
-        assert!(per_block <= 24.0, "{per_block} table bytes a block");
+        assert!(per_block <= 24.0, "{per_block} bytes a block");
         for i in (0..n).step_by(997) {
             assert_eq!(
                 m.lookup(base + i * 224 + 100),
@@ -599,24 +613,9 @@ mod tests {
     }
 
     #[test]
-    fn the_cap_stops_growth_and_says_so() {
+    fn the_cap_stops_the_map_from_growing() {
         // A map of its own, so the cap does not touch the other tests'.
-        let chunks = sys::map_own::<AtomicU64>(CHUNKS).unwrap();
-        let m = SmallMap {
-            shards: std::array::from_fn(|_| Shard {
-                lock: AtomicBool::new(false),
-                table: AtomicU64::new(0),
-                live: AtomicU64::new(0),
-                used: AtomicU64::new(0),
-            }),
-            chunks,
-            chunk_lock: AtomicBool::new(false),
-            bytes: AtomicU64::new(0),
-            cap: AtomicU64::new(0),
-            live_bytes: AtomicU64::new(0),
-            live: AtomicU64::new(0),
-            peak: AtomicU64::new(0),
-        };
+        let m = SmallMap::new().unwrap();
         m.set_cap(1 << 20);
         let base = 0x6500_0000_0000u64;
         let mut refused = 0;
