@@ -331,3 +331,25 @@ fn detail_pane_stops_at_its_end() {
     keys(&mut app, &[Action::PageUp]);
     assert!(app.detail_scroll < max);
 }
+
+/// Small blocks the profiler could not track stay in sight: the status
+/// line opens with how many.
+#[test]
+fn status_line_says_how_many_small_blocks_went_untracked() {
+    let mut db = fixtures::abc();
+    db.info.stats.untracked_blocks.insert(
+        "tracking memory cap reached, raise --max-tracking-memory".into(),
+        formats::measurement::UntrackedBlocks {
+            blocks: 186_112,
+            bytes: 30 << 20,
+        },
+    );
+    let dir = db_dir_of("untracked", &db);
+    let mut app = AppState::new(Model::open(&dir).expect("open fixture db"));
+    let s = screen(&mut app, 120, 30);
+    let status = s.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(
+        status.starts_with(" 186,112 small blocks untracked "),
+        "{status:?}\n{s}"
+    );
+}

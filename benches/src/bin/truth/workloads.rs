@@ -169,6 +169,16 @@ pub fn all(cfg: &Config) -> Result<Vec<Workload>> {
             hpcrun_opts: vec![],
             expect: "hot (L1, FP chain) most accesses but no misses; cold (streamed) the misses",
         },
+        Workload {
+            name: "csr_rows",
+            sim_args: Some(vec!["50000".into(), "1".into()]),
+            command: args(
+                compile(cfg, "tests/programs/csr_rows.c", &o2, "csr_rows")?,
+                &["200000", "20"],
+            ),
+            hpcrun_opts: vec![],
+            expect: "SpMV over 200,000 rows of one block each: values rows (216 B) 2x the bytes of index rows (108 B), both streamed from DRAM; x gathered (in cache)",
+        },
     ];
     if let Some(x) = &cfg.xsbench {
         let x = exe(x)?;
