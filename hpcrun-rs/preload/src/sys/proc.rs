@@ -303,3 +303,16 @@ pub fn environment() -> *const *const std::ffi::c_char {
     // `setenv` may replace: read, never referenced).
     unsafe { std::ptr::addr_of!(environ).read() }
 }
+
+/// True on an Intel processor (`GenuineIntel` in CPUID leaf 0), read once.
+pub fn intel_cpu() -> bool {
+    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *INTEL.get_or_init(|| {
+        #[allow(unused_unsafe)]
+        // SAFETY: CPUID leaf 0 exists on every x86-64 processor and only
+        // reads identification registers.
+        let r = unsafe { std::arch::x86_64::__cpuid(0) };
+        // "Genu" "ineI" "ntel" in ebx, edx, ecx.
+        r.ebx == 0x756e_6547 && r.edx == 0x4965_6e69 && r.ecx == 0x6c65_746e
+    })
+}
