@@ -258,6 +258,43 @@ fn small_thread_stacks_and_a_coroutine_stack_are_sampled_safely() {
     }
 }
 
+/// Alternate signal stacks of the program's own, one per thread: 3 KiB
+/// (smaller than a signal frame with AVX-512 state), exactly
+/// `MINSIGSTKSZ` (`sysconf`: the kernel's `AT_MINSIGSTKSZ`), that and
+/// 1 KiB, and `SIGSTKSZ`, each between canary regions, the last three
+/// taking the program's own `SA_ONSTACK` signals. Sampled every 100 us,
+/// every thread still finds its stack reported as installed and every
+/// canary intact, and the program prints what it printed natively: the
+/// profiler's signals never land on a stack too small for the machine's
+/// signal frame, and use only a few words of one that holds it.
+#[test]
+fn the_programs_small_alternate_stacks_are_never_overrun() {
+    let dir = scratch("hostile-altstacks");
+    let exe = compile_test_program("hostile_altstacks.c", &dir, &["-pthread", "-Wl,-z,now"]);
+    let want = native(&exe, &[]);
+    assert_eq!(
+        want.status.code(),
+        Some(0),
+        "native run: {}",
+        String::from_utf8_lossy(&want.stdout)
+    );
+    for (name, opts) in [
+        ("task-clock", &["-e", "mem:soft@100000"][..]),
+        (
+            "cpu-timer",
+            &["--timer", "cpu-timer", "-e", "mem:soft@1000000"][..],
+        ),
+    ] {
+        let (out, measurements) = profiled(&dir.join(name), opts, &exe, &[]);
+        assert_same(&out, &want, name);
+        assert_eq!(
+            read_profiles(&measurements).len(),
+            5,
+            "{name}: the main thread and 4 others"
+        );
+    }
+}
+
 /// #4: SIGIO stays the program's. The profiler borrows it (a sample the
 /// kernel cannot queue arrives as SIGIO), but `sigaction(SIGIO, NULL,
 /// &old)` reports the default, `signal` returns it, the program's handler

@@ -45,7 +45,9 @@ pub unsafe extern "C" fn sigaction(
         if let Some(old) = unsafe { old.as_mut() } {
             // The one-shot handler that writes the profiles at a fatal
             // signal is the library's: the program sees the default.
-            if old.sa_sigaction == crate::handler::on_fatal as *const () as usize {
+            if sys::handler_behind(signal, old.sa_sigaction)
+                == crate::handler::on_fatal as *const () as usize
+            {
                 *old = sys::make_sigaction(libc::SIG_DFL, 0, &[0; 16]);
             }
         }

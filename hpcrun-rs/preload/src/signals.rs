@@ -55,15 +55,15 @@ pub const SIGIO_SLOT: usize = 2;
 /// The profiler's sample signals (`OURS[..SAMPLE_SLOTS]`).
 const SAMPLE_SLOTS: usize = 2;
 
-/// The profiler's handler of each signal of `OURS` (its address).
+/// The address installed for each signal of `OURS` (`sys::install_handler`).
 static HANDLERS: [AtomicUsize; 3] = [
     AtomicUsize::new(0),
     AtomicUsize::new(0),
     AtomicUsize::new(0),
 ];
 
-/// The address of the handler the profiler installed for its `slot`-th
-/// signal ([`take_over`]).
+/// The address the profiler installed in the kernel for its `slot`-th
+/// signal ([`take_over`]; the entry that runs its handler).
 pub fn handler_at(slot: usize) -> usize {
     HANDLERS.get(slot).map_or(0, |h| h.load(Relaxed))
 }
@@ -197,10 +197,10 @@ fn take_over_at(
     if let Some(old) = sys::real_sigaction_query(signal) {
         store_action(free, &old);
     }
-    if !sys::install_handler(signal, handler, block) {
+    let Some(installed) = sys::install_handler(signal, handler, block) else {
         return false;
-    }
-    HANDLERS[free].store(handler as *const () as usize, Relaxed);
+    };
+    HANDLERS[free].store(installed, Relaxed);
     OURS[free].store(signal, Release);
     true
 }

@@ -18,6 +18,8 @@ pub fn sigrtmin() -> c_int {
 /// Installs `handler` for `signal` only if the signal still has its
 /// default action (an inherited SIG_IGN, e.g. under nohup, is kept). The
 /// handler runs once (SA_RESETHAND): afterwards the default action applies.
+/// It runs on the thread's handler stack (entered through
+/// [`super::stack::entry_for`]).
 pub fn install_fatal_handler(
     signal: c_int,
     handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
@@ -29,8 +31,11 @@ pub fn install_fatal_handler(
         {
             return false;
         }
+        let Some(entry) = super::stack::entry_for(signal, handler) else {
+            return false;
+        };
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as usize;
+        sa.sa_sigaction = entry;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESETHAND | libc::SA_ONSTACK;
         libc::sigemptyset(&mut sa.sa_mask);
         __sigaction(signal, &sa, std::ptr::null_mut()) == 0
@@ -57,23 +62,27 @@ pub fn reraise(signal: c_int) {
 /// Installs `handler` (SA_SIGINFO | SA_RESTART | SA_ONSTACK) for
 /// `signal`: the kernel's signal frame goes on the thread's alternate
 /// stack (the profiler's handler stack unless the program has its own,
-/// `sys::stack`), never on a small program or coroutine stack.
+/// `sys::stack`), never on a small program or coroutine stack, and the
+/// handler runs on the handler stack in any case (entered through
+/// [`super::stack::entry_for`]). Returns the address installed in the
+/// kernel, `None` if the call failed.
 pub fn install_handler(
     signal: c_int,
     handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
     block: &[c_int],
-) -> bool {
+) -> Option<usize> {
+    let entry = super::stack::entry_for(signal, handler)?;
     // SAFETY: a zeroed sigaction with our handler; its mask blocks `block`
     // (the library's other sample signals) while it runs.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as usize;
+        sa.sa_sigaction = entry;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
         libc::sigemptyset(&mut sa.sa_mask);
         for &b in block {
             libc::sigaddset(&mut sa.sa_mask, b);
         }
-        __sigaction(signal, &sa, std::ptr::null_mut()) == 0
+        (__sigaction(signal, &sa, std::ptr::null_mut()) == 0).then_some(entry)
     }
 }
 
