@@ -49,15 +49,36 @@ const WORK_BYTES: usize = 256 << 10;
 /// for the size of the kernel's signal frame.
 const AT_MINSIGSTKSZ: libc::c_ulong = 51;
 
-/// Bytes the kernel's signal frame may take on this machine (its
-/// `AT_MINSIGSTKSZ`: the frame with the xsave state of every feature the
-/// processor has, 3,376 with AVX-512 on Zen 4, 11,952 with AMX on
-/// Sapphire Rapids), or `MINSIGSTKSZ` on kernels that do not tell.
+/// Bytes of a signal frame besides the xsave area: `siginfo_t`,
+/// `ucontext_t` and the kernel's alignment padding (`AT_MINSIGSTKSZ`
+/// minus the xsave area is 940 on x86-64 Linux 6.x), rounded up.
+const FRAME_BESIDES_XSAVE: usize = 1024;
+
+/// Bytes the kernel's signal frame may take on this machine: its
+/// `AT_MINSIGSTKSZ` (the frame with the xsave state of every feature the
+/// processor has: 3,376 with AVX-512 on Zen 4, 11,952 with AMX on
+/// Sapphire Rapids). Kernels before 5.14 do not tell (RHEL 8's 4.18 on
+/// AVX-512 nodes): then the xsave area of the features enabled in XCR0
+/// (CPUID leaf 0xD), which such a kernel saves whole, and the rest of the
+/// frame; never less than `MINSIGSTKSZ`.
 pub fn signal_frame_bytes() -> usize {
     // SAFETY: getauxval reads the process's auxiliary vector, no
     // preconditions (0 for an absent entry).
-    let aux = unsafe { libc::getauxval(AT_MINSIGSTKSZ) } as usize;
-    aux.max(libc::MINSIGSTKSZ)
+    frame_bytes(unsafe { libc::getauxval(AT_MINSIGSTKSZ) } as usize)
+}
+
+/// [`signal_frame_bytes`] from the kernel's `AT_MINSIGSTKSZ` (0: not
+/// told).
+fn frame_bytes(aux: usize) -> usize {
+    if aux != 0 {
+        return aux.max(libc::MINSIGSTKSZ);
+    }
+    let xsave = if std::arch::x86_64::__get_cpuid_max(0).0 >= 0xd {
+        std::arch::x86_64::__cpuid_count(0xd, 0).ebx as usize
+    } else {
+        0
+    };
+    (xsave + FRAME_BESIDES_XSAVE).max(libc::MINSIGSTKSZ)
 }
 
 /// Usable bytes of each thread's handler stack: the profiler's work and
@@ -640,6 +661,15 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn without_the_kernels_word_the_frame_is_not_underestimated() {
+        let told = signal_frame_bytes();
+        let estimated = frame_bytes(0);
+        eprintln!("AT_MINSIGSTKSZ {told}, from CPUID {estimated}");
+        assert!(estimated >= told, "{estimated} < {told}");
+        assert!(handler_stack_bytes() >= WORK_BYTES + 2 * told);
     }
 
     static SEEN_SP: AtomicU64 = AtomicU64::new(0);
