@@ -39,7 +39,23 @@ fn build(dir: &Path) -> PathBuf {
 fn mpirun() -> Command {
     let mut cmd = Command::new("mpirun");
     cmd.args(MPIRUN_FLAGS).env("OMP_NUM_THREADS", "2");
+    own_session_dir(&mut cmd);
     cmd
+}
+
+/// Gives the `mpirun` that `cmd` starts (directly or under hpcrun-rs) a
+/// session directory of its own. Open MPI creates `/tmp/ompi.<host>.<uid>`
+/// and fails when another `mpirun` creates it at the same moment ("A call
+/// to mkdir was unable to create the desired directory ... File exists",
+/// orte_init failed): this file's tests run in parallel, and other
+/// programs on the machine may start one too.
+fn own_session_dir(cmd: &mut Command) {
+    static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    cmd.env(
+        "OMPI_MCA_orte_tmpdir_base",
+        scratch(&format!("mpi-session-{n}")),
+    );
 }
 
 /// Checks one launch form's measurements and database.
@@ -140,7 +156,9 @@ fn hpcrun_outside_mpirun() {
     let exe = build(&dir);
     let native = ok_stdout(&run(mpirun().arg(&exe).arg("6")), "native mpirun");
     let measurements = dir.join("measurements");
-    let out = run(Command::new(tool("hpcrun-rs"))
+    let mut cmd = Command::new(tool("hpcrun-rs"));
+    own_session_dir(&mut cmd);
+    let out = run(cmd
         .env("OMP_NUM_THREADS", "2")
         .args(["-e", "mem:soft", "-o"])
         .arg(&measurements)
@@ -219,13 +237,17 @@ fn profiled_stderr_is_the_programs_own_with_open_mpi_and_mpich() {
             .status()
             .expect("run mpicc");
         assert!(status.success());
-        let native = run(Command::new(launcher)
+        let mut native = Command::new(launcher);
+        let mut profiled = Command::new(tool("hpcrun-rs"));
+        own_session_dir(&mut native);
+        own_session_dir(&mut profiled);
+        let native = run(native
             .args(&flags)
             .args(["-np", "2"])
             .arg(&exe)
             .arg("2")
             .env("OMP_NUM_THREADS", "1"));
-        let profiled = run(Command::new(tool("hpcrun-rs"))
+        let profiled = run(profiled
             .args(["-o"])
             .arg(dir.join("m"))
             .arg(launcher)
