@@ -45,15 +45,21 @@ fn allocation_entry_points_keep_glibc_semantics_and_are_tracked() {
             "no tracked allocation of {expected} bytes in {log:#?}"
         );
     }
-    // Below --min-bytes (1024) only the blocks the program's own code
-    // allocated are tracked (by site; a library's small blocks are not):
-    // malloc(16) and realloc(r, 100).
+    // Blocks below --min-bytes (1024) have no log record: they are
+    // tracked in the small-block map at their site (malloc(16) on the
+    // line of malloc(1 << 20), its sibling in the file), counted there.
+    assert!(log.iter().all(|a| a.size >= 1024), "{log:#?}");
+    let stats = &profiles[0].stats;
+    assert!(stats.small_blocks_peak >= 1, "{stats:?}");
+    assert!(stats.untracked_blocks.is_empty(), "{stats:?}");
     assert!(
-        log.iter()
-            .all(|a| a.size >= 1024 || [16, 100].contains(&a.size)),
-        "{log:#?}"
+        profiles[0]
+            .alloc_sites
+            .iter()
+            .any(|s| s.small && s.max_bytes == 16 && s.allocations == 1),
+        "no small site of malloc(16) in {:#?}",
+        profiles[0].alloc_sites
     );
-    assert!(sizes.contains(&16), "{log:#?}");
     // Every block the program freed has a free time after its allocation.
     let big = log.iter().find(|a| a.size == 1 << 20).unwrap();
     assert!(big.free_unix_ns.is_some_and(|f| f >= big.alloc_unix_ns));

@@ -61,8 +61,7 @@ struct Args {
 
     /// Smallest heap block (bytes) tracked with a record of its own (allocation log, per-block
     /// times). Smaller blocks are tracked too, every one, in a compact map at their allocation
-    /// site: the program's by call path, a runtime's or system library's by the allocating
-    /// instruction.
+    /// site: by call path, or an MPI or OpenMP runtime's by the allocating instruction.
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     min_bytes: usize,
 

@@ -10,10 +10,6 @@
 
 #define NNZ 27
 
-static double *new_values(void) { return malloc(NNZ * sizeof(double)); }
-
-static int *new_indices(void) { return malloc(NNZ * sizeof(int)); }
-
 int main(int argc, char **argv) {
     long rows = argc > 1 ? atol(argv[1]) : 500000;
     int iters = argc > 2 ? atoi(argv[2]) : 30;
@@ -23,8 +19,8 @@ int main(int argc, char **argv) {
     double *y = malloc(rows * sizeof(double));
     unsigned seed = 12345;
     for (long i = 0; i < rows; i++) {
-        values[i] = new_values();
-        indices[i] = new_indices();
+        values[i] = malloc(NNZ * sizeof(double));
+        indices[i] = malloc(NNZ * sizeof(int));
         for (int k = 0; k < NNZ; k++) {
             seed = seed * 1103515245u + 12345u;
             long j = i + (long)(seed >> 16) % 201 - 100;

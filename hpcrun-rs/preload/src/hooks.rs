@@ -187,9 +187,12 @@ fn track_small(start: u64, size: u64, caller: Option<Caller>) {
 fn small_site(state: &threads::ThreadState, caller: Caller) -> Option<u32> {
     let _section = sys::reading();
     let (objs, snap) = (objects::get()?, modules::get()?);
+    // A system library's block (strdup, a locale table) takes its call
+    // path too: hpcprof-rs names it at the program's call above the
+    // library. A runtime's (MPI, OpenMP) is its allocating instruction.
     let whose = match snap.code_owner(caller.ret) {
-        Some(CodeOwner::Program) | Some(CodeOwner::CxxRuntime) => SmallSite::Program,
-        _ => SmallSite::Runtime,
+        Some(CodeOwner::Runtime) => SmallSite::Runtime,
+        _ => SmallSite::Program,
     };
     if whose == SmallSite::Runtime {
         // As the unwinder stores a return address: the call's last byte,

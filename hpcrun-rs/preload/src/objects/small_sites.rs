@@ -4,8 +4,9 @@
 //! Every small block is entered in the compact map ([`super::small_map`])
 //! at a site:
 //! - blocks the program's own code allocated (the caller of `malloc` is
-//!   in the executable or one of its libraries) or the C++ library did
-//!   (`operator new`): at their call path. A full unwind per block costs
+//!   in the executable or one of its libraries), the C++ library did
+//!   (`operator new`) or a system library did (`strdup`): at their call
+//!   path (hpcprof-rs names the site at the program's call above them). A full unwind per block costs
 //!   about a microsecond, too much for a million per-row blocks; so the
 //!   first [`KEY_FRAMES`] frames (a short unwind) are the key of a
 //!   per-thread cache of sites ([`SiteCache`]), and only a key not seen
@@ -13,8 +14,8 @@
 //!   frames share the site of the first of them: enough to see past an
 //!   allocation helper or template and its caller (`allocate<T>` called
 //!   from four places is four keys);
-//! - blocks a runtime (MPI, OpenMP) or a system library allocated: at the
-//!   allocating instruction alone (no unwind).
+//! - blocks a runtime (MPI, OpenMP) allocated: at the allocating
+//!   instruction alone (no unwind).
 //!
 //! A block that finds no room (the tracking memory cap, the kernel
 //! refusing memory, a full site table) is counted by reason with its
@@ -32,9 +33,10 @@ const CACHE_ENTRIES: usize = 512;
 /// Whose small block it is, and so how its site is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SmallSite {
-    /// The program's (or `operator new`'s): its call path.
+    /// The program's (or `operator new`'s, or a system library's): its
+    /// call path.
     Program,
-    /// A runtime's or a system library's: the allocating instruction.
+    /// A runtime's: the allocating instruction.
     Runtime,
 }
 
