@@ -11,7 +11,7 @@ demo:
 
 # Every test (builds the tools, compiles the examples with gcc)
 test:
-    cargo test --workspace
+    cargo test --workspace --no-fail-fast
 
 # What CI runs
 ci:

@@ -506,7 +506,10 @@ fn readme_usage_block_runs_as_pasted() {
         .expect("a quick start block");
     assert_eq!(
         quick.lines().collect::<Vec<_>>(),
-        ["sh examples/abc/demo.sh", "cargo test --workspace"]
+        [
+            "sh examples/abc/demo.sh",
+            "cargo test --workspace --no-fail-fast"
+        ]
     );
     let usage = blocks[0];
     let dir = scratch("cli-readme");

@@ -301,7 +301,24 @@ fn object_lines(app: &AppState, o: u32, inc: &[u64], width: usize, out: &mut Vec
             out.push(format!("  {summary}"));
             out.extend(hot_range_line(obj));
         }
+        // Many blocks of unknown extent: no one offset space.
+        None if obj.name == "<small heap objects>" => {
+            out.push("offset histogram: none (the blocks of this row have no known start)".into())
+        }
         None => out.push("offset histogram: not measured (no recovered address in it)".into()),
+    }
+    // What this bucket holds, and why: small blocks the profiler could
+    // not track (by reason), or none (blocks allocated before it was
+    // ready or on threads it did not measure).
+    if obj.name == "<small heap objects>" {
+        out.push(
+            formats::notes::untracked_blocks(&db.info.stats.untracked_blocks).unwrap_or_else(
+                || {
+                    "small heap blocks allocated before the profiler was ready or on a thread it did not measure (every other small block is tracked at its site)"
+                        .into()
+                },
+            ),
+        );
     }
     if !obj.by_thread.is_empty() {
         let p = model.primary;
