@@ -97,19 +97,6 @@ fn guide_events() -> Vec<(String, String)> {
         .collect()
 }
 
-/// `2000000` -> `2,000,000`.
-fn with_commas(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[test]
 fn help_list_events_and_guide_agree() {
     let help = help_events();
@@ -142,7 +129,8 @@ fn help_list_events_and_guide_agree() {
         if n <= 1 {
             continue;
         }
-        let states = |t: &str| t.contains(&n.to_string()) || t.contains(&with_commas(n));
+        let states =
+            |t: &str| t.contains(&n.to_string()) || t.contains(&formats::notes::thousands(n));
         let h = &help.iter().find(|e| &e.0 == name).unwrap().1;
         let g = &guide.iter().find(|e| &e.0 == name).unwrap().1;
         assert!(

@@ -391,9 +391,7 @@ fn about_to_fault(
     if since.system_us * 2 < since.user_us {
         return None;
     }
-    let previous = previous_ip(state, snap, code, seg_start, regs.rip)
-        .and_then(|p| soft::decode_at(code, seg_start, p))
-        .filter(|p| p.next_ip() == regs.rip)
+    let previous = instruction_before(state, snap, code, seg_start, regs.rip)
         .map(|p| faultable_access(state, &p, regs, true));
     let recent = &watch.recent;
     let one_past = match previous {
@@ -435,9 +433,7 @@ fn waiting_at_ip(
     let access @ Access::Address { addr, .. } = faultable_access(state, &insn, regs, false) else {
         return None;
     };
-    let previous = previous_ip(state, snap, code, seg_start, regs.rip)
-        .and_then(|p| soft::decode_at(code, seg_start, p))
-        .filter(|p| p.next_ip() == regs.rip)?;
+    let previous = instruction_before(state, snap, code, seg_start, regs.rip)?;
     let before = match faultable_access(state, &previous, regs, true) {
         Access::Address { addr, .. } => addr,
         // A load that overwrote its index (`mov (%r11,%rax,8),%rax`): its
@@ -450,6 +446,20 @@ fn waiting_at_ip(
     recent.note(before);
     recent.note(addr);
     waiting.then_some(access)
+}
+
+/// The instruction that ran just before `ip` when it falls through to
+/// it (not a jump to `ip`).
+fn instruction_before(
+    state: &ThreadState,
+    snap: &Snapshot,
+    code: &[u8],
+    seg_start: u64,
+    ip: u64,
+) -> Option<iced_x86::Instruction> {
+    previous_ip(state, snap, code, seg_start, ip)
+        .and_then(|p| soft::decode_at(code, seg_start, p))
+        .filter(|p| p.next_ip() == ip)
 }
 
 /// The value of the base register of `insn`'s memory operand plus its
