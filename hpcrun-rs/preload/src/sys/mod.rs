@@ -16,6 +16,7 @@
 //!   file mappings, views of loaded code, NUMA node of a page.
 //! * [`perf`]: perf events (task clock, page faults, watchpoints), ring
 //!   buffer mappings ([`RingMemory`]), signal routing, the profiler's fds.
+//! * [`mask`]: the signal mask by system call, the empty signal set.
 //! * [`signal`]: real `sigaction`, handlers, signal sets and masks,
 //!   [`Delivered`].
 //! * [`timer`]: POSIX CPU-time timers (the `cpu-timer` sample source).
@@ -33,6 +34,7 @@
 pub mod alloc;
 pub mod dl;
 pub mod heap;
+pub mod mask;
 pub mod mem;
 pub mod perf;
 pub mod proc;

@@ -3,6 +3,8 @@
 
 use std::ffi::{c_int, c_void};
 
+pub use super::mask::{empty_sigset, raw_sigmask};
+
 use super::proc::{getpid, gettid};
 
 extern "C" {
@@ -244,11 +246,6 @@ pub fn make_sigaction(
     }
 }
 
-pub fn empty_sigset() -> libc::sigset_t {
-    // SAFETY: an all-zero sigset_t is the empty set.
-    unsafe { std::mem::zeroed() }
-}
-
 pub fn sigset_has(set: &libc::sigset_t, signal: c_int) -> bool {
     // SAFETY: a valid set; an invalid signal only returns -1.
     unsafe { libc::sigismember(set, signal) == 1 }
@@ -262,19 +259,6 @@ pub fn sigset_add(set: &mut libc::sigset_t, signal: c_int) {
 pub fn sigset_del(set: &mut libc::sigset_t, signal: c_int) {
     // SAFETY: as above.
     unsafe { libc::sigdelset(set, signal) };
-}
-
-/// The `rt_sigprocmask` system call on the calling thread (the kernel's
-/// 8-byte mask; async-signal-safe).
-pub fn raw_sigmask(
-    how: c_int,
-    set: Option<&libc::sigset_t>,
-    old: Option<&mut libc::sigset_t>,
-) -> c_int {
-    let set = set.map_or(std::ptr::null(), |s| s as *const libc::sigset_t);
-    let old = old.map_or(std::ptr::null_mut(), |s| s as *mut libc::sigset_t);
-    // SAFETY: the pointers are null or valid sigset_t (at least 8 bytes).
-    unsafe { libc::syscall(libc::SYS_rt_sigprocmask, how, set, old, 8usize) as c_int }
 }
 
 /// Gives `signal` its default action and sends it to the calling thread

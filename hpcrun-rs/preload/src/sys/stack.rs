@@ -544,8 +544,8 @@ unsafe fn park(new: &libc::stack_t) -> c_int {
         libc::sigfillset(&mut all);
         all
     };
-    let mut saved = super::signal::empty_sigset();
-    super::signal::raw_sigmask(libc::SIG_SETMASK, Some(&all), Some(&mut saved));
+    let mut saved = super::mask::empty_sigset();
+    super::mask::raw_sigmask(libc::SIG_SETMASK, Some(&all), Some(&mut saved));
     // SAFETY: the program's valid stack_t; no signal can be delivered
     // while it is installed.
     let rc = unsafe { raw_sigaltstack(new, std::ptr::null_mut()) };
@@ -553,7 +553,7 @@ unsafe fn park(new: &libc::stack_t) -> c_int {
     if rc == 0 {
         install_altstack(ours);
     }
-    super::signal::raw_sigmask(libc::SIG_SETMASK, Some(&saved), None);
+    super::mask::raw_sigmask(libc::SIG_SETMASK, Some(&saved), None);
     super::proc::set_errno(errno);
     rc
 }
