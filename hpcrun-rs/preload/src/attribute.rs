@@ -441,7 +441,7 @@ fn waiting_at_ip(
         Access::Unrecoverable => intact_base(&previous, regs)?,
         Access::NotMemory => return None,
     };
-    let recent = &state.fault_watch.recent;
+    let recent = &state.fault_watch.waiting;
     let waiting = !recent.contains(addr) && recent.contains(before);
     recent.note(before);
     recent.note(addr);

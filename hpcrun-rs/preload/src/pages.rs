@@ -113,6 +113,9 @@ pub struct FaultWatch {
     user_us: AtomicU64,
     system_us: AtomicU64,
     pub recent: RecentPages,
+    /// The pages of the Intel rule's samples (`attribute::waiting_at_ip`),
+    /// kept apart from the fault rule's.
+    pub waiting: RecentPages,
 }
 
 impl FaultWatch {
@@ -136,6 +139,7 @@ impl FaultWatch {
             v.store(0, Relaxed);
         }
         self.recent.clear();
+        self.waiting.clear();
     }
 }
 
