@@ -406,15 +406,21 @@ pub fn compile_test_program(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
     compile(&root().join("tests/programs").join(name), dir, extra)
 }
 
-/// Merges `measurements` into `dir/db` with hpcprof-rs and exports the data view.
-pub fn merge_and_export(dir: &Path, measurements: &Path) -> serde_json::Value {
+/// Merges `measurements` into `dir/db` with hpcprof-rs (asserting
+/// success): hpcprof-rs's output and the database's path.
+pub fn merge(dir: &Path, measurements: &Path) -> (Output, PathBuf) {
     let db = dir.join("db");
     let out = run(Command::new(tool("hpcprof-rs"))
         .arg("-o")
         .arg(&db)
         .arg(measurements));
     ok_stdout(&out, "hpcprof-rs");
-    export_json(&db, "data")
+    (out, db)
+}
+
+/// Merges `measurements` into `dir/db` with hpcprof-rs and exports the data view.
+pub fn merge_and_export(dir: &Path, measurements: &Path) -> serde_json::Value {
+    export_json(&merge(dir, measurements).1, "data")
 }
 
 /// examples/first_touch (compiled to `exe`) in `mode` (`serial` or

@@ -5,7 +5,6 @@
 //! the object map could not take; when a memory cap leaves blocks
 //! untracked, hpcrun-rs, hpcprof-rs and the report say how many and why.
 
-use std::path::Path;
 use std::process::Command;
 
 use pipeline_tests::*;
@@ -41,16 +40,6 @@ fn row<'a>(
     rows.iter()
         .find(|r| r.0 == name && r.1 == allocations)
         .unwrap_or_else(|| panic!("no row {name} of {allocations} blocks in {rows:#?}"))
-}
-
-fn merge(dir: &Path, measurements: &Path) -> (std::process::Output, std::path::PathBuf) {
-    let db = dir.join("db");
-    let out = run(Command::new(tool("hpcprof-rs"))
-        .arg("-o")
-        .arg(&db)
-        .arg(measurements));
-    ok_stdout(&out, "hpcprof-rs");
-    (out, db)
 }
 
 /// 300,000 rows of a sparse matrix, each row's 27 values (216 B) and 27

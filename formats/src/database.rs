@@ -356,7 +356,7 @@ impl DataObject {
     }
 }
 
-pub use crate::notes::thousands;
+use crate::notes::thousands;
 
 /// Sharing events of one kind on one cache line of an object, between
 /// one thread (whose access trapped) and another thread of the same

@@ -140,6 +140,14 @@ impl Site {
         self.peak_live.fetch_max(live, Relaxed);
     }
 
+    /// Marks the site as one of small blocks (written once: the
+    /// allocation path then only reads it).
+    fn mark_small(&self) {
+        if self.small.load(Relaxed) == 0 {
+            self.small.store(1, Relaxed);
+        }
+    }
+
     /// Counts one block of this site freed.
     fn count_free(&self) {
         // Never below zero: a block relabelled away after its count.
@@ -473,7 +481,7 @@ impl Objects {
             }
         }
         if let Some(s) = self.sites.get(site as usize) {
-            s.small.store(1, Relaxed);
+            s.mark_small();
             s.count_block(size);
         }
         Ok(())
@@ -593,7 +601,7 @@ impl Objects {
         if new_site != old_site && map.insert(start, size, new_site).is_ok() {
             self.move_count(old_site, new_site, size);
             if let Some(s) = self.sites.get(new_site as usize) {
-                s.small.store(1, Relaxed);
+                s.mark_small();
             }
         }
         true

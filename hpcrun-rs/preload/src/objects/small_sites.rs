@@ -154,12 +154,6 @@ impl SiteCache {
         self.sites[slot] = site;
         Some(site)
     }
-
-    /// Forgets every entry (after fork, the sites stay valid; after a
-    /// change of the site table they may not).
-    pub fn clear(&mut self) {
-        self.keys = [0; CACHE_ENTRIES];
-    }
 }
 
 #[cfg(test)]
