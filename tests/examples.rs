@@ -248,12 +248,16 @@ fn cpp_vectors_names_the_hot_member() {
     eprintln!("cpp_vectors: {}", summary(objects));
     // The members are named from the constructor's initialisers and body
     // (`: pressure(n, 1.0),`, `velocity(n) {`, `density.resize(n);`) and
-    // the declaration `Grid grid(N);`, past std::vector's inlined frames.
+    // the declaration `Grid grid(N);`, past std::vector's inlined frames,
+    // with the vectors' element type and length.
     let top = &objects[0];
-    assert_eq!(top["name"], "grid.pressure", "{top:#?}");
+    assert_eq!(top["name"], "grid.pressure : double[4,194,304]", "{top:#?}");
     assert!(top["share"].as_f64().unwrap() > 0.6, "{top:#?}");
     assert_eq!(top["bytes"], 8u64 << 22);
-    for name in ["grid.velocity", "grid.density"] {
+    for name in [
+        "grid.velocity : double[4,194,304]",
+        "grid.density : double[4,194,304]",
+    ] {
         assert_eq!(object(objects, name)["kind"], "heap");
     }
     let path = top["alloc_path"].as_array().unwrap();

@@ -27,7 +27,12 @@ fn merge(c: &mut Criterion) {
         b.iter(|| {
             let mut merged = hpcprof_rs::merge::merge(&profiles, Vec::new());
             let db = &mut merged.db;
-            hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &wrappers);
+            hpcprof_rs::name::name_objects(
+                &mut db.objects,
+                &db.frames,
+                &merged.alloc_paths,
+                &wrappers,
+            );
             merged
         })
     });

@@ -28,7 +28,8 @@
 //! let files = hpcprof_rs::read::find(std::path::Path::new("measurements")).unwrap();
 //! let mut merged = hpcprof_rs::merge::merge_files(&files, &|_bytes| {});
 //! let wrappers = hpcprof_rs::name::Wrappers::default();
-//! hpcprof_rs::name::name_objects(&mut merged.db.objects, &merged.db.frames, &wrappers);
+//! let db = &mut merged.db;
+//! hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &db.alloc_paths, &wrappers);
 //! hpcprof_rs::db::write(&merged.db, std::path::Path::new("db"), false).unwrap();
 //! ```
 

@@ -70,7 +70,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
         (merged, chosen.files.len(), chosen.notes)
     };
     let db = &mut merged.db;
-    hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &wrappers);
+    hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &db.alloc_paths, &wrappers);
     let skipped = merged.db.info.skipped.len();
     for (file, reason) in &merged.db.info.skipped {
         eprintln!("hpcprof-rs: warning: skipping {file}: {reason}");

@@ -64,18 +64,21 @@ pub(super) fn finish(
 
     // Frames: keep the used ones, sorted.
     let mut used = vec![false; frame_table.list.len()];
-    // Allocation counts into the heap objects. The call sites of every
-    // allocation path (a frame with a line and an offset) are kept, also
-    // those of paths no sample reached: the naming stage tells the calls
-    // of one line apart by their order (`double *cold = malloc(a), *hot =
-    // malloc(b);`, `ALLOCATE(a(n), b(m))`), which needs all of them.
+    // Allocation counts into the heap objects. The frames of every
+    // allocation path are kept, also those of paths no sample reached:
+    // the naming stage tells the calls of one line apart by their order
+    // (`double *cold = malloc(a), *hot = malloc(b);`, `ALLOCATE(a(n),
+    // b(m))`), which needs all of them.
+    // Every allocation path is kept for the naming stage, which decides
+    // from all of them (not only the sampled ones) which functions are the
+    // program's allocation layers, so that the decision does not depend
+    // on which objects happened to get samples.
+    let mut alloc_paths: Vec<Vec<u32>> = Vec::with_capacity(part.site_counts.len());
     for (path, counts) in std::mem::take(&mut part.site_counts) {
         for &f in &path {
-            let frame = &frame_table.list[f as usize];
-            if frame.line.is_some() && frame.offset.is_some() {
-                used[f as usize] = true;
-            }
+            used[f as usize] = true;
         }
+        alloc_paths.push(path.clone());
         if let Some(&id) = part.data.object_ids.get(&ObjKey::Heap(path)) {
             let o = &mut part.data.objects[id as usize];
             o.allocations = o.allocations.saturating_add(counts.allocations);
@@ -315,6 +318,12 @@ pub(super) fn finish(
         .collect();
     drop(old_objects);
     drop(extras);
+    let mut alloc_paths: Vec<Vec<u32>> = alloc_paths
+        .into_iter()
+        .map(|p| p.iter().map(|&f| frame_map[f as usize]).collect())
+        .collect();
+    alloc_paths.sort();
+    alloc_paths.dedup();
 
     let info = part.info;
     skipped.extend(info.skipped);
@@ -337,6 +346,7 @@ pub(super) fn finish(
         code,
         data: data_tree,
         objects,
+        alloc_paths,
     };
     Streamed { db, warnings }
 }

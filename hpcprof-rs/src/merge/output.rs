@@ -179,6 +179,10 @@ pub struct MergedDb {
     pub info: DbInfo,
     pub frames: Vec<Frame>,
     pub objects: Vec<DataObject>,
+    /// Every allocation path of the run (root first, frame indices),
+    /// also those no sample reached, sorted: the naming stage decides the
+    /// program's allocation layers from all of them. Not written.
+    pub alloc_paths: Vec<Vec<u32>>,
     pub(super) code: FinishedTree,
     pub(super) data: FinishedTree,
 }
@@ -262,6 +266,8 @@ impl Serialize for NodesOut<'_> {
 #[derive(Debug)]
 pub struct Merged {
     pub db: Database,
+    /// Every allocation path of the run ([`MergedDb::alloc_paths`]).
+    pub alloc_paths: Vec<Vec<u32>>,
     pub warnings: Vec<String>,
 }
 
@@ -275,9 +281,11 @@ pub struct Streamed {
 
 impl Streamed {
     /// The whole database in memory.
-    pub fn into_merged(self) -> Merged {
+    pub fn into_merged(mut self) -> Merged {
+        let alloc_paths = std::mem::take(&mut self.db.alloc_paths);
         Merged {
             db: self.db.into_database(),
+            alloc_paths,
             warnings: self.warnings,
         }
     }

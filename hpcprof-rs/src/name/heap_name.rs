@@ -32,9 +32,10 @@ use formats::database::Frame;
 
 use super::fortran::fortran_allocated;
 use super::frames::short_function;
+use super::layers::callee_method;
 use super::source::{is_library_source, SourceCache};
 use super::statement::{
-    constructor_class, line_name, line_targets, returned_later, returns_allocation, Named,
+    constructor_class, line_name_calling, line_targets, returned_later, returns_allocation, Named,
 };
 use super::through_params;
 
@@ -61,6 +62,17 @@ pub fn heap_name(
 /// allocates, `Some(Some(false))` otherwise. `function` is the frame's
 /// function (a constructor's lines may name members).
 pub fn names_at(lines: &[String], line: usize, function: &str) -> Option<Option<bool>> {
+    names_at_calling(lines, line, function, None)
+}
+
+/// [`names_at`] for a line that calls `callee` (see
+/// [`super::statement::line_name_calling`]).
+pub(super) fn names_at_calling(
+    lines: &[String],
+    line: usize,
+    function: &str,
+    callee: Option<&str>,
+) -> Option<Option<bool>> {
     if line == 0 || line > lines.len() {
         return None;
     }
@@ -71,7 +83,7 @@ pub fn names_at(lines: &[String], line: usize, function: &str) -> Option<Option<
         return Some(Some(true));
     }
     Some(
-        match line_name(lines, line, constructor_class(function).is_some()) {
+        match line_name_calling(lines, line, constructor_class(function).is_some(), callee) {
             Some(Named::Var { name, .. }) if returned_later(&lines[line..], &name) => None,
             Some(_) => Some(true),
             None => Some(false),
@@ -133,7 +145,8 @@ pub fn heap_name_with(
             continue;
         }
         let class = constructor_class(&frame.function);
-        let named = line_name(&lines, idx, class.is_some());
+        let callee = path.get(i + 1).map(|c| callee_method(c));
+        let named = line_name_calling(&lines, idx, class.is_some(), callee.as_deref());
         match (named, &mut member) {
             (Some(Named::Member(m)), chain) => {
                 let class = class.unwrap_or_default();

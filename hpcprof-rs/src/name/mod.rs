@@ -18,6 +18,8 @@
 //! * `fortran`, `statement` (C, C++, Rust) and `through_params` (a name
 //!   rewritten through the caller's arguments): what one source line says,
 //!   per language;
+//! * `layers`: the program's own allocation layers (storage classes,
+//!   compiler-made copies) and the element type of the arrays they make;
 //! * `heap_name`: the name of an object, walking its allocation path from
 //!   the site outwards;
 //! * `library_call`: a library function's own temporary buffers (`qsort
@@ -31,6 +33,7 @@
 mod fortran;
 mod frames;
 mod heap_name;
+mod layers;
 mod library_call;
 mod site;
 mod small_blocks;
@@ -55,7 +58,16 @@ pub use statement::{assigned_name, constructor_class, is_return};
 pub use text::scope_parts;
 
 /// Sets `alloc_site`, `label` and `name` of the heap objects.
-pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wrappers) {
+/// `all_paths` are every allocation path of the run (root first), also
+/// those no sample reached ([`crate::merge::MergedDb::alloc_paths`]): the
+/// program's allocation layers are decided from all of them, so that the
+/// decision does not depend on which objects were sampled.
+pub fn name_objects(
+    objects: &mut [DataObject],
+    frames: &[Frame],
+    all_paths: &[Vec<u32>],
+    wrappers: &Wrappers,
+) {
     let heap: Vec<usize> = (0..objects.len())
         .filter(|&i| objects[i].kind == ObjectKind::Heap && !objects[i].alloc_path.is_empty())
         .collect();
@@ -74,7 +86,16 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
         .map(|(&i, (len, _))| &objects[i].alloc_path[..*len])
         .collect();
     let mut sources = SourceCache::default();
-    let mut sites = choose_sites(&paths, frames, wrappers, &mut sources);
+    // The objects' paths first, then the run's other paths (without a
+    // final label frame).
+    let mut decide_from = paths.clone();
+    decide_from.extend(all_paths.iter().map(|p| match p.last() {
+        Some(&f) if frames[f as usize].module == LABEL_MODULE => &p[..p.len() - 1],
+        _ => &p[..],
+    }));
+    let (mut sites, layers) =
+        site::choose_sites_and_layers(&decide_from, frames, wrappers, &mut sources);
+    sites.truncate(paths.len());
     // A library call's own buffer (`qsort`'s): named after the call and
     // sited at the program's frame that made it.
     let buffers: Vec<Option<String>> = paths
@@ -104,7 +125,9 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
     }
 
     let mut names = Vec::with_capacity(heap.len());
-    for (((path, site), (_, label)), buffer) in paths.iter().zip(&sites).zip(&parts).zip(buffers) {
+    for ((((path, site), (_, label)), buffer), &object) in
+        paths.iter().zip(&sites).zip(&parts).zip(buffers).zip(&heap)
+    {
         let name = match (label, site, buffer) {
             (Some(label), _, _) => label.clone(),
             (None, Some(_), Some(buffer)) => buffer,
@@ -115,7 +138,18 @@ pub fn name_objects(objects: &mut [DataObject], frames: &[Frame], wrappers: &Wra
                     Some((all.iter().position(|&o| o == off)?, all.len()))
                 });
                 let frames_of: Vec<&Frame> = path.iter().map(|&f| &frames[f as usize]).collect();
-                heap_name(&frames_of, *s as usize, ordinal, &mut sources)
+                let after = &frames_of[*s as usize + 1..];
+                let name = heap_name(&frames_of, *s as usize, ordinal, &mut sources);
+                let name = layers::container_of_subscript(&name, after).unwrap_or(name);
+                // The element type of the array, when the frames past the
+                // site tell it (`allocate<double>`, `std::vector<Cell>`).
+                match layers::element_type(after, &layers) {
+                    Some(ty) if !name.starts_with("heap@") => {
+                        let bytes = objects[object].blocks.as_ref().map(|b| b.max_bytes);
+                        format!("{name}{}", layers::array_suffix(ty, bytes))
+                    }
+                    _ => name,
+                }
             }
             (None, None, _) => "heap@[unknown]".to_string(),
         };

@@ -35,7 +35,8 @@ use std::collections::{HashMap, HashSet};
 use formats::database::{Frame, LABEL_MODULE};
 
 use super::frames::{is_runtime, last_component, without_parameters};
-use super::heap_name::names_at;
+use super::heap_name::names_at_calling;
+use super::layers::{callee_method, generic, return_type_and_name, Layers};
 use super::source::SourceCache;
 
 /// User-given wrapper patterns (`--alloc-wrapper`).
@@ -78,14 +79,14 @@ pub(super) enum Source {
     Silent,
 }
 
-pub(super) fn source_of(frame: &Frame, sources: &mut SourceCache) -> Source {
+pub(super) fn source_of(frame: &Frame, callee: Option<&str>, sources: &mut SourceCache) -> Source {
     let (Some(file), Some(line)) = (frame.file.as_deref(), frame.line) else {
         return Source::Unknown;
     };
     let Some(lines) = sources.lines(file) else {
         return Source::Unknown;
     };
-    match names_at(lines, line as usize, &frame.function) {
+    match names_at_calling(lines, line as usize, &frame.function, callee) {
         None => Source::Unknown,
         Some(None) => Source::Returns,
         Some(Some(true)) => Source::Names,
@@ -111,19 +112,47 @@ pub fn choose_sites(
     wrappers: &Wrappers,
     sources: &mut SourceCache,
 ) -> Vec<Option<u32>> {
+    choose_sites_and_layers(paths, frames, wrappers, sources).0
+}
+
+/// [`choose_sites`], and the allocation layers it found.
+pub(super) fn choose_sites_and_layers(
+    paths: &[&[u32]],
+    frames: &[Frame],
+    wrappers: &Wrappers,
+    sources: &mut SourceCache,
+) -> (Vec<Option<u32>>, Layers) {
     // (skipped by rules 1-3, what the source says), per frame.
     let mut facts: HashMap<u32, (bool, Source)> = HashMap::new();
-    for &f in paths.iter().flat_map(|p| p.iter()) {
-        if facts.contains_key(&f) {
-            continue;
+    for path in paths {
+        for (i, &f) in path.iter().enumerate() {
+            if facts.contains_key(&f) {
+                continue;
+            }
+            let frame = &frames[f as usize];
+            let callee = path.get(i + 1).map(|&c| callee_method(&frames[c as usize]));
+            let source = source_of(frame, callee.as_deref(), sources);
+            let skip = frame.module == LABEL_MODULE
+                || is_runtime(frame)
+                || wrappers.matches(&frame.function)
+                || source == Source::Returns;
+            facts.insert(f, (skip, source));
         }
-        let frame = &frames[f as usize];
-        let source = source_of(frame, sources);
-        let skip = frame.module == LABEL_MODULE
-            || is_runtime(frame)
-            || wrappers.matches(&frame.function)
-            || source == Source::Returns;
-        facts.insert(f, (skip, source));
+    }
+    // The program's allocation layers, from the innermost frame of every
+    // path past the allocator and the wrappers that return the block.
+    let innermost = |facts: &HashMap<u32, (bool, Source)>, path: &[u32]| {
+        (0..path.len())
+            .rev()
+            .find(|&i| !facts.get(&path[i]).is_some_and(|f| f.0))
+            .map(|i| path[i])
+    };
+    let inner: Vec<u32> = paths.iter().filter_map(|p| innermost(&facts, p)).collect();
+    let layers = Layers::find(inner, frames, sources);
+    for (&f, fact) in facts.iter_mut() {
+        if !fact.0 && layers.contains(&frames[f as usize], sources) {
+            fact.0 = true;
+        }
     }
     let facts = |f: u32| facts.get(&f).copied().unwrap_or((false, Source::Unknown));
     // Walks outwards from `from` (inclusive) past skipped frames.
@@ -136,13 +165,18 @@ pub fn choose_sites(
         .collect();
 
     // Rule 4, until nothing changes.
+    // Functions are compared without their template arguments: one
+    // template instantiated for several element types is one function.
     let function_key = |f: u32| {
         let frame = &frames[f as usize];
-        (frame.module.as_str(), frame.function.as_str())
+        (
+            frame.module.as_str(),
+            generic(return_type_and_name(&frame.function).1),
+        )
     };
-    let mut wrapper_functions: HashSet<(&str, &str)> = HashSet::new();
+    let mut wrapper_functions: HashSet<(&str, String)> = HashSet::new();
     loop {
-        let mut callers: HashMap<(&str, &str), HashSet<Option<u32>>> = HashMap::new();
+        let mut callers: HashMap<(&str, String), HashSet<Option<u32>>> = HashMap::new();
         for (path, p) in paths.iter().zip(&pos) {
             if let Some(i) = *p {
                 let caller = i.checked_sub(1).map(|c| path[c]);
@@ -175,7 +209,7 @@ pub fn choose_sites(
         }
     }
 
-    paths
+    let sites = paths
         .iter()
         .zip(pos)
         .map(|(path, p)| {
@@ -191,7 +225,8 @@ pub fn choose_sites(
             });
             p.map(|i| i as u32)
         })
-        .collect()
+        .collect();
+    (sites, layers)
 }
 
 #[cfg(test)]

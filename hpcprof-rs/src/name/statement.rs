@@ -68,6 +68,19 @@ const CONTINUATION_LINES: usize = 6;
 /// What line `idx` (1-based) of `lines` names; `in_constructor` allows
 /// members (initialisers, assignments without a declaration).
 pub(super) fn line_name(lines: &[String], idx: usize, in_constructor: bool) -> Option<Named> {
+    line_name_calling(lines, idx, in_constructor, None)
+}
+
+/// [`line_name`] for a line that calls `callee` (the next inner frame's
+/// function, its last name component without template arguments: a
+/// storage class's `setCapacity`): `flux.setCapacity(n);` names `flux`,
+/// as a growing method's call does.
+pub(super) fn line_name_calling(
+    lines: &[String],
+    idx: usize,
+    in_constructor: bool,
+    callee: Option<&str>,
+) -> Option<Named> {
     let text = &lines[idx - 1];
     if in_constructor {
         if let Some(m) = member_initialiser(text) {
@@ -103,7 +116,7 @@ pub(super) fn line_name(lines: &[String], idx: usize, in_constructor: bool) -> O
             name,
         });
     }
-    if let Some(name) = method_receiver(text) {
+    if let Some(name) = method_receiver_of(text, callee) {
         if in_constructor {
             if let Some(m) = as_member(&name) {
                 return Some(Named::Member(m));
@@ -271,9 +284,17 @@ pub(super) const GROWING_METHODS: &[&str] = &[
 /// The container a line grows: `v.resize(n);` -> `v`,
 /// `grid.density.assign(n, 0.0);` -> `grid.density`, `p->v.push_back(x);`
 /// -> `p->v`.
+#[cfg(test)]
 pub(super) fn method_receiver(line: &str) -> Option<String> {
+    method_receiver_of(line, None)
+}
+
+/// [`method_receiver`], also for a call of `callee` (a method of the
+/// program's own storage class: `cells.setCapacity(n);` -> `cells`).
+pub(super) fn method_receiver_of(line: &str, callee: Option<&str>) -> Option<String> {
     let code = code_part(line);
-    for method in GROWING_METHODS {
+    let callee = callee.filter(|c| !c.is_empty() && !c.contains(['<', '(', ' ']));
+    for method in GROWING_METHODS.iter().copied().chain(callee) {
         for (i, _) in code.match_indices(method) {
             let after = &code[i + method.len()..];
             if !after.trim_start().starts_with('(') {

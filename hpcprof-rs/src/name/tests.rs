@@ -645,7 +645,7 @@ fn rank_among_all_calls_of_the_line() {
         alloc_path: vec![1],
         ..DataObject::default()
     }];
-    super::name_objects(&mut objects, &frames, &super::Wrappers::default());
+    super::name_objects(&mut objects, &frames, &[], &super::Wrappers::default());
     assert_eq!(objects[0].name, "b");
     std::fs::remove_dir_all(&dir).unwrap();
 }
