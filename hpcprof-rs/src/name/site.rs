@@ -17,13 +17,21 @@
 //! 3. a wrapper by its source: the line returns the allocation (`return
 //!    calloc(n, s);`) or assigns a local that the function returns a few
 //!    lines later (`ptr = calloc(n, s); ... return(ptr);`);
-//! 4. a wrapper by how it is used: the innermost remaining frame of
+//! 4. part of the program's allocation layer ([`super::layers`]): a
+//!    member function of a storage class (a class that keeps every block
+//!    it allocates in one member of its own: a vector class's
+//!    constructor, copy constructor, `reserve` and `push_back`, a
+//!    `Storage<T>::setCapacity`), or a copy the compiler wrote (`class
+//!    Domain` as the line of `Domain::operator=`); found from every
+//!    allocation path of the run, sampled or not;
+//! 5. a wrapper by how it is used: the innermost remaining frame of
 //!    allocations reached from at least two distinct call sites
-//!    (`hypre_CAlloc`, `Memory::srealloc`), or, without line information, a
+//!    (`hypre_CAlloc`, `Memory::srealloc`; a template's instantiations for
+//!    several element types count as one function), or, without line information, a
 //!    function whose own name says it allocates (`alloc` in its last name
 //!    component: `MyPage<int>::allocate`, `xcalloc`); unless its source line
 //!    names what it allocates (`g->data = malloc(n);` in a function called
-//!    from two places keeps its own site). Step 4 repeats until no new
+//!    from two places keeps its own site). Step 5 repeats until no new
 //!    wrapper appears, so two-level wrappers (`my_alloc` -> `xcalloc`)
 //!    are found too.
 //!
@@ -122,7 +130,9 @@ pub(super) fn choose_sites_and_layers(
     wrappers: &Wrappers,
     sources: &mut SourceCache,
 ) -> (Vec<Option<u32>>, Layers) {
-    // (skipped by rules 1-3, what the source says), per frame.
+    // (skipped by rules 1-3, what the source says), per frame; what a
+    // line says depends on the function it calls (`flux.setCapacity(n);`
+    // names `flux`).
     let mut facts: HashMap<u32, (bool, Source)> = HashMap::new();
     for path in paths {
         for (i, &f) in path.iter().enumerate() {
@@ -139,8 +149,9 @@ pub(super) fn choose_sites_and_layers(
             facts.insert(f, (skip, source));
         }
     }
-    // The program's allocation layers, from the innermost frame of every
-    // path past the allocator and the wrappers that return the block.
+    // Rule 4: the program's allocation layers, from the innermost frame
+    // of every path past the allocator and the wrappers that return the
+    // block.
     let innermost = |facts: &HashMap<u32, (bool, Source)>, path: &[u32]| {
         (0..path.len())
             .rev()
@@ -164,7 +175,7 @@ pub(super) fn choose_sites_and_layers(
         .map(|p| p.len().checked_sub(1).and_then(|i| settle(p, i)))
         .collect();
 
-    // Rule 4, until nothing changes.
+    // Rule 5, until nothing changes.
     // Functions are compared without their template arguments: one
     // template instantiated for several element types is one function.
     let function_key = |f: u32| {
@@ -331,6 +342,59 @@ mod tests {
         let path: Vec<&Frame> = a.iter().map(|&f| &frames[f as usize]).collect();
         let name = crate::name::heap_name(&path, 1, None, &mut sources);
         assert_eq!(name, "hypre_CSRMatrixJ(S_diag)");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A storage template keeps its block in one member: its
+    /// `setCapacity` is the layer, and the site is the line that calls it
+    /// for each array, named after the container. A copy the compiler
+    /// wrote (`Mesh::operator=` at `class Mesh`) is passed over too.
+    #[test]
+    fn storage_classes_and_compiler_made_copies_are_layers() {
+        let dir = std::env::temp_dir().join(format!("site-layers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = dir.join("store.h");
+        std::fs::write(
+            &store,
+            "template <typename T> class Storage {\n public:\n  void setCapacity(int n) {\n    \
+             _block = new T[n];\n  }\n  T *_block;\n};\nclass Mesh {\n  Storage<double> x;\n};\n",
+        )
+        .unwrap();
+        let code = dir.join("domain.cpp");
+        std::fs::write(
+            &code,
+            "void init(Domain *d) {\n  d->flux.setCapacity(10);\n  d->cells.setCapacity(20);\n  \
+             *d->mesh = other;\n}\n",
+        )
+        .unwrap();
+        let (st, c) = (store.to_str().unwrap(), code.to_str().unwrap());
+        let new = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+        let frames = vec![
+            frame("init(Domain*)", "/app", Some(c), Some(2)), // 0
+            frame("init(Domain*)", "/app", Some(c), Some(3)), // 1
+            frame(
+                "Storage<double>::setCapacity(int)",
+                "/app",
+                Some(st),
+                Some(4),
+            ), // 2
+            frame("Storage<int>::setCapacity(int)", "/app", Some(st), Some(4)), // 3
+            frame("operator new[](unsigned long)", new, None, None), // 4
+            frame("init(Domain*)", "/app", Some(c), Some(4)), // 5
+            frame("Mesh::operator=(Mesh const&)", "/app", Some(st), Some(8)), // 6
+        ];
+        let a = [0, 2, 4];
+        let b = [1, 3, 4];
+        let copy = [5, 6, 2, 4];
+        let paths: Vec<&[u32]> = vec![&a, &b, &copy];
+        let mut sources = SourceCache::default();
+        let sites = choose_sites(&paths, &frames, &Wrappers::default(), &mut sources);
+        assert_eq!(sites, vec![Some(0), Some(0), Some(0)]);
+        let path: Vec<&Frame> = a.iter().map(|&f| &frames[f as usize]).collect();
+        assert_eq!(
+            crate::name::heap_name(&path, 0, None, &mut sources),
+            "d->flux"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
