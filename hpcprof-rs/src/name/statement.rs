@@ -308,7 +308,12 @@ pub(super) fn method_receiver_of(line: &str, callee: Option<&str>) -> Option<Str
             } else {
                 continue;
             };
-            let receiver = lvalue_suffix(&code[..receiver_end]).filter(|r| !r.contains('('))?;
+            // A chain that starts at a variable (`cells.back().faces`),
+            // not at a call's result (`f(x)`).
+            let receiver = lvalue_suffix(&code[..receiver_end]).filter(|r| {
+                let head = r.find(['.', '-', '[']).map_or(r.as_str(), |i| &r[..i]);
+                !head.contains('(')
+            })?;
             // Only a statement that starts with the receiver (possibly after
             // a loop or condition header: `for (...) v.push_back(x);`).
             let rest = code[..receiver_end - receiver.len()].trim();

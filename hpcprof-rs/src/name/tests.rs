@@ -362,6 +362,10 @@ fn method_receivers() {
     assert_eq!(method_receiver("v.size();"), None);
     assert_eq!(method_receiver("my_resize(n);"), None);
     assert_eq!(method_receiver("f(x).resize(n);"), None);
+    assert_eq!(
+        method_receiver("   _isotopes.back()._species[0]._reactions.reserve( n, VAR_MEM);"),
+        Some("_isotopes.back()._species[0]._reactions".into())
+    );
     assert_eq!(method_receiver("total += v.push(x);"), None);
 }
 
