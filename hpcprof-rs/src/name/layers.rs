@@ -11,11 +11,14 @@
 //! same program and input give the same decision every time:
 //!
 //! * a **storage class** stores every block it allocates, over all paths,
-//!   in one member of its own (`_data`, `this->storage`): all its member
-//!   functions (construction, `reserve`, growth, copy, assignment) are the
-//!   layer, and the block belongs to whoever holds the container. A class
-//!   whose blocks go to two members or more (`pressure` and `density`)
-//!   names them and is not a layer;
+//!   in one member of its own (`_data`, `this->storage`), and is a
+//!   template or makes that storage in two functions or more (its
+//!   constructor and `reserve`, its copy): all its member functions
+//!   (construction, `reserve`, growth, copy, assignment) are the layer,
+//!   and the block belongs to whoever holds the container. A class whose
+//!   blocks go to two members or more (`pressure` and `density`), or a
+//!   plain class that fills its one member in one function
+//!   (`Solver::setup`), names them and is not a layer;
 //! * a **compiler-made member** (an implicit copy constructor or copy
 //!   assignment, whose line is the class's definition, `class Domain`)
 //!   only forwards the copy of its members.
@@ -200,7 +203,9 @@ impl Layers {
         frames: &[Frame],
         sources: &mut SourceCache,
     ) -> Layers {
-        let mut members: HashMap<String, HashSet<String>> = HashMap::new();
+        // Per class: the members it stores blocks in, and the functions
+        // that do.
+        let mut members: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
         let mut seen = HashSet::new();
         for f in inner {
             if !seen.insert(f) {
@@ -211,12 +216,18 @@ impl Layers {
                 continue;
             };
             if let Some(m) = stored_member(frame, sources) {
-                members.entry(class).or_default().insert(m);
+                let e = members.entry(class).or_default();
+                e.0.insert(m);
+                e.1.insert(generic(return_type_and_name(&frame.function).1));
             }
         }
+        // One member; a template, or a class that makes its storage in
+        // two ways or more (construction and growth, copy): a container.
+        // A plain class that fills one member once (`Solver::setup`
+        // doing `work_ = new double[n];`) names that member itself.
         let storage = members
             .into_iter()
-            .filter(|(_, m)| m.len() == 1)
+            .filter(|(c, (m, f))| m.len() == 1 && (c.contains('<') || f.len() >= 2))
             .map(|(c, _)| c)
             .collect();
         Layers { storage }
