@@ -32,6 +32,8 @@ const ARRAYS: &[(&str, &str)] = &[
     ),
     ("domain->lookup", "// makes lookup"),
     ("energy : double[262,144]", "// makes energy"),
+    ("upwind : double[262,144]", "// makes upwind, downwind"),
+    ("downwind : double[262,144]", "// makes upwind, downwind"),
 ];
 
 /// Line (1-based) of the program's line that contains `marker`.
@@ -71,8 +73,10 @@ fn heap_objects(export: &serde_json::Value) -> Objects {
                 .iter()
                 .map(frame_text)
                 .collect();
+            // With the site's call offset: two calls on one line are two
+            // objects.
             (
-                path.join(" > "),
+                format!("{} @{}", path.join(" > "), o["alloc_site"]["offset"]),
                 (
                     o["name"].as_str().unwrap_or("").to_string(),
                     frame_text(&o["alloc_site"]),

@@ -359,13 +359,21 @@ impl Symbolizer {
         lock(&self.chains).entry(loc).or_insert(ids).clone()
     }
 
+    /// The physical function's frame of `loc` (the outermost of its
+    /// inline chain), without offset.
+    pub fn outer_frame(&self, loc: Loc) -> Frame {
+        let chain = self.chain(loc);
+        lock(&self.frames).list[chain[0] as usize].clone()
+    }
+
     /// The chain of an allocation-path address: as [`Symbolizer::chain`],
     /// but a function frame without line information carries the return
     /// address's offset from the function's start, so that two call sites
     /// in one function (which only the offset tells apart without debug
-    /// information) stay two allocation sites. The `innermost` address of
-    /// a path (the call of the allocator) always carries it: the calls of
-    /// one line (`ALLOCATE(a(n), b(m))`) are different sites.
+    /// information) stay two allocation sites. An `innermost` address (the
+    /// calls up to the program's own, see `merge::resolve`) always
+    /// carries it: the calls of one line (`ALLOCATE(a(n), b(m))`,
+    /// `std::vector<double> a(n), b(n);`) are different sites.
     pub fn site_chain(&self, loc: Loc, innermost: bool) -> Arc<[u32]> {
         if let Some(c) = lock(&self.site_chains).get(&(loc, innermost)) {
             return c.clone();

@@ -143,9 +143,13 @@ int main(int argc, char **argv) {
   int sweeps = argc > 1 ? std::atoi(argv[1]) : 150;
   Domain *domain = new Domain();
   Vec<double> energy(domain->pressure); // makes energy
+  std::vector<double> upwind(N, 1.0), downwind(N, 2.0); // makes upwind, downwind
   double total = 0.0;
-  for (int k = 0; k < sweeps; k++)
+  for (int k = 0; k < sweeps; k++) {
     total += sweep(*domain, energy);
+    for (int i = 0; i < N; i++)
+      total += upwind[i] - downwind[i];
+  }
   std::printf("total %.1f\n", total);
   delete domain;
   return 0;

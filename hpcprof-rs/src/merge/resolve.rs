@@ -65,10 +65,25 @@ impl Resolver<'_> {
             return Vec::new();
         };
         let mut path = Vec::with_capacity(site.frames.len() + 1);
-        let innermost = site.frames.len().saturating_sub(1);
-        for (i, &a) in site.frames.iter().rev().enumerate() {
+        // The calls up to the innermost one in the program's own code keep
+        // their offsets: the allocator's call (gfortran's one `malloc` per
+        // array of an `ALLOCATE`), and the program's call of `operator
+        // new` or of a library function that allocates (`std::vector<double>
+        // a(n), b(n);` calls one out-of-line constructor twice from one
+        // line: two objects, told apart by their order).
+        let mut chains = Vec::with_capacity(site.frames.len());
+        let mut program_reached = false;
+        for &a in &site.frames {
             let loc = self.addrs.locate(a);
-            path.extend_from_slice(&self.symbols.site_chain(loc, i == innermost));
+            chains.push(self.symbols.site_chain(loc, !program_reached));
+            if !program_reached {
+                let outer = self.symbols.outer_frame(loc);
+                program_reached = outer.module != formats::database::LABEL_MODULE
+                    && !crate::name::is_runtime(&outer);
+            }
+        }
+        for chain in chains.iter().rev() {
+            path.extend_from_slice(chain);
         }
         if let Some(label) = &site.label {
             path.push(self.symbols.label_frame(label));

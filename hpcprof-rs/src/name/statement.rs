@@ -623,8 +623,59 @@ pub(super) fn line_targets(line: &str) -> Vec<String> {
             }
         }
     }
+    if names.is_empty() {
+        for statement in split_outside_brackets(code, ';') {
+            names.extend(constructed_declarators(statement.trim()));
+        }
+    }
     if names.len() < 2 {
         names.clear();
+    }
+    names
+}
+
+/// The variables of a declaration with constructor arguments:
+/// `std::vector<double> b(n, 1.0), x(n), r(b);` -> `b`, `x`, `r`. Empty
+/// for anything else.
+fn constructed_declarators(statement: &str) -> Vec<String> {
+    // Split at the commas outside brackets (template arguments only count
+    // outside parentheses: `a < b` may be an argument).
+    let mut parts = Vec::new();
+    let (mut depth, mut angle, mut start) = (0i32, 0i32, 0usize);
+    for (i, c) in statement.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '<' if depth == 0 => angle += 1,
+            '>' if depth == 0 => angle -= 1,
+            ',' if depth == 0 && angle == 0 => {
+                parts.push(&statement[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&statement[start..]);
+    let Some((first, rest)) = parts.split_first() else {
+        return Vec::new();
+    };
+    let Some(name) = declared_name(&format!("{};", first.trim())) else {
+        return Vec::new();
+    };
+    let mut names = vec![name];
+    for part in rest {
+        let part = part.trim();
+        let Some(open) = part.find(['(', '{']) else {
+            return Vec::new();
+        };
+        let ident = part[..open].trim();
+        let ok = matching_close(part, open) == Some(part.len() - 1)
+            && !ident.is_empty()
+            && ident.chars().all(|c| c.is_alphanumeric() || c == '_');
+        match ok.then(|| valid(ident.to_string())).flatten() {
+            Some(n) => names.push(n),
+            None => return Vec::new(),
+        }
     }
     names
 }

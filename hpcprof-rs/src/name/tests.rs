@@ -614,6 +614,14 @@ fn several_allocations_on_one_line() {
     // One allocation among other declarators: not a multi-allocation line.
     assert!(t("  int n = 4, *p = malloc(n);").is_empty());
     assert!(t("  double *p = malloc(n);").is_empty());
+    // C++ declarators with constructor arguments.
+    assert_eq!(
+        t("  std::vector<double> b(count, 1.0), x(count, 0.0), res(b), ap(count);"),
+        ["b", "x", "res", "ap"]
+    );
+    assert_eq!(t("  std::map<int, double> m{}, n(other);"), ["m", "n"]);
+    assert!(t("  std::vector<double> v(n);").is_empty());
+    assert!(t("  f(a, b(c));").is_empty());
 
     let lines = ["    double *cold = malloc(16 * MIB), *hot = malloc(32 * MIB);".to_string()];
     let site = Frame {
