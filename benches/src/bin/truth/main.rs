@@ -19,7 +19,7 @@
 //! target/release/truth --label after                     # or: just truth --label after
 //! target/release/truth --only gather,l1_chain --no-append
 //! target/release/truth --hpcrun /old/target/release/hpcrun-rs --label before \
-//!     --xsbench /work/scratch/XSBench/openmp-threading/XSBench --lulesh /work/scratch/LULESH/lulesh2.0
+//!     --xsbench ~/src/XSBench/openmp-threading/XSBench --lulesh ~/src/LULESH/lulesh2.0
 //! ```
 
 mod cachesim;
