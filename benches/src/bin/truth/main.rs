@@ -134,13 +134,14 @@ fn main() -> Result<()> {
         .commit
         .clone()
         .unwrap_or_else(|| machine::git_head(&root));
+    // The build is named by its commit, not by where its binary lies: the
+    // table goes into docs/ACCURACY.md, which names no local paths.
     let header = format!(
-        "### {} — {} ({}), {}, hpcrun-rs {} at {}, event {}, {} run(s)",
+        "### {} — {} ({}), {}, hpcrun-rs at {}, event {}, {} run(s)",
         args.label,
         machine.model,
         machine.cache_summary(),
         machine::today(),
-        tools.hpcrun.display(),
         commit,
         args.event,
         args.runs.max(1),
