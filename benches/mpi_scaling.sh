@@ -1,5 +1,5 @@
 #!/bin/sh
-# The merge on MPI against the serial merge (issue 17): 16,000 synthetic
+# The merge on MPI against the serial merge: 16,000 synthetic
 # rank files (one thread per rank, 100 call paths each, as scaling.sh),
 # merged by the serial `hpcprof-rs -j 2` and by `mpirun -np P hpcprof-rs
 # --mpi -j 1` for P = 1, 2, 4 (on a 2-core machine P = 4 is

@@ -1,4 +1,4 @@
-//! From findings to decisions (issue 16): `hpcprof-rs diff` of abc against
+//! From findings to decisions: `hpcprof-rs diff` of abc against
 //! the same program with C read contiguously (`-DC_CONTIGUOUS`), and
 //! `hpcprof-rs advise` (fast-memory placement on examples/placement, NUMA
 //! advice on examples/first_touch).

@@ -1,4 +1,4 @@
-//! Skid across function boundaries (issue 33, item 16): a sample that
+//! Skid across function boundaries: a sample that
 //! lands on a function's first instruction was entered by a call or a
 //! jump; nothing before it (the previous function's padding, a CRT stub
 //! such as `frame_dummy`) ran just before. The period belongs to the

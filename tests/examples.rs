@@ -116,8 +116,7 @@ fn stream_triad_splits_loads_between_b_and_c_and_stores_into_a() {
     // its load is the older of the two in flight (it stalls at the head of
     // the reorder buffer) and its consumer (`mulsd`) is blamed on it by the
     // walk-back, while b's load is also its consumer (`addsd (b),%xmm1`).
-    // Measured since issue 31: b 29-35% of b+c. Asserted: both hold at
-    // least a fifth.
+    // Measured: b 29-35% of b+c. Asserted: both hold at least a fifth.
     let (sb, sc) = (samples(b), samples(c));
     assert!(
         (sb + sc) as f64 >= 0.9 * total as f64,

@@ -1,4 +1,4 @@
-//! Nothing measured is dropped without a word (issue 33 #10, #11): what a
+//! Nothing measured is dropped without a word: what a
 //! process measured before it execs is written and merged with what the
 //! exec'd image measures; a failed exec leaves the program sampled; a run
 //! killed early keeps its first checkpoint. Sample counts are asserted

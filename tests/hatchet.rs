@@ -1,6 +1,6 @@
-//! `hpcprof-rs export --format hatchet` on the abc example (issue 34 item
-//! 8): the code-centric and data-centric trees in the literal format of
-//! LLNL Hatchet's `GraphFrame.from_literal`.
+//! `hpcprof-rs export --format hatchet` on the abc example: the
+//! code-centric and data-centric trees in the literal format of LLNL
+//! Hatchet's `GraphFrame.from_literal`.
 //!
 //! Always asserted, in Rust: the document is a list of root nodes, every
 //! node has `frame.name`, `frame.type`, `metrics` with `samples (inc)` and

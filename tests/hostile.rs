@@ -1,4 +1,4 @@
-//! Hostile programs (issue 33): small C programs that do what real codes
+//! Hostile programs: small C programs that do what real codes
 //! do to their own process (close every descriptor, run on tiny stacks,
 //! use SIGIO, count their threads), run natively and under the real
 //! `hpcrun-rs`. Each must behave exactly as natively: same output, same
@@ -53,7 +53,7 @@ fn main_profile(measurements: &Path) -> formats::measurement::ThreadProfile {
         .expect("the main thread's profile")
 }
 
-/// #1: a program that closes every descriptor from 3 up with the raw
+/// A program that closes every descriptor from 3 up with the raw
 /// `close_range` system call (past the interposed libc calls), then opens and reads its own file, with a
 /// thread that ends after the program reused the numbers. The profiler
 /// never closes the program's files (it checks an event's identity
@@ -143,7 +143,7 @@ fn a_program_that_closes_every_descriptor_keeps_its_own_files() {
     }
 }
 
-/// #1 (dup2): a program that puts its own file on the profiler's perf
+/// A program that puts its own file on the profiler's perf
 /// event numbers with `dup2` and `dup3` while a second thread runs
 /// across it gets exactly its file there (its writes land in it, its
 /// flags hold, nothing of the profiler closes or touches it), and the
@@ -228,7 +228,7 @@ fn dup2_onto_the_profilers_descriptors_gives_the_program_its_file_and_sampling_g
 /// Xeon with AMX); bound at start, the program uses what it says.
 const HOSTILE_STACKS_FLAGS: &[&str] = &["-pthread", "-Wl,-z,now"];
 
-/// #2: threads with 16 and 32 KiB stacks (the 32 KiB ones 24 KiB deep)
+/// Threads with 16 and 32 KiB stacks (the 32 KiB ones 24 KiB deep)
 /// and a ucontext coroutine on a 16 KiB stack above a guard page, all
 /// sampled every 100 us: the thread's state is built and the handler
 /// runs on the profiler's own stack per thread, and the kernel's signal
@@ -295,7 +295,7 @@ fn the_programs_small_alternate_stacks_are_never_overrun() {
     }
 }
 
-/// #4: SIGIO stays the program's. The profiler borrows it (a sample the
+/// SIGIO stays the program's. The profiler borrows it (a sample the
 /// kernel cannot queue arrives as SIGIO), but `sigaction(SIGIO, NULL,
 /// &old)` reports the default, `signal` returns it, the program's handler
 /// gets exactly the SIGIOs it sent itself, and `kill(getpid(), SIGIO)`
@@ -336,7 +336,7 @@ fn sigio_keeps_its_default_disposition_and_ends_the_program() {
     }
 }
 
-/// #5: no extra thread in a single-threaded program: it counts 1 thread
+/// No extra thread in a single-threaded program: it counts 1 thread
 /// and `unshare(CLONE_NEWUSER)` (which needs a single thread) behaves as
 /// natively. Its checkpoints are written by its own allocations instead
 /// (with `HPCRUN_CHECKPOINT_STATS`, the rounds are reported at exit), and
@@ -361,7 +361,7 @@ fn a_single_threaded_program_gets_no_helper_thread() {
     assert_eq!(read_profiles(&dir.join("measurements")).len(), 2);
 }
 
-/// #3: a floor on the timer period. Below it the launcher refuses, says
+/// A floor on the timer period. Below it the launcher refuses, says
 /// why and names the floor, and the program does not run; `--list-events`
 /// shows it; at the floor, with the task-clock event (one overflow at a
 /// time below 1 ms: never more than one sample signal pending per
@@ -401,7 +401,7 @@ fn periods_below_the_floor_are_refused_and_the_floor_runs() {
     assert_eq!(read_profiles(&measurements).len(), 5);
 }
 
-/// #9: a program that takes the sample signal with a raw `rt_sigaction`
+/// A program that takes the sample signal with a raw `rt_sigaction`
 /// system call (past the interposed `sigaction`) runs to its end as
 /// natively; the profiler notices (its checkpoint helper within 50 ms,
 /// or the allocation hooks), stops sampling so that the program stops
@@ -460,7 +460,7 @@ fn libc_sigabrt() -> i32 {
     6
 }
 
-/// #18 and #6: a program that creates and joins threads round after
+/// A program that creates and joins threads round after
 /// round (40 threads, 8 at a time, each spinning 20 ms of CPU time in one
 /// of two functions by its parity). Every thread's profile arrives, each
 /// with its own thread id and index, and holds samples of its own
@@ -535,7 +535,7 @@ fn churned_threads_each_write_their_own_profile() {
     }
 }
 
-/// #6: the address space a thread's state takes is handed on when the
+/// The address space a thread's state takes is handed on when the
 /// thread ends. 300 threads created and joined one at a time: natively
 /// the address space does not grow after the first few (glibc reuses the
 /// stacks); measured it grew by 15 MiB a thread (4.2 GB) before the
@@ -562,7 +562,7 @@ fn churned_threads_do_not_grow_the_address_space() {
     );
 }
 
-/// #6: a program with 16 threads whose main thread then allocates 40
+/// A program with 16 threads whose main thread then allocates 40
 /// blocks of 4 MiB needs about 290 MB of address space natively, and gets
 /// all its blocks under `ulimit -v 600000` (a 2x margin) measured too.
 /// Before, each thread's tables reserved 15 MiB and the library's

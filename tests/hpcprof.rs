@@ -542,11 +542,10 @@ fn merge_in(dir: &Path, args: &[&str], db: &str, measurements: &str) -> std::pro
 }
 
 /// Two runs of different programs whose files were copied into one
-/// directory (issue 33 #12): hpcprof-rs refuses it, naming both runs,
-/// their programs and files and what to do, and writes nothing;
-/// `--run ID` merges one of them (the same database as its own
-/// directory's, with a note on the run left out); `--allow-mixed` merges
-/// both on purpose. Before, both were merged as one run without a word.
+/// directory: hpcprof-rs refuses it, naming both runs, their programs
+/// and files and what to do, and writes nothing; `--run ID` merges one of
+/// them (the same database as its own directory's, with a note on the run
+/// left out); `--allow-mixed` merges both on purpose.
 #[test]
 fn a_directory_mixing_runs_is_refused_or_merged_by_run() {
     let dir = scratch("mixed-runs");
@@ -632,12 +631,12 @@ fn a_directory_mixing_runs_is_refused_or_merged_by_run() {
     );
 }
 
-/// Duplicates of a thread's profile (issue 33 #12): the checkpoints of a
-/// 9-thread run, copied aside while it ran, and a copy of one final
-/// profile, all put into its measurement directory beside the final
-/// profiles: hpcprof-rs merges each thread once, with the same samples and
-/// database as without them, and says what it left out and why. Before,
-/// every copy was merged again (19 profiles, samples counted twice).
+/// Duplicates of a thread's profile: the checkpoints of a 9-thread run,
+/// copied aside while it ran, and a copy of one final profile, all put
+/// into its measurement directory beside the final profiles: hpcprof-rs
+/// merges each thread once (not 19 profiles with samples counted twice),
+/// with the same samples and database as without them, and says what it
+/// left out and why.
 #[test]
 fn duplicate_profiles_of_a_thread_are_merged_once() {
     use std::io::BufRead;

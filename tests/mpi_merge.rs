@@ -1,4 +1,4 @@
-//! `mpirun -np P hpcprof-rs --mpi` (issue 17): the merge distributed over
+//! `mpirun -np P hpcprof-rs --mpi`: the merge distributed over
 //! MPI ranks writes a database byte-identical to the serial merge's for
 //! P = 1..4 and any -j, on real measurements of examples/mpi_stencil and
 //! on synthetic ones; a damaged file is named once; a rank that cannot
@@ -160,7 +160,7 @@ fn mpi_merge_of_synthetic_measurements_is_byte_identical_and_names_a_damaged_fil
     }
 }
 
-/// Rank 0 chooses the files as the serial merge does (issue 33 #12): a
+/// Rank 0 chooses the files as the serial merge does: a
 /// directory mixing two runs is refused on every rank, `--run ID` merges
 /// one (byte-identical to the serial merge of that run's own directory),
 /// and a copied profile is merged once.

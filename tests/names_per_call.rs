@@ -1,4 +1,4 @@
-//! Heap objects named by their own call (issue 33, item 15): several
+//! Heap objects named by their own call: several
 //! allocations on one source line each take their own left-hand side, in
 //! order, also when only one of them has samples (`double *cold =
 //! malloc(a), *hot = malloc(b);`, Fortran `ALLOCATE(a(n/2), b(n))`);

@@ -64,8 +64,8 @@ fn native_and_profiled(dir: &Path, event: &str, argv: &[String]) -> (Output, Out
     // thread that ran without samples. An MPI runtime's helper thread
     // (Open MPI's progress or PMIx thread) sometimes runs the 4 ms of user
     // time that 20 samples at this period need and receives almost none
-    // (seen in 1 to 2 of 10 runs, with this session's and the previous
-    // session's library alike): the notice is then hpcrun-rs's to print,
+    // (seen in 1 to 2 of 10 runs, independently of changes to the
+    // preload library): the notice is then hpcrun-rs's to print,
     // not a change of the program's stderr.
     // The same threads, when they end without a sample, get no file and
     // are counted in the statistics, without a note: their 0.3-4 ms of

@@ -1,4 +1,4 @@
-//! Signal coexistence and killed runs (issue 20): a program that uses the
+//! Signal coexistence and killed runs: a program that uses the
 //! profiler's signal keeps its behaviour and the profile keeps its
 //! samples; a program that blocks the signal is reported, not silent.
 
@@ -41,7 +41,7 @@ fn samples_of(measurements: &Path) -> u64 {
         .sum()
 }
 
-/// The program of the issue: its own handler for SIGRTMIN+OFF, raised
+/// A program with its own handler for SIGRTMIN+OFF, raised
 /// 1,000 times. Under the profiler it must count exactly 1,000 (the
 /// profiler's timer signals never reach it) and the profile must hold
 /// samples, whether the profiler uses that signal or another one.

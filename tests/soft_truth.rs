@@ -1,4 +1,4 @@
-//! The truth of `mem:soft` (issue 31): kernels whose answer the physics
+//! The truth of `mem:soft`: kernels whose answer the physics
 //! fixes, through the real pipeline (hpcrun-rs, hpcprof-rs, export). Each
 //! assertion holds whatever the sampling noise and the machine's load: it
 //! checks what must be true of any honest attribution (which object holds

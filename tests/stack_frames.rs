@@ -1,5 +1,5 @@
-//! Stack accesses are named by the frame that holds them (issue 32 item
-//! 1), through the real pipeline (hpcrun-rs -e mem:soft, hpcprof-rs,
+//! Stack accesses are named by the frame that holds them, through the
+//! real pipeline (hpcrun-rs -e mem:soft, hpcprof-rs,
 //! export): tests/programs/stack_frames.c reads big local arrays at
 //! random, in the function that declares them, in a callee, in two
 //! threads, and from a thread that reads another thread's array. The stack rows must be `stack: locals of <the function that

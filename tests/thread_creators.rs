@@ -1,5 +1,5 @@
 //! Worker threads' call paths hang below the code that created them
-//! (issue 34 item 6, HPCToolkit's rule): `tests/programs/thread_creators.c`
+//! (HPCToolkit's rule): `tests/programs/thread_creators.c`
 //! starts two workers from `spawn_workers` (called by `main`), and one
 //! worker starts a helper from `spawn_helper`; every thread sums one
 //! array in `sum_array`. The preload records each thread's creation path

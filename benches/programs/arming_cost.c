@@ -1,13 +1,13 @@
 /* arming_cost: what re-arming a task-clock sampling event costs inside the
- * sample handler, per sample (docs/PERFORMANCE.md, issue 19).
+ * sample handler, per sample (docs/PERFORMANCE.md, "Timer and signal").
  *
  * One thread, the same event as hpcrun-rs (software task-clock, period
  * 2 ms of its CPU time, a real-time signal to the thread through F_SETSIG
  * + F_SETOWN_EX), a 1.5e9-iteration register loop, and a handler that
  * does one of:
- *   0  ioctl(PERF_EVENT_IOC_REFRESH, 1)  (arm for one more overflow: what
- *      hpcrun-rs did for every sample in sessions 6-7)
- *   1  nothing (the event runs free: what hpcrun-rs does now while its
+ *   0  ioctl(PERF_EVENT_IOC_REFRESH, 1)  (arm for one more overflow, at
+ *      every sample)
+ *   1  nothing (the event runs free: what hpcrun-rs does while its
  *      handler is fast)
  *   2  ioctl(PERF_EVENT_IOC_ENABLE) on the running event
  *   3  a trivial system call (getpid), for scale

@@ -1,5 +1,5 @@
 /* The cost of fork + exec + wait under the profiler (docs/PERFORMANCE.md,
- * "Sessions 11-13"): 10,000 small heap blocks, then N times fork, exec /bin/true in
+ * "Start-up and threads"): 10,000 small heap blocks, then N times fork, exec /bin/true in
  * the child, wait. Prints the mean time of one round in microseconds.
  * gcc -O2 -o fork_exec fork_exec.c && ./fork_exec 200
  * hpcrun-rs -o m ./fork_exec 200 */

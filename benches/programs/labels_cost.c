@@ -1,5 +1,5 @@
 /* Cost of the hpcrun.h calls under the profiler (docs/PERFORMANCE.md,
- * "Labels from the program"): 20,000 hpcrun_register of 64-byte ranges at
+ * "Allocation hooks"): 20,000 hpcrun_register of 64-byte ranges at
  * rising addresses, their hpcrun_unregister oldest first (the worst case:
  * each one shifts every live range), 20,000 hpcrun_label alternating two
  * names on one block, 1,000 registers of 4 KiB ranges.

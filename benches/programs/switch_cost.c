@@ -1,5 +1,5 @@
 /* switch_cost: what a per-thread task-clock perf event adds to every
- * context switch (docs/PERFORMANCE.md, issue 19). Two threads hand a token
+ * context switch (docs/PERFORMANCE.md, "Timer and signal"). Two threads hand a token
  * back and forth through a pair of pipes, 200,000 round trips (each a
  * block and a wake-up on both sides: 4 context switches per round trip
  * when the threads share a CPU, 2 blocks/wakes each otherwise), and print

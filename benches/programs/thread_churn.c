@@ -1,5 +1,5 @@
-/* The cost of short-lived threads under the profiler (issue 33 #18;
- * docs/PERFORMANCE.md). Two modes:
+/* The cost of short-lived threads under the profiler
+ * (docs/PERFORMANCE.md, "Start-up and threads"). Two modes:
  *   thread_churn N        N times: create a thread that computes a little
  *                         and allocates once, join it; prints the mean
  *                         microseconds per thread.

@@ -1,5 +1,5 @@
-/* truth_gather: the self-clobbering gather of issue 31, for the
- * ground-truth harness (benches/src/bin/truth, docs/ACCURACY.md).
+/* truth_gather: a gather whose index load overwrites its own index
+ * register (self-clobbering), for the ground-truth harness (benches/src/bin/truth, docs/ACCURACY.md).
  *
  *   for k: sum += grid[index[k]]
  *

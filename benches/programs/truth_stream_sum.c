@@ -4,7 +4,7 @@
  *
  * Built -O3 -march=x86-64-v2, gcc sums with `movdqu (%rax),%xmm2` +
  * `paddq %xmm2,%xmm0`; on Zen the timer's interrupted IP is often one past
- * the paddq (the load's consumer), not past the load (issue 31).
+ * the paddq (the load's consumer), not past the load (walked back to it).
  *
  * Truth: `data` is the only heap object read in the loop; it is memory
  * bound (every 64-byte line comes from DRAM).

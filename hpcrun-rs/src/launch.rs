@@ -358,7 +358,7 @@ pub fn run(args: &Args) -> Result<Ended> {
 }
 
 /// The closing line's end when the run left no profile: why that happens
-/// (issue 33: a loss is never silent). The preload writes every profile
+/// (a loss is never silent). The preload writes every profile
 /// at exit, and a checkpoint one second after the start (a
 /// single-threaded program's at its next allocation after that), so
 /// nothing means the process ended past the profiler's exit paths before

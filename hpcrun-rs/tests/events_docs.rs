@@ -1,4 +1,4 @@
-//! The event lists agree (issue 34 item 9): `hpcrun-rs --help`'s EVENTS
+//! The event lists agree: `hpcrun-rs --help`'s EVENTS
 //! section, `hpcrun-rs --list-events` and the event table of docs/GUIDE.md
 //! ("Events and which machines support them") name the same events in the
 //! same order, and every default period that `--list-events` prints

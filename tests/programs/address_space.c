@@ -1,4 +1,4 @@
-/* A program that fits under `ulimit -v` (issue 33 #6): argv[2] threads
+/* A program that fits under `ulimit -v`: argv[2] threads
  * in all (default 2: one more than main, each idle for 0.2 s), then
  * argv[1] blocks of 4 MiB (default 40), each written, then freed.
  * Prints "blocks N" with the number of blocks it got. */

@@ -1,5 +1,5 @@
 /* A program that blocks SIGRTMIN+4 (the profiler's default sampling
- * signal) in all its threads, then computes in 4 threads (issue 20).
+ * signal) in all its threads, then computes in 4 threads.
  *
  *   block_signal libc   blocks it with pthread_sigmask (what programs do);
  *                       also raises it once while blocked and takes it

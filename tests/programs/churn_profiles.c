@@ -1,4 +1,4 @@
-/* Thread churn (issue 33 #6, #18). Without arguments: ROUNDS rounds,
+/* Thread churn. Without arguments: ROUNDS rounds,
  * each creating THREADS threads, then joining them. Thread number n
  * (1, 2, ...) spins in spin_odd or spin_even by its parity for about
  * 20 ms of CPU time (so that each one is sampled), allocating a block on

@@ -1,7 +1,7 @@
 /* A program that uses the profiler's default sampling signal itself:
  * installs a handler for SIGRTMIN+OFF (argv[1], default 4) and raises it
  * 1,000 times, then computes for a while. It must print `hits 1000` under
- * hpcrun-rs, whatever --signal says (issue 20). */
+ * hpcrun-rs, whatever --signal says. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Many short-lived threads (issue 33 #11): argv[1] threads (default
+/* Many short-lived threads: argv[1] threads (default
  * 2000), two alive at a time, each computing for about argv[2]
  * microseconds (default 2000) of CPU time: a fixed number of iterations,
  * calibrated by the main thread at start (the thread CPU clock is read

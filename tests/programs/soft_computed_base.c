@@ -1,5 +1,5 @@
 /* soft_computed_base: a load whose base an `lea` computed and that
- * replaces its own base (issue 32: Open MPI's opal_progress, `lea
+ * replaces its own base (Open MPI's opal_progress, `lea
  * (%rax,%rbx,8),%rax; add $1,%rbx; mov (%rax),%rax`, was LAMMPS's top
  * `<address not recovered>` row).
  *

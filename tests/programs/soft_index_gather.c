@@ -1,4 +1,4 @@
-/* soft_index_gather: the self-clobbering index load of issue 31.
+/* soft_index_gather: a random index load that overwrites its index.
  *
  *   for k: sum += grid[index[pos(k)]]
  *

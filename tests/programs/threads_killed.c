@@ -1,4 +1,4 @@
-/* 8 threads that compute (issue 20: a run killed with SIGKILL keeps its
+/* 8 threads that compute (a run killed with SIGKILL keeps its
  * checkpoints). Prints "running <pid>" once all threads have started;
  * with an argument S, stops after S seconds and exits normally, else runs
  * until it is killed. */

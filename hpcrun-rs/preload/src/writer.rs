@@ -83,7 +83,7 @@ pub fn measured(state: &ThreadState) -> bool {
 /// the thread's last checkpoint, if any). A thread other than the main
 /// one that measured nothing (a short-lived thread that ended before its
 /// first sample) gets no file, only a count: creating and writing a file
-/// was most of what a short thread cost (issue 33 #18). True if this call
+/// was most of what a short thread cost. True if this call
 /// finished it (false: it was finished already, or belongs to another
 /// process).
 pub fn finish(state: &ThreadState) -> bool {

@@ -1,6 +1,6 @@
 //! `overhead`: the run-time overhead of `hpcrun-rs` against the native run
 //! and against `perf record` at the same sampling rate (docs/PERFORMANCE.md,
-//! `## hpcrun-rs sampling overhead`).
+//! "Run-time overhead at the default period").
 //!
 //! For every workload it runs, round after round, the program natively,
 //! under `hpcrun-rs` (default event `mem:soft` at its default period, unless

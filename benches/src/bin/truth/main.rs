@@ -19,7 +19,7 @@
 //! target/release/truth --label after                     # or: just truth --label after
 //! target/release/truth --only gather,l1_chain --no-append
 //! target/release/truth --hpcrun /old/target/release/hpcrun-rs --label before \
-//!     --xsbench /work/scratch/XSBench/openmp-threading/XSBench --lulesh /work/scratch/LULESH/lulesh2.0
+//!     --xsbench ~/src/XSBench/openmp-threading/XSBench --lulesh ~/src/LULESH/lulesh2.0
 //! ```
 
 mod cachesim;
@@ -134,13 +134,14 @@ fn main() -> Result<()> {
         .commit
         .clone()
         .unwrap_or_else(|| machine::git_head(&root));
+    // The build is named by its commit, not by where its binary lies: the
+    // table goes into docs/ACCURACY.md, which names no local paths.
     let header = format!(
-        "### {} — {} ({}), {}, hpcrun-rs {} at {}, event {}, {} run(s)",
+        "### {} — {} ({}), {}, hpcrun-rs at {}, event {}, {} run(s)",
         args.label,
         machine.model,
         machine.cache_summary(),
         machine::today(),
-        tools.hpcrun.display(),
         commit,
         args.event,
         args.runs.max(1),
