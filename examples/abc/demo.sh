@@ -16,8 +16,10 @@ rm -rf "$out"
 mkdir -p "$out"
 echo "demo: 2/4 compiling examples/abc/abc.c (gcc -O2 -g)"
 gcc -O2 -g -o "$out/abc" examples/abc/abc.c
-echo "demo: 3/4 measuring and merging: hpcrun-rs -o $out/measurements $out/abc 8; hpcprof-rs -o $out/db $out/measurements"
-"$bin/hpcrun-rs" -o "$out/measurements" "$out/abc" 8
+# 32 sweeps (about 10 s): over 1,000 memory samples, enough for shares
+# worth comparing (the report says so when there are fewer).
+echo "demo: 3/4 measuring and merging: hpcrun-rs -o $out/measurements $out/abc 32; hpcprof-rs -o $out/db $out/measurements"
+"$bin/hpcrun-rs" -o "$out/measurements" "$out/abc" 32
 "$bin/hpcprof-rs" -o "$out/db" "$out/measurements"
 echo "demo: 4/4 the answer: hpcview-tui $out/db --report --top 5"
 "$bin/hpcview-tui" "$out/db" --report --top 5

@@ -393,6 +393,18 @@ pub fn alloc_site(path: &[&Frame]) -> String {
     }
 }
 
+/// The unit of the tables' metric column: `periods` when each sample of
+/// the primary `samples` metric counts the periods it stood for (the
+/// kernel's tick was coarser than the period), else the metric's name.
+pub fn table_unit(db: &Database) -> &str {
+    let metric = db.primary_metric_name();
+    if metric == "samples" && db.info.stats.timer_overruns > 0 {
+        "periods"
+    } else {
+        metric
+    }
+}
+
 fn primary(db: &Database, metrics: &[u64]) -> u64 {
     metrics
         .get(db.info.primary_metric as usize)
@@ -500,17 +512,21 @@ pub fn data_table_with(
     if options.hide_runtime {
         rows.retain(|r| db.objects[r.index as usize].runtime.is_none());
     }
+    // Rows without any of the metric are no part of a top list.
+    rows.retain(|r| primary(db, &r.metrics) > 0);
     let total = rows.len();
+    let sum: u64 = rows.iter().map(|r| primary(db, &r.metrics)).sum();
     let rows = &rows[..top.min(total)];
-    let metric = db.primary_metric_name();
+    let metric = table_unit(db);
     let hidden = if options.hide_runtime {
         " (runtime memory hidden)"
     } else {
         ""
     };
     let mut out = format!(
-        "Data-centric view: top {} of {total} objects by {metric}{hidden}\n",
-        rows.len()
+        "Data-centric view: top {} of {total} objects by {metric} ({} in all){hidden}\n",
+        rows.len(),
+        formats::notes::thousands(sum),
     );
     if rows.is_empty() {
         out.push_str("  (no data objects)\n");
@@ -581,17 +597,21 @@ pub fn code_table(db: &Database, top: usize, base: Option<&Baseline>, options: O
     if options.hide_runtime {
         rows.retain(|r| formats::runtimes::of_module(r.module).is_none());
     }
+    // Rows without any of the metric are no part of a top list.
+    rows.retain(|r| primary(db, &r.metrics) > 0);
     let total = rows.len();
+    let sum: u64 = rows.iter().map(|r| primary(db, &r.metrics)).sum();
     let rows = &rows[..top.min(total)];
-    let metric = db.primary_metric_name();
+    let metric = table_unit(db);
     let hidden = if options.hide_runtime {
         " (runtime functions hidden)"
     } else {
         ""
     };
     let mut out = format!(
-        "Code-centric view: top {} of {total} functions by {metric}{hidden}\n",
-        rows.len()
+        "Code-centric view: top {} of {total} functions by {metric} ({} in all){hidden}\n",
+        rows.len(),
+        formats::notes::thousands(sum),
     );
     if rows.is_empty() {
         out.push_str("  (no samples)\n");

@@ -106,16 +106,38 @@ fn report_text() {
 events: mem:soft | processes: 1 | threads: 2 | metric: samples | address recovery: 75.0% (75 of 100 memory samples)
 Note: only 100 memory samples: a share is uncertain by about ±10 points at 50% and ±6 at 10% (95%); findings need 30 samples of an object. For shares worth comparing, measure 1000 or more: run longer, or sample 10x as often (-e mem:soft@NS with NS the period divided by that)
 
-Data-centric view: top 2 of 2 objects by samples
+Data-centric view: top 2 of 2 objects by samples (100 in all)
 #   share   samples  kind     name  allocation site
 1   90.0%        90  heap     C     main /src/abc.c:20
 2   10.0%        10  heap     B     main /src/abc.c:21
 
-Code-centric view: top 1 of 1 functions by samples
+Code-centric view: top 1 of 1 functions by samples (100 in all)
  share   samples  function  hottest line
 100.0%       100  compute   /src/abc.c:4
 ";
     assert_eq!(text, expected);
+}
+
+/// A signal that stood for several periods counts them all: the tables'
+/// column is then named `periods`, and its total is the one the header
+/// gives. Rows without any of the metric are left out of the top lists.
+#[test]
+fn tables_name_their_unit_and_leave_out_empty_rows() {
+    let mut db = sample_db();
+    db.info.stats.timer_overruns = 20;
+    let text = render(&db, Tables::Both, 10);
+    assert!(
+        text.contains("Data-centric view: top 2 of 2 objects by periods (100 in all)\n#   share   periods  kind"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Code-centric view: top 1 of 1 functions by periods (100 in all)"),
+        "{text}"
+    );
+    // `main` (no samples of its own) is not a row of the code table.
+    let code = &text[text.find("Code-centric").unwrap()..];
+    assert!(!code.lines().any(|l| l.contains("  main ")), "{text}");
+    assert!(text.contains("top 1 of 1 functions"), "{text}");
 }
 
 #[test]
