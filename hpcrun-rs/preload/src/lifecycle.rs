@@ -21,6 +21,8 @@ fn init() {
         // Also in a passive process (a launcher forks and execs): a forked
         // child of a threaded process must find them without the loader.
         exec::resolve();
+        // The program's allocator, which the malloc hooks forward to.
+        sys::real::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
             // Loaded without hpcrun-rs: stay passive.
@@ -39,7 +41,6 @@ fn init() {
         if let Some(small) = objects::small_map::get() {
             small.set_cap(cfg.max_tracking_memory);
         }
-        sys::resolve_usable_size();
         modules::refresh(None);
         soft::warm_up();
         crate::caches::get();
