@@ -15,6 +15,26 @@ use crate::{
 
 crate::on_load!(init);
 
+/// Says so when the program's `malloc` comes before the library's in
+/// symbol lookup order (defined in the executable): it serves the
+/// program without passing through the hooks, so no heap block is seen.
+fn warn_if_malloc_comes_first() {
+    // (By module: the address of the library's own `malloc`, an exported
+    // symbol, would be the first definition too.)
+    let Some((base, name)) = sys::module_of(sys::first_symbol(c"malloc")) else {
+        return;
+    };
+    if sys::module_of(sys::own_address() as usize).is_some_and(|(own, _)| own == base) {
+        return;
+    }
+    let module = Some(name)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "the executable".to_string());
+    run::warn(&format!(
+        "malloc is defined in {module}, ahead of the profiler's: its heap blocks are not seen (define the malloc family in a shared library to have them named)"
+    ));
+}
+
 /// Runs at library load (from `.init_array`).
 fn init() {
     guard::without_hooks(|| {
@@ -34,6 +54,7 @@ fn init() {
             // measured themselves.
             return;
         }
+        warn_if_malloc_comes_first();
         let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
         if !objects::init(cfg.alloc_log, shift) {
             return;
