@@ -189,7 +189,8 @@ fn mimalloc_serves_a_program_linked_with_it_or_preloaded() {
 
 /// A bump allocator in a library the program links: it serves every
 /// block, and its counter says exactly as many bytes as natively (the
-/// profiler's own memory never comes from it).
+/// profiler's own memory never comes from it). Its calloc and realloc
+/// call its malloc through symbol lookup, so through the hooks.
 #[test]
 fn a_malloc_family_of_the_programs_own_serves_it() {
     let dir = scratch("allocators-own-library");
@@ -207,6 +208,11 @@ fn a_malloc_family_of_the_programs_own_serves_it() {
     );
     let data = check("own-library", "bump", &exe, None);
     assert_arrays_attributed(&data, "own-library");
+    // Its calloc calls malloc through the hooks: the block is still one
+    // allocation at the program's call. (The export lists the objects
+    // that have samples: `grown`, realloc's block, may have none.)
+    let cold = heap_object(&data, "cold", "own-library");
+    assert_eq!(cold["allocations"], 1, "{cold:#}");
 }
 
 /// The same bump allocator defined in the executable comes before the

@@ -130,9 +130,15 @@ fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
 }
 
 /// Unwinds the allocation call path from `caller` and records the block.
+/// Not inside the program's allocator (a `realloc` that calls `malloc`
+/// through the hooks): the outer hook records the block it returns.
 #[inline(never)]
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
-    if ptr.is_null() || !READY.load(Ordering::Acquire) || sys::heap::serving_libc() {
+    if ptr.is_null()
+        || !READY.load(Ordering::Acquire)
+        || sys::heap::serving_libc()
+        || real::in_allocator()
+    {
         return;
     }
     timed(|| {
