@@ -256,12 +256,15 @@ pub fn run(args: &Args) -> Result<Ended> {
     }
     let out = marker.dir.clone();
 
-    let mut ld_preload = OsString::new();
+    // First in the list: its malloc family comes before that of any other
+    // preloaded library (LD_PRELOAD=libtcmalloc.so), which it forwards
+    // to, so the program's blocks are seen and still served by the
+    // allocator the program chose.
+    let mut ld_preload = OsString::from(preload.as_os_str());
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|s| !s.is_empty()) {
-        ld_preload.push(existing);
         ld_preload.push(" ");
+        ld_preload.push(existing);
     }
-    ld_preload.push(preload.as_os_str());
     // The variables the preload reads; only these (all set) are passed.
     let mut vars: Vec<(&str, OsString)> = vec![
         ("LD_PRELOAD", ld_preload),

@@ -1,7 +1,7 @@
 //! `hpcrun-rs`: runs a program under the data-centric memory profiler.
 //!
 //! It finds the preload library (`libhpcrun_preload.so`, next to this
-//! executable or named by `HPCRUN_PRELOAD`), appends it to `LD_PRELOAD`,
+//! executable or named by `HPCRUN_PRELOAD`), puts it first in `LD_PRELOAD`,
 //! passes the configuration in `HPCRUN_*` environment variables, runs the
 //! command (forwarding SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 to it)
 //! and exits as the command did: with its exit status, or killed by the

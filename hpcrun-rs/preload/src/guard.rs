@@ -31,10 +31,14 @@ pub fn guarded(f: impl FnOnce()) {
 }
 
 /// Makes the calling thread's hooks pass through while `f` runs (used by
-/// the library's own code that may call into libc allocation).
+/// the library's own code that may call into libc allocation): what libc
+/// allocates meanwhile (`opendir`'s buffer, the loader's records) is the
+/// library's own, served from its heap, never by the program's allocator
+/// (`sys::heap::with_libc_served`; after a fatal signal, by the
+/// program's allocator as any other call).
 pub fn without_hooks<R>(f: impl FnOnce() -> R) -> R {
     let was = IN_HOOK.with(|g| g.replace(true));
-    let r = f();
+    let r = sys::heap::with_libc_served(f);
     IN_HOOK.with(|g| g.set(was));
     r
 }

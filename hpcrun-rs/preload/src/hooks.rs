@@ -1,7 +1,9 @@
 //! The interposed C entry points: the malloc family, `pthread_create`,
 //! the `mmap` family and System V `shmat`/`shmdt`.
 //!
-//! Every hook calls glibc's real allocator first, then (for blocks of at
+//! Every hook calls the program's allocator first (`sys::real`: the next
+//! definition of the function in symbol lookup order: the program's own,
+//! tcmalloc, jemalloc, mimalloc or glibc's), then (for blocks of at
 //! least `min_bytes`, outside re-entrant calls, once the library is
 //! initialised) unwinds the allocation call path and records the block.
 //! A const-initialised thread-local guard makes nested calls (from the
@@ -128,9 +130,15 @@ fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
 }
 
 /// Unwinds the allocation call path from `caller` and records the block.
+/// Not inside the program's allocator (a `realloc` that calls `malloc`
+/// through the hooks): the outer hook records the block it returns.
 #[inline(never)]
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
-    if ptr.is_null() || !READY.load(Ordering::Acquire) || sys::heap::serving_libc() {
+    if ptr.is_null()
+        || !READY.load(Ordering::Acquire)
+        || sys::heap::serving_libc()
+        || real::in_allocator()
+    {
         return;
     }
     timed(|| {
@@ -363,14 +371,15 @@ fn forget(ptr: *mut c_void) {
 /// for the block's size.
 ///
 /// # Safety
-/// `ptr` is null or a live block of glibc's allocator (free's and
+/// `ptr` is null or a live block of the program's allocator (free's and
 /// realloc's contract), never a mapping (`munmap` uses [`forget`]).
 unsafe fn forget_block(ptr: *mut c_void) {
     if ptr.is_null() || !READY.load(Ordering::Acquire) {
         return;
     }
     // (Blocks of the library's heap, for glibc's own allocations inside
-    // the library's calls, are never tracked.)
+    // the library's calls and the loader's while the allocator is looked
+    // up, are never tracked.)
     // SAFETY: a live block, per this function's contract.
     if unsafe { sys::heap::is_c_block(ptr as *const u8) } {
         return;
@@ -447,9 +456,9 @@ unsafe extern "C" fn realloc_at(
 /// # Safety
 /// C's realloc contract.
 unsafe fn realloc_from(old: *mut c_void, size: usize, caller: Caller) -> *mut c_void {
-    // Forget first: once glibc has the block back, another thread may get
-    // the same address and record it.
-    // SAFETY: `old` is null or a live glibc block, per the caller's contract.
+    // Forget first: once the allocator has the block back, another thread
+    // may get the same address and record it.
+    // SAFETY: `old` is null or a live block, per the caller's contract.
     unsafe { forget_block(old) };
     // SAFETY: `old` is null or a live block, per the caller's contract.
     let p = unsafe { real::realloc(old, size) };
@@ -526,7 +535,7 @@ unsafe extern "C" fn pvalloc_at(size: usize, entry_sp: u64, entry_bp: u64) -> *m
 /// C's free contract.
 #[no_mangle]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
-    // SAFETY: `ptr` is null or a live glibc block, per the caller's contract.
+    // SAFETY: `ptr` is null or a live block, per the caller's contract.
     unsafe { forget_block(ptr) };
     // SAFETY: per the caller's contract.
     unsafe { real::free(ptr) }
@@ -539,7 +548,7 @@ hook_entry! {
 }
 
 /// # Safety
-/// As [`malloc_at`], for memalign and aligned_alloc.
+/// As [`malloc_at`], for memalign.
 unsafe extern "C" fn memalign_at(
     align: usize,
     size: usize,
@@ -559,7 +568,25 @@ unsafe extern "C" fn memalign_at(
 hook_entry! {
     /// # Safety
     /// C11's aligned_alloc contract.
-    aligned_alloc(align: usize, size: usize) -> *mut c_void => memalign_at, "rdx", "rcx"
+    aligned_alloc(align: usize, size: usize) -> *mut c_void => aligned_alloc_at, "rdx", "rcx"
+}
+
+/// # Safety
+/// As [`malloc_at`], for aligned_alloc.
+unsafe extern "C" fn aligned_alloc_at(
+    align: usize,
+    size: usize,
+    entry_sp: u64,
+    entry_bp: u64,
+) -> *mut c_void {
+    let p = real::aligned_alloc(align, size);
+    // SAFETY: the entry's stack pointer, per this function's contract.
+    record(
+        p,
+        size,
+        Some(unsafe { Caller::at_entry(entry_sp, entry_bp) }),
+    );
+    p
 }
 
 hook_entry! {
@@ -577,14 +604,9 @@ unsafe extern "C" fn posix_memalign_at(
     entry_sp: u64,
     entry_bp: u64,
 ) -> c_int {
-    if align < std::mem::size_of::<*mut c_void>() || !align.is_power_of_two() {
-        return libc::EINVAL;
-    }
-    let saved = sys::errno();
-    let p = real::memalign(align, size);
-    if p.is_null() {
-        sys::set_errno(saved);
-        return libc::ENOMEM;
+    let (rc, p) = real::posix_memalign(align, size);
+    if rc != 0 {
+        return rc;
     }
     // SAFETY: `out` is writable per the caller's contract.
     unsafe { *out = p };
@@ -617,7 +639,10 @@ pub unsafe extern "C" fn mmap(
     if flags & libc::MAP_FIXED != 0 && (flags & libc::MAP_ANONYMOUS != 0 || fd >= 0) {
         forget(p as *mut c_void);
     }
-    if flags & libc::MAP_ANONYMOUS != 0 {
+    if real::in_allocator() {
+        // The program's allocator mapping its arena (inside a malloc the
+        // hooks forwarded): the blocks it serves from it are the objects.
+    } else if flags & libc::MAP_ANONYMOUS != 0 {
         record(p as *mut c_void, len, None);
     } else if fd >= 0 {
         // A file, a `shm_open` or `memfd_create` object: named by its path.

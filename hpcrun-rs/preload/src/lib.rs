@@ -37,9 +37,11 @@
 //!    the only module that may import every other.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
-//! memory never comes from the hooked functions nor from glibc's allocator
-//! (its global allocator is its own heap, `sys::heap`, on private
-//! mappings: no glibc arena per thread); the signal handler neither allocates
+//! memory never comes from the hooked functions nor from the program's
+//! allocator (its global allocator is its own heap, `sys::heap`, on
+//! private mappings: no glibc arena per thread); the program's blocks
+//! always come from the program's allocator (the hooks forward to the
+//! next definitions of the malloc family, `sys::real`); the signal handler neither allocates
 //! nor takes a lock; `unsafe` is denied at the crate root and allowed only
 //! in [`sys`], the C entry points ([`hooks`], [`exec`], [`labels`],
 //! [`signal_hooks`]), [`handler`], and on single items that say why (the
@@ -86,6 +88,7 @@ pub mod threads;
 pub mod watch;
 pub mod writer;
 
-/// The library's own allocator: its own heap, never glibc's nor the hooks.
+/// The library's own allocator: its own heap, never the program's
+/// allocator nor the hooks.
 #[global_allocator]
 static ALLOCATOR: sys::LibraryAllocator = sys::LibraryAllocator;

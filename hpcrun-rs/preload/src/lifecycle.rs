@@ -15,12 +15,34 @@ use crate::{
 
 crate::on_load!(init);
 
+/// Says so when the program's `malloc` comes before the library's in
+/// symbol lookup order (defined in the executable): it serves the
+/// program without passing through the hooks, so no heap block is seen.
+fn warn_if_malloc_comes_first() {
+    // (By module: the address of the library's own `malloc`, an exported
+    // symbol, would be the first definition too.)
+    let Some((base, name)) = sys::module_of(sys::first_symbol(c"malloc")) else {
+        return;
+    };
+    if sys::module_of(sys::own_address() as usize).is_some_and(|(own, _)| own == base) {
+        return;
+    }
+    let module = Some(name)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "the executable".to_string());
+    run::warn(&format!(
+        "malloc is defined in {module}, ahead of the profiler's: its heap blocks are not seen (define the malloc family in a shared library to have them named)"
+    ));
+}
+
 /// Runs at library load (from `.init_array`).
 fn init() {
     guard::without_hooks(|| {
         // Also in a passive process (a launcher forks and execs): a forked
         // child of a threaded process must find them without the loader.
         exec::resolve();
+        // The program's allocator, which the malloc hooks forward to.
+        sys::real::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
             // Loaded without hpcrun-rs: stay passive.
@@ -32,6 +54,7 @@ fn init() {
             // measured themselves.
             return;
         }
+        warn_if_malloc_comes_first();
         let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
         if !objects::init(cfg.alloc_log, shift) {
             return;
@@ -39,7 +62,6 @@ fn init() {
         if let Some(small) = objects::small_map::get() {
             small.set_cap(cfg.max_tracking_memory);
         }
-        sys::resolve_usable_size();
         modules::refresh(None);
         soft::warm_up();
         crate::caches::get();

@@ -1,21 +1,12 @@
-//! The library's own allocator: its heap (`heap`, never glibc's allocator
-//! nor the malloc hooks), with a crash mode on private mappings; the real
-//! allocation functions for the hooks (glibc's `__libc_*` entry points);
-//! and the count of allocations made while a sample handler runs.
+//! The library's own allocator: its heap (`heap`, never the program's
+//! allocator nor the malloc hooks), with a crash mode on private mappings;
+//! the program's allocator for the hooks ([`real`]: the next definitions
+//! of the malloc family in symbol lookup order); and the count of
+//! allocations made while a sample handler runs.
 
 use super::mem::raw_mmap;
 use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::c_void;
-
-extern "C" {
-    fn __libc_malloc(size: usize) -> *mut c_void;
-    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
-    fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
-    fn __libc_free(p: *mut c_void);
-    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
-    fn __libc_valloc(size: usize) -> *mut c_void;
-    fn __libc_pvalloc(size: usize) -> *mut c_void;
-}
+use std::ffi::{c_int, c_void};
 
 /// Allocations requested while a sample handler ran on the same thread
 /// (through the library's allocator or the malloc hooks). Must stay 0: it
@@ -160,63 +151,152 @@ unsafe impl GlobalAlloc for LibraryAllocator {
     }
 }
 
-/// glibc's own `malloc_usable_size`, looked up in libc.so.6 (not whatever
-/// the program or another preloaded library defines under that name: the
-/// real allocator of the hooks is glibc's). 0 until [`resolve_usable_size`].
-static USABLE_SIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Looks up glibc's `malloc_usable_size` (at load; false if not found, and
-/// [`usable_size`] then always says `None`).
-pub fn resolve_usable_size() -> bool {
-    // SAFETY: dlopen with RTLD_NOLOAD only returns a handle to a library
-    // that is already loaded (libc, which this library links); dlsym on
-    // that handle reads the loader's tables; the handle is released.
-    let f = unsafe {
-        let handle = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
-        if handle.is_null() {
-            return false;
-        }
-        let f = libc::dlsym(handle, c"malloc_usable_size".as_ptr());
-        libc::dlclose(handle);
-        f
-    };
-    USABLE_SIZE.store(f as usize, std::sync::atomic::Ordering::Relaxed);
-    !f.is_null()
-}
-
-/// The usable size of glibc block `p` (at least what was asked for), or
-/// `None` if glibc's function was not found.
+/// The program's allocator: the definitions of the malloc family that
+/// come after this library in symbol lookup order (`dlsym(RTLD_NEXT)`),
+/// the ones the program would call without the profiler: a malloc
+/// family of the program's own (in a library it links), tcmalloc,
+/// jemalloc, mimalloc, preloaded or linked, or glibc's. Each function is
+/// the next definition of its own name, as the program would bind it.
 ///
-/// # Safety
-/// `p` is a live block of glibc's allocator (not null).
-pub unsafe fn usable_size(p: *mut c_void) -> Option<usize> {
-    let f = USABLE_SIZE.load(std::sync::atomic::Ordering::Relaxed);
-    if f == 0 {
-        return None;
-    }
-    // SAFETY: `f` is glibc's malloc_usable_size (resolve_usable_size),
-    // whose only precondition, a live glibc block, is the caller's.
-    unsafe {
-        let f: unsafe extern "C" fn(*mut c_void) -> usize = std::mem::transmute(f);
-        Some(f(p))
-    }
-}
-
-/// The real allocator, for the hooks.
+/// Looked up once, before the first block is served ([`real::resolve`]:
+/// at load, or at the first hook call if a library's constructor
+/// allocates before this library's runs). `dlsym` may itself allocate
+/// (an error message): while it runs, the hooks on that thread serve
+/// from the library's heap (`heap::with_libc_served`), whose blocks
+/// `free` recognises wherever they go.
 pub mod real {
-    use super::*;
-    // Inside `heap::with_libc_served` (the library's own calls into
-    // glibc code that allocates), the blocks come from the library's heap.
     use super::super::heap;
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::*};
+
+    /// One function of the program's allocator: its address (0: not
+    /// looked up yet, or not defined anywhere after this library).
+    struct Next(AtomicUsize);
+
+    impl Next {
+        const fn new() -> Next {
+            Next(AtomicUsize::new(0))
+        }
+        /// The function's address, looking the family up first if that
+        /// has not happened yet (`None`: no definition after this
+        /// library).
+        fn get(&self) -> Option<usize> {
+            let f = self.0.load(Acquire);
+            if f != 0 {
+                return Some(f);
+            }
+            resolve();
+            Some(self.0.load(Acquire)).filter(|&f| f != 0)
+        }
+    }
+
+    static MALLOC: Next = Next::new();
+    static CALLOC: Next = Next::new();
+    static REALLOC: Next = Next::new();
+    static FREE: Next = Next::new();
+    static MEMALIGN: Next = Next::new();
+    static ALIGNED_ALLOC: Next = Next::new();
+    static POSIX_MEMALIGN: Next = Next::new();
+    static VALLOC: Next = Next::new();
+    static PVALLOC: Next = Next::new();
+
+    /// Looks up the next definition of every function of the family
+    /// (again only for those not found yet). Safe to call from several
+    /// threads: each stores the same addresses.
+    pub fn resolve() {
+        heap::with_libc_served(|| {
+            for (slot, name) in [
+                (&MALLOC, c"malloc"),
+                (&CALLOC, c"calloc"),
+                (&REALLOC, c"realloc"),
+                (&FREE, c"free"),
+                (&MEMALIGN, c"memalign"),
+                (&ALIGNED_ALLOC, c"aligned_alloc"),
+                (&POSIX_MEMALIGN, c"posix_memalign"),
+                (&VALLOC, c"valloc"),
+                (&PVALLOC, c"pvalloc"),
+            ] {
+                if slot.0.load(Relaxed) == 0 {
+                    let f = super::super::dl::next_symbol(name);
+                    slot.0.store(f as usize, Release);
+                }
+            }
+        })
+    }
+
+    std::thread_local! {
+        /// Depth of the calling thread's calls into the program's
+        /// allocator (const-initialised, no destructor: usable from the
+        /// hooks at any time).
+        static IN_ALLOCATOR: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
+    /// True while the calling thread runs inside the program's allocator
+    /// (called by a hook): the mappings it makes then are its arenas, not
+    /// the program's data.
+    pub fn in_allocator() -> bool {
+        IN_ALLOCATOR.with(|d| d.get() > 0)
+    }
+
+    /// Runs `f`, a call into the program's allocator, marked as such
+    /// ([`in_allocator`]).
+    #[inline(always)]
+    fn inside<R>(f: impl FnOnce() -> R) -> R {
+        IN_ALLOCATOR.with(|d| d.set(d.get() + 1));
+        let r = f();
+        IN_ALLOCATOR.with(|d| d.set(d.get() - 1));
+        r
+    }
+
+    /// A null block with errno ENOMEM: the answer when the family has no
+    /// such function after this library.
+    fn missing() -> *mut c_void {
+        super::super::proc::set_errno(libc::ENOMEM);
+        std::ptr::null_mut()
+    }
+
+    type Size1 = unsafe extern "C" fn(usize) -> *mut c_void;
+    type Size2 = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+    type Resize = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+    type Free = unsafe extern "C" fn(*mut c_void);
+    type PosixMemalign = unsafe extern "C" fn(*mut *mut c_void, usize, usize) -> c_int;
+
+    /// Calls the program's function of one size argument in `slot`.
+    fn call_size(slot: &Next, size: usize) -> *mut c_void {
+        let Some(f) = slot.get() else {
+            return missing();
+        };
+        // SAFETY: `slot` holds the next definition of a function of this
+        // signature (malloc, valloc, pvalloc), which has no precondition.
+        inside(|| unsafe { std::mem::transmute::<usize, Size1>(f)(size) })
+    }
+
+    /// Calls the program's function of two size arguments in `slot`.
+    fn call_size2(slot: &Next, a: usize, b: usize) -> *mut c_void {
+        let Some(f) = slot.get() else {
+            return missing();
+        };
+        // SAFETY: `slot` holds the next definition of a function of this
+        // signature (calloc, memalign, aligned_alloc), which validates its
+        // arguments itself.
+        inside(|| unsafe { std::mem::transmute::<usize, Size2>(f)(a, b) })
+    }
+
+    /// True where glibc's allocations on this thread are the library's
+    /// own (`heap::serving_libc`), to be served from its heap; not after a
+    /// fatal signal (the heap's lock may be held by the interrupted code).
+    fn library_serves() -> bool {
+        heap::serving_libc() && !in_crash_mode()
+    }
+
     pub fn malloc(size: usize) -> *mut c_void {
-        if heap::serving_libc() {
+        if library_serves() {
             return heap::c_malloc(size) as *mut c_void;
         }
-        // SAFETY: glibc's malloc has no preconditions.
-        unsafe { __libc_malloc(size) }
+        call_size(&MALLOC, size)
     }
     pub fn calloc(n: usize, size: usize) -> *mut c_void {
-        if heap::serving_libc() {
+        if library_serves() {
             let Some(bytes) = n.checked_mul(size) else {
                 return std::ptr::null_mut();
             };
@@ -227,49 +307,68 @@ pub mod real {
             }
             return p as *mut c_void;
         }
-        // SAFETY: glibc's calloc checks the multiplication itself.
-        unsafe { __libc_calloc(n, size) }
+        call_size2(&CALLOC, n, size)
     }
     /// # Safety
-    /// `p` is null or a live block of glibc's allocator or of the
+    /// `p` is null or a live block of the program's allocator or of the
     /// library's heap (`heap::c_malloc`: glibc's own allocations inside
     /// the library's calls).
     pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
-        // SAFETY: per the caller's contract.
-        unsafe {
-            if p.is_null() {
-                return malloc(size);
-            }
-            if heap::is_c_block(p as *const u8) {
-                return heap::c_realloc(p as *mut u8, size) as *mut c_void;
-            }
-            __libc_realloc(p, size)
+        if p.is_null() {
+            return malloc(size);
         }
+        // SAFETY: a live block, per the caller's contract.
+        if unsafe { heap::is_c_block(p as *const u8) } {
+            // SAFETY: a block of the library's heap, per the check.
+            return unsafe { heap::c_realloc(p as *mut u8, size) as *mut c_void };
+        }
+        let Some(f) = REALLOC.get() else {
+            return missing();
+        };
+        // SAFETY: the next realloc, on a block of its own allocator (the
+        // caller's contract).
+        inside(|| unsafe { std::mem::transmute::<usize, Resize>(f)(p, size) })
     }
     /// # Safety
     /// As [`realloc`].
     pub unsafe fn free(p: *mut c_void) {
-        // SAFETY: per the caller's contract.
-        unsafe {
-            if p.is_null() {
-                return;
-            }
-            if heap::is_c_block(p as *const u8) {
-                return heap::c_free(p as *mut u8);
-            }
-            __libc_free(p)
+        if p.is_null() {
+            return;
+        }
+        // SAFETY: a live block, per the caller's contract.
+        if unsafe { heap::is_c_block(p as *const u8) } {
+            // SAFETY: a block of the library's heap, per the check.
+            return unsafe { heap::c_free(p as *mut u8) };
+        }
+        if let Some(f) = FREE.get() {
+            // SAFETY: the next free, on a block of its own allocator (the
+            // caller's contract).
+            inside(|| unsafe { std::mem::transmute::<usize, Free>(f)(p) })
         }
     }
     pub fn memalign(align: usize, size: usize) -> *mut c_void {
-        // SAFETY: glibc's memalign validates `align`.
-        unsafe { __libc_memalign(align, size) }
+        call_size2(&MEMALIGN, align, size)
+    }
+    pub fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+        call_size2(&ALIGNED_ALLOC, align, size)
+    }
+    /// The program's `posix_memalign`: (its result, the block).
+    pub fn posix_memalign(align: usize, size: usize) -> (c_int, *mut c_void) {
+        let Some(f) = POSIX_MEMALIGN.get() else {
+            return (libc::ENOMEM, std::ptr::null_mut());
+        };
+        let mut p = std::ptr::null_mut();
+        // SAFETY: the next posix_memalign, with a writable out pointer; it
+        // validates the alignment itself.
+        let rc = inside(|| unsafe {
+            std::mem::transmute::<usize, PosixMemalign>(f)(&mut p, align, size)
+        });
+        (rc, p)
     }
     pub fn valloc(size: usize) -> *mut c_void {
-        // SAFETY: no preconditions.
-        unsafe { __libc_valloc(size) }
+        call_size(&VALLOC, size)
     }
     pub fn pvalloc(size: usize) -> *mut c_void {
-        // SAFETY: no preconditions.
-        unsafe { __libc_pvalloc(size) }
+        call_size(&PVALLOC, size)
     }
 }

@@ -10,6 +10,30 @@ pub fn next_symbol(name: &CStr) -> *mut c_void {
     unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
 }
 
+/// The first definition of `name` in symbol lookup order, the one the
+/// program binds to (`dlsym(RTLD_DEFAULT, name)`; 0: none).
+pub fn first_symbol(name: &CStr) -> usize {
+    // SAFETY: `name` is NUL-terminated.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
+}
+
+/// The load address and the file name the loader has (empty for the
+/// executable when it keeps none) of the module holding `addr`.
+pub fn module_of(addr: usize) -> Option<(usize, String)> {
+    // SAFETY: dladdr only reads the loader's tables and fills `info`,
+    // whose name points into them.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let name = CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned();
+        Some((info.dli_fbase as usize, name))
+    }
+}
+
 /// One loaded module as the dynamic loader reports it.
 #[derive(Debug, Clone)]
 pub struct LoadedModule {

@@ -299,43 +299,70 @@ pub fn serving_libc() -> bool {
     SERVE_LIBC.with(|s| s.get())
 }
 
-/// C-style blocks: a 16-byte header holds the size and a check word, so
-/// that `free` and `realloc` (from any thread) tell them from glibc's
-/// blocks ([`is_c_block`]), whose 16 bytes before the block are glibc's
-/// chunk header.
+/// C-style blocks: a header before the block holds its size and a check
+/// word, so that `free` and `realloc` (from any thread) tell them from the
+/// program allocator's blocks ([`is_c_block`]). The word before a block is
+/// read only when it lies on the block's own page: another allocator's
+/// block may start a page whose predecessor is unmapped. So a C-style
+/// block never starts a page: its header is 16 bytes, or 32 where 16
+/// would put the block at a page boundary.
 const HEADER: usize = 16;
 const CHECK: usize = 0x6870_6372_756e_2d68; // "hpcrun-h"
 
-/// True if `p` is a block of [`c_malloc`] (false for glibc's blocks).
+/// True if `p` is a block of [`c_malloc`] (false for the program
+/// allocator's blocks).
 ///
 /// # Safety
-/// `p` is a live block of [`c_malloc`] or of glibc's allocator (not null).
+/// `p` is a live block of [`c_malloc`] or of the program's allocator (not
+/// null): the byte at `p` is mapped (or `p` starts a page).
 pub unsafe fn is_c_block(p: *const u8) -> bool {
+    if (p as usize) % PAGE < 8 {
+        // Never one of ours; the word before may be on an unmapped page.
+        return false;
+    }
     // The word before the block is outside what the allocator handed out
     // (the compiler must not assume it unreadable: a plain address and a
     // volatile read).
     let word = (p as usize).wrapping_sub(8) as *const usize;
-    // SAFETY: both kinds of block have 16 readable header bytes before
-    // them (ours, or glibc's chunk header).
+    // SAFETY: the word lies on `p`'s own page (checked above), which is
+    // mapped: `p` is a live block that does not start the page.
     unsafe { word.read_volatile() == CHECK ^ p as usize }
 }
 
 /// `malloc` from this heap.
 pub fn c_malloc(size: usize) -> *mut u8 {
-    let Some(total) = size.checked_add(HEADER) else {
+    let Some(total) = size.checked_add(2 * HEADER) else {
         return std::ptr::null_mut();
     };
     let base = alloc(total, 16);
     if base.is_null() {
         return base;
     }
-    // SAFETY: the block has at least HEADER bytes, aligned to 16.
+    let offset = if (base as usize + HEADER) % PAGE == 0 {
+        2 * HEADER
+    } else {
+        HEADER
+    };
+    // SAFETY: the block has `total` bytes, aligned to 16: the header and
+    // `size` bytes fit after `offset`.
     unsafe {
-        let p = base.add(HEADER);
-        (base as *mut usize).write(size);
+        let p = base.add(offset);
+        (p.sub(HEADER) as *mut usize).write(size << 6 | offset);
         (p.sub(8) as *mut usize).write(CHECK ^ p as usize);
         p
     }
+}
+
+/// The (base, size asked for) of a [`c_malloc`] block.
+///
+/// # Safety
+/// `p` came from [`c_malloc`]/[`c_realloc`], not freed yet.
+unsafe fn c_header(p: *mut u8) -> (*mut u8, usize) {
+    // SAFETY: per the contract, the header precedes `p`.
+    let word = unsafe { (p.sub(HEADER) as *const usize).read() };
+    let offset = word & 63;
+    // SAFETY: `offset` bytes before `p` is the block's base.
+    (unsafe { p.sub(offset) }, word >> 6)
 }
 
 /// `free` of a [`c_malloc`] block.
@@ -346,10 +373,9 @@ pub fn c_malloc(size: usize) -> *mut u8 {
 pub unsafe fn c_free(p: *mut u8) {
     // SAFETY: per the contract, the header precedes `p`.
     unsafe {
-        let base = p.sub(HEADER);
-        let size = (base as *const usize).read();
+        let (base, size) = c_header(p);
         (p.sub(8) as *mut usize).write(0);
-        dealloc(base, size + HEADER, 16);
+        dealloc(base, size + 2 * HEADER, 16);
     }
 }
 
@@ -362,7 +388,7 @@ pub unsafe fn c_realloc(p: *mut u8, size: usize) -> *mut u8 {
     if !new.is_null() {
         // SAFETY: per the contract; the copy stays inside both blocks.
         unsafe {
-            let old = (p.sub(HEADER) as *const usize).read();
+            let (_, old) = c_header(p);
             std::ptr::copy_nonoverlapping(p, new, old.min(size));
             c_free(p);
         }
@@ -444,6 +470,16 @@ mod tests {
             let c = c_realloc(c, 100_000);
             assert_eq!(std::slice::from_raw_parts(c, 5), b"abcde");
             c_free(c);
+            // No block starts a page, and each is told from the others
+            // and freed whole, whatever its offset.
+            let blocks: Vec<*mut u8> = (0..2000).map(|i| c_malloc(8 + i % 300)).collect();
+            for &b in &blocks {
+                assert_ne!(b as usize % PAGE, 0);
+                assert!(is_c_block(b));
+            }
+            for b in blocks {
+                c_free(b);
+            }
             let g = std::hint::black_box(libc::malloc(24) as *mut u8);
             assert!(!is_c_block(g));
             libc::free(g as *mut libc::c_void);

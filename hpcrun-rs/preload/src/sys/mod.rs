@@ -9,8 +9,9 @@
 //! [`perf`]), never as a call back up.
 //!
 //! * [`alloc`]: the library's own allocator on [`heap`] (crash mode on
-//!   private mappings), the real allocation functions for the hooks
-//!   (glibc's `__libc_*` entry points), allocations-in-handler counting.
+//!   private mappings), the program's allocator for the hooks (the next
+//!   definitions of the malloc family, `dlsym(RTLD_NEXT)`),
+//!   allocations-in-handler counting.
 //! * [`heap`]: the library's heap, size classes on private mappings.
 //! * [`mem`]: the `mmap` system calls, zeroed mappings ([`ZeroInit`]),
 //!   file mappings, views of loaded code, NUMA node of a page.
