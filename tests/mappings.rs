@@ -45,7 +45,8 @@ fn mapped_files_and_shared_memory_are_named_objects() {
 
 /// An address in a module's data that no symbol covers (a stripped
 /// executable's static array) is the data section's object, named after
-/// the section and the module, not `<unknown address>`.
+/// the section and the module, not `<unknown address>`; its code is
+/// grouped by the unwind table's function ranges.
 #[test]
 fn static_data_without_a_symbol_is_its_section() {
     let dir = scratch("stripped-static");
@@ -68,4 +69,23 @@ fn static_data_without_a_symbol_is_its_section() {
     // And it has most of the program's memory samples.
     let total: u64 = objects.iter().map(samples).sum();
     assert!(samples(bss) * 2 > total, "{objects:#?}");
+
+    // The code without symbols is one function per range of the unwind
+    // table (`sum`'s loop), not a row per sampled instruction.
+    let code = export_json(&p.db, "code");
+    let functions = code["functions"].as_array().unwrap();
+    let top = &functions[0];
+    let name = top["function"].as_str().unwrap();
+    assert!(
+        name.starts_with("stripped_static: function at +0x"),
+        "{functions:#?}"
+    );
+    assert!(samples(top) * 2 > total, "{functions:#?}");
+    assert!(
+        functions.iter().all(|f| !f["function"]
+            .as_str()
+            .unwrap()
+            .starts_with("stripped_static+0x")),
+        "{functions:#?}"
+    );
 }

@@ -558,6 +558,13 @@ fn lookup(loader: &DebugInfo, module: &str, rel: u64) -> Vec<Frame> {
             .symbol(rel)
             .or_else(|| loader.symbol(rel.checked_sub(1)?))
             .map(demangle)
+            .or_else(|| {
+                // No symbol: the unwind table's function, by its start.
+                let start = loader
+                    .unwind_start(rel)
+                    .or_else(|| loader.unwind_start(rel.checked_sub(1)?))?;
+                Some(format!("{}: function at +0x{start:x}", basename(module)))
+            })
     };
     if chain.is_empty() {
         return vec![fallback_frame(module, rel, symbol())];

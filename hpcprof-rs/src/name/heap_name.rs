@@ -173,6 +173,15 @@ pub fn heap_name_with(
             format!("{class}::{chain}")
         };
     }
+    // Code without symbols (`hpcc: function at +0x12900`, a range of the
+    // unwind table): the call's address in the module, `heap@hpcc+0x129ce`.
+    let unnamed = site_frame
+        .function
+        .split_once(": function at +0x")
+        .and_then(|(module, start)| Some((module, u64::from_str_radix(start, 16).ok()?)));
+    if let (Some((module, start)), Some(off)) = (unnamed, site_frame.offset) {
+        return format!("heap@{module}+0x{:x}", (start + off).saturating_sub(1));
+    }
     let function = short_function(&site_frame.function);
     match (site_frame.line, site_frame.offset) {
         (Some(line), _) => format!("heap@{function}:{line}"),

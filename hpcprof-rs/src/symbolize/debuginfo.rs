@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use addr2line::{Context, LookupContinuation, LookupResult, SplitDwarfLoad};
+use gimli::UnwindSection;
 use memmap2::{Mmap, UncheckedAdvice};
 use object::{Object, ObjectSection};
 
@@ -95,6 +96,10 @@ struct Inner {
     package: Option<gimli::DwarfPackage<Reader>>,
     /// Directory of the module (a `.dwo` file is also looked for there).
     dir: Option<PathBuf>,
+    /// A module without a full symbol table (`.symtab`): its functions'
+    /// address ranges from the unwind table (`.eh_frame`), sorted, so
+    /// that the code of a function without a symbol is still one function.
+    unwind_ranges: Vec<(u64, u64)>,
 }
 
 /// The debug information of one module (see the module documentation).
@@ -113,6 +118,37 @@ pub enum OpenError {
     Object(#[from] object::Error),
     #[error("bad DWARF: {0}")]
     Dwarf(#[from] gimli::Error),
+}
+
+/// The function ranges of the unwind table (`.eh_frame`'s FDEs), sorted
+/// by start; empty without one.
+fn unwind_ranges(file: &object::File<'static>) -> Vec<(u64, u64)> {
+    let Some(section) = file.section_by_name(".eh_frame") else {
+        return Vec::new();
+    };
+    let Ok(data) = section.data() else {
+        return Vec::new();
+    };
+    let eh = gimli::EhFrame::new(data, endian(file));
+    let mut bases = gimli::BaseAddresses::default().set_eh_frame(section.address());
+    if let Some(text) = file.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    if let Some(got) = file.section_by_name(".got") {
+        bases = bases.set_got(got.address());
+    }
+    let mut ranges = Vec::new();
+    let mut entries = eh.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if let gimli::CieOrFde::Fde(partial) = entry {
+            if let Ok(fde) = partial.parse(|_, bases, o| eh.cie_from_offset(bases, o)) {
+                let start = fde.initial_address();
+                ranges.push((start, start.saturating_add(fde.len())));
+            }
+        }
+    }
+    ranges.sort_unstable();
+    ranges
 }
 
 fn endian(file: &object::File<'_>) -> gimli::RunTimeEndian {
@@ -164,6 +200,11 @@ impl DebugInfo {
         dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
         let ctx = Context::from_dwarf(dwarf)?;
         let symbols = file.symbol_map();
+        let unwind_ranges = if file.section_by_name(".symtab").is_none() {
+            unwind_ranges(&file)
+        } else {
+            Vec::new()
+        };
         let package = Self::open_package(path, &storage);
         let info = DebugInfo {
             inner: Inner {
@@ -171,6 +212,7 @@ impl DebugInfo {
                 symbols,
                 package,
                 dir: path.parent().map(Path::to_path_buf),
+                unwind_ranges,
             },
             storage,
         };
@@ -249,9 +291,23 @@ impl DebugInfo {
             .unwrap_or_default()
     }
 
-    /// The start address of the symbol-table entry containing `probe`.
+    /// The start address of the symbol-table entry containing `probe`,
+    /// else of the unwind table's function range containing it.
     pub fn symbol_start(&self, probe: u64) -> Option<u64> {
-        self.inner.symbols.containing(probe).map(|s| s.address())
+        self.inner
+            .symbols
+            .containing(probe)
+            .map(|s| s.address())
+            .or_else(|| self.unwind_start(probe))
+    }
+
+    /// The start of the unwind table's function range containing `probe`
+    /// (modules without a full symbol table only).
+    pub fn unwind_start(&self, probe: u64) -> Option<u64> {
+        let ranges = &self.inner.unwind_ranges;
+        let i = ranges.partition_point(|&(start, _)| start <= probe);
+        let &(start, end) = ranges.get(i.checked_sub(1)?)?;
+        (probe < end).then_some(start)
     }
 
     /// The (mangled) name of the symbol-table entry containing `probe`.
