@@ -27,13 +27,17 @@
 //! shares are then the fairer comparison.
 //!
 //! **Rows.** Each row's change is judged against the same noise, on
-//! shares: its share of the run's samples before (`b` of `N_b`) and after
-//! (`a` of `N_a`) is compared with a two-proportion test, `z = (a/N_a -
-//! b/N_b) / sqrt(p (1 - p) (1/N_b + 1/N_a))` with the pooled share `p =
-//! (a + b) / (N_a + N_b)` ([`share_z`]). A row whose `|z|` exceeds 3
-//! ([`NOISE_SIGMAS`]) changed beyond sampling noise ([`Row::beyond_noise`]);
-//! the others are "within noise", however large their percentage (11 -> 9
-//! samples is -18%, and noise). Shares, not counts, so that a run slowed
+//! shares: the row had `b` of the `N_b` samples before and `a` of `N_a`
+//! after. If its share did not change, each of its `n = a + b` samples
+//! fell in the after run with probability `q = N_a / (N_a + N_b)` (two
+//! Poisson counts compared: the conditional binomial test), so `z = (a -
+//! n q) / sqrt(n q (1 - q))` ([`share_z`], continuity-corrected). A row
+//! whose `|z|` exceeds 3 ([`NOISE_SIGMAS`]), or of at most 1,000 samples
+//! whose exact binomial probability is under 0.27% (the same level:
+//! `0 -> 2` samples is not a change), changed beyond sampling noise
+//! ([`share_beyond_noise`], [`Row::beyond_noise`]); the others are
+//! "within noise", however large their percentage (11 -> 9 samples is
+//! -18%, and noise). Shares, not counts, so that a run slowed
 //! as a whole (machine load) does not make every row "changed". Rows
 //! beyond noise come first; rows with no samples in either run are left
 //! out.
@@ -165,11 +169,11 @@ pub struct Row {
     /// stacks and the `<...>` buckets, which `--fail-if-worse` does not
     /// judge ([`is_application_object`]); true for functions and lines.
     pub application: bool,
-    /// The change of the row's share in standard errors ([`share_z`]):
+    /// The change of the row's share in standard deviations ([`share_z`]):
     /// positive when its share grew.
     pub z: f64,
-    /// `|z|` exceeds [`NOISE_SIGMAS`]: the share changed by more than
-    /// sampling noise explains.
+    /// The share changed by more than sampling noise explains
+    /// ([`share_beyond_noise`]).
     pub beyond_noise: bool,
 }
 
@@ -194,26 +198,81 @@ pub fn beyond_noise(a: u64, b: u64) -> bool {
     (a - b).abs() > NOISE_SIGMAS * (a + b).sqrt()
 }
 
-/// The change of a row's share between two runs in standard errors (a
-/// two-proportion z statistic): the row had `before` of `total_before`
-/// samples and `after` of `total_after`. 0 when a run has no samples or
-/// the pooled share is 0 or 1 (nothing to tell apart).
+/// The change of a row's share between two runs in standard errors: the
+/// row had `before` of `total_before` samples and `after` of
+/// `total_after`. Both counts are Poisson counts; if the share did not
+/// change, the `n = before + after` samples of the row fall in the after
+/// run with probability `q = total_after / (total_before + total_after)`
+/// (the conditional test of two Poisson rates), so `z = (after - n q) /
+/// sqrt(n q (1 - q))`, with a continuity correction of half a sample
+/// toward 0. 0 when a run has no samples or the row has none.
 pub fn share_z(before: u64, total_before: u64, after: u64, total_after: u64) -> f64 {
-    if total_before == 0 || total_after == 0 {
+    let n = before + after;
+    if total_before == 0 || total_after == 0 || n == 0 {
         return 0.0;
     }
-    let (b, nb, a, na) = (
-        before as f64,
-        total_before as f64,
-        after as f64,
-        total_after as f64,
-    );
-    let pooled = (a + b) / (na + nb);
-    let se = (pooled * (1.0 - pooled) * (1.0 / nb + 1.0 / na)).sqrt();
-    if se.is_nan() || se <= 0.0 {
+    let q = total_after as f64 / (total_before as f64 + total_after as f64);
+    let expected = n as f64 * q;
+    let sd = (n as f64 * q * (1.0 - q)).sqrt();
+    if sd <= 0.0 || sd.is_nan() {
         return 0.0;
     }
-    (a / na - b / nb) / se
+    let off = after as f64 - expected;
+    off.signum() * (off.abs() - 0.5).max(0.0) / sd
+}
+
+/// Rows of at most this many samples (both runs) are judged by the exact
+/// binomial test: the normal approximation of [`share_z`] calls a row of
+/// 0 -> 2 samples a change.
+const EXACT_UP_TO: u64 = 1000;
+
+/// The two-sided probability of `after` or a count further from its
+/// expectation among `before + after` samples, each in the after run
+/// with probability `q`, by the binomial distribution (twice the smaller
+/// tail, at most 1).
+fn binomial_p(before: u64, after: u64, q: f64) -> f64 {
+    let n = before + after;
+    if q <= 0.0 || q >= 1.0 {
+        return 1.0;
+    }
+    // log pmf(k), from log pmf(0) = n ln(1 - q), by the ratio of
+    // successive terms.
+    let ratio = (q / (1.0 - q)).ln();
+    let mut log_pmf = n as f64 * (1.0 - q).ln();
+    let (mut lower, mut upper) = (0.0, 0.0);
+    for k in 0..=n {
+        let pmf = log_pmf.exp();
+        if k <= after {
+            lower += pmf;
+        }
+        if k >= after {
+            upper += pmf;
+        }
+        if k < n {
+            log_pmf += ((n - k) as f64 / (k + 1) as f64).ln() + ratio;
+        }
+    }
+    (2.0 * f64::min(lower, upper)).min(1.0)
+}
+
+/// The two-sided probability beyond [`NOISE_SIGMAS`] standard deviations
+/// of a normal distribution (3: 0.27%).
+const NOISE_P: f64 = 0.0027;
+
+/// True when a row's share changed by more than sampling noise explains:
+/// `|`[`share_z`]`| > 3`, or for a row of at most 1,000 samples the exact
+/// binomial test at the same level (0.27%, two-sided).
+pub fn share_beyond_noise(before: u64, total_before: u64, after: u64, total_after: u64) -> bool {
+    let n = before + after;
+    if total_before == 0 || total_after == 0 || n == 0 {
+        return false;
+    }
+    if n <= EXACT_UP_TO {
+        let q = total_after as f64 / (total_before as f64 + total_after as f64);
+        binomial_p(before, after, q) < NOISE_P
+    } else {
+        share_z(before, total_before, after, total_after).abs() > NOISE_SIGMAS
+    }
 }
 
 /// The relative difference of two run times that `samples_before` and
@@ -454,13 +513,12 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
     // Rows without samples in either run are no change.
     out.retain(|r| r.before.map_or(0, |s| s.samples) + r.after.map_or(0, |s| s.samples) > 0);
     for r in &mut out {
-        r.z = share_z(
+        let (b, a) = (
             r.before.map_or(0, |s| s.samples),
-            total_before,
             r.after.map_or(0, |s| s.samples),
-            total_after,
         );
-        r.beyond_noise = r.z.abs() > NOISE_SIGMAS;
+        r.z = share_z(b, total_before, a, total_after);
+        r.beyond_noise = share_beyond_noise(b, total_before, a, total_after);
     }
     out.sort_by(|x, y| {
         y.beyond_noise

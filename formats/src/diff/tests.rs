@@ -328,6 +328,25 @@ fn share_z_is_a_two_proportion_test() {
 }
 
 #[test]
+fn a_few_samples_are_never_a_change() {
+    // 0 -> 1 or 2 samples of thousands: the normal approximation says
+    // z > 3; the exact test does not.
+    assert!(share_z(0, 64_246, 2, 4_222) > 3.0);
+    assert!(!share_beyond_noise(0, 64_246, 1, 4_222));
+    assert!(!share_beyond_noise(0, 64_246, 2, 4_222));
+    // 0 -> 20 of equal runs is a change, and so is 40 -> 0.
+    assert!(share_beyond_noise(0, 1000, 20, 1000));
+    assert!(share_beyond_noise(40, 1000, 0, 1000));
+    // 11 -> 9 is not; 100 -> 200 is.
+    assert!(!share_beyond_noise(11, 100, 9, 100));
+    assert!(share_beyond_noise(100, 1000, 200, 1000));
+    // Large rows: the z rule (both ways).
+    assert!(share_beyond_noise(5_000, 100_000, 6_000, 100_000));
+    assert!(!share_beyond_noise(5_000, 100_000, 5_100, 100_000));
+    assert!(!share_beyond_noise(0, 0, 5, 10));
+}
+
+#[test]
 fn rows_say_which_changes_are_beyond_noise() {
     // B: 11 -> 9 samples (-18%) of about 1000: noise. C: 100 -> 300:
     // beyond noise. A takes the rest.
