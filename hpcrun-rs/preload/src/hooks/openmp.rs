@@ -135,9 +135,10 @@ fn trampoline_frame() -> u64 {
     static FOUND: OnceLock<u64> = OnceLock::new();
     *FOUND.get_or_init(|| {
         let start = trampoline as *const () as usize as u64;
-        // SAFETY: the trampoline's own code, mapped and readable; 64
-        // bytes hold it whole (it is 50 bytes long).
-        let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, 64) };
+        // SAFETY: the trampoline's own code, mapped and readable: it is
+        // 40 bytes long, and its call of the outlined function ends at
+        // byte 24.
+        let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, 32) };
         let mut decoder =
             iced_x86::Decoder::with_ip(64, bytes, start, iced_x86::DecoderOptions::NONE);
         while decoder.can_decode() {
@@ -241,19 +242,33 @@ fn begin(outlined: Outlined, data: *mut c_void, caller: Option<Caller>) -> Optio
         len: 0,
         path: [0; REGION_FRAMES],
     });
+    // Without the caller's registers: unwind from here, on the program's
+    // stack (this library's frames are left out of the path).
+    let from = match caller {
+        Some(c) => From::Call(c),
+        None => From::Here(super::current_registers()),
+    };
     let mut recorded = false;
     guarded(|| {
-        record_path(state, caller, &mut region);
+        record_path(state, from, &mut region);
         recorded = true;
     });
     recorded.then_some(region)
+}
+
+/// Where a region's path is unwound from: the hook's caller, or a point
+/// in the hook (pc, sp, bp) on the program's stack.
+#[derive(Clone, Copy)]
+enum From {
+    Call(Caller),
+    Here((u64, u64, u64)),
 }
 
 /// Records in `region` the program's call path of its `GOMP_*` call:
 /// unwound from the call, continued by the region the thread is running
 /// (a nested region) or else by the thread's creation path. Unwinds on the
 /// handler stack, as the allocation hooks do.
-fn record_path(state: &ThreadState, caller: Option<Caller>, region: &mut Region) {
+fn record_path(state: &ThreadState, from: From, region: &mut Region) {
     state.handler_stack.run(&mut || {
         let _section = sys::reading();
         let (Some(unwinder), Some(snap)) = (unwind::get(), modules::get()) else {
@@ -263,8 +278,8 @@ fn record_path(state: &ThreadState, caller: Option<Caller>, region: &mut Region)
         // SAFETY: the hook cache is used only by this thread's hooks, and
         // the hook guard excludes nested use.
         let cache = unsafe { &mut *state.hook_cache.get() };
-        let got = match caller {
-            Some(c) => unwind::unwind_from_call(
+        let got = match from {
+            From::Call(c) => unwind::unwind_from_call(
                 unwinder,
                 cache,
                 &state.stack,
@@ -273,8 +288,7 @@ fn record_path(state: &ThreadState, caller: Option<Caller>, region: &mut Region)
                 c.bp,
                 &mut frames,
             ),
-            None => {
-                let (pc, sp, bp) = super::current_registers();
+            From::Here((pc, sp, bp)) => {
                 unwind::unwind(unwinder, cache, &state.stack, pc, sp, bp, &mut frames)
             }
         };
@@ -485,6 +499,6 @@ mod tests {
     fn the_trampolines_call_of_the_outlined_function_is_found() {
         let frame = trampoline_frame();
         let start = trampoline as *const () as usize as u64;
-        assert!(frame > start && frame < start + 64, "{frame:#x} {start:#x}");
+        assert_eq!(frame, start + 23, "{frame:#x} {start:#x}");
     }
 }
