@@ -157,3 +157,60 @@ fn openmp_workers_hang_below_the_region_that_runs_them() {
         assert_balanced(&s, what);
     }
 }
+
+/// Every entry point of a parallel region: each outlined function's
+/// samples, on every thread, hang below `main -> F` for the function `F`
+/// that entered its region (a nested region below the enclosing one's).
+#[test]
+fn every_kind_of_region_hangs_below_its_function() {
+    let dir = scratch("openmp-kinds");
+    let exe = compile_test_program(
+        "omp_kinds.c",
+        &dir,
+        &["-fopenmp", "-fno-optimize-sibling-calls"],
+    );
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_WAIT_POLICY", "passive")
+        .args(["-e", "mem:soft@1000000", "-o"])
+        .arg(&measurements)
+        .arg(&exe)
+        .arg("60"));
+    let stdout = ok_stdout(&out, "hpcrun-rs omp_kinds");
+    assert!(stdout.starts_with("sum "), "{stdout}");
+    let (_, db) = merge(&dir, &measurements);
+    let db = database(&db);
+    let want: [(&str, &[&str]); 5] = [
+        ("dynamic_loop", &["main", "dynamic_loop"]),
+        ("runtime_loop", &["main", "runtime_loop"]),
+        ("two_sections", &["main", "two_sections"]),
+        ("plain", &["main", "plain"]),
+        ("inner", &["main", "outer", "outer._omp_fn.0", "inner"]),
+    ];
+    let mut seen = [0u64; 5];
+    for (i, node) in db.code.nodes.iter().enumerate() {
+        let samples: u64 = node.exclusive.iter().take(1).sum();
+        if samples == 0 {
+            continue;
+        }
+        let p = path(&db, &db.code, i as u32);
+        let Some(leaf_fn) = p.iter().rev().find(|n| n.contains("._omp_fn.")) else {
+            continue;
+        };
+        let owner = leaf_fn.split("._omp_fn.").next().unwrap();
+        let Some(k) = want.iter().position(|(f, _)| *f == owner) else {
+            continue;
+        };
+        let mut it = p.iter();
+        assert!(
+            want[k].1.iter().all(|w| it.any(|n| n == w)),
+            "{owner}'s region not below {:?}: {p:?}",
+            want[k].1
+        );
+        seen[k] += samples;
+    }
+    for (k, (f, _)) in want.iter().enumerate() {
+        assert!(seen[k] > 0, "no samples in {f}'s region: {seen:?}");
+    }
+}

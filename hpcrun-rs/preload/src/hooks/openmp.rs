@@ -475,8 +475,8 @@ macro_rules! runtime_loops {
             let name = CStr::from_bytes_with_nul(name.as_bytes()).unwrap_or(c"");
             static REAL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
             run_region(name, &REAL, outlined, data, None, |real, f, d| {
-                // SAFETY: libgomp's function of this name has this signature.
                 let real: RuntimeLoop =
+                    // SAFETY: libgomp's function of this name has this signature.
                     unsafe { std::mem::transmute::<*mut c_void, RuntimeLoop>(real) };
                 // SAFETY: forwarding the caller's arguments.
                 unsafe { real(f, d, threads, start, end, incr, flags) }
