@@ -26,6 +26,22 @@
 //! ran under different conditions (machine load, input, period), and
 //! shares are then the fairer comparison.
 //!
+//! **Rows.** Each row's change is judged against the same noise, on
+//! shares: the row had `b` of the `N_b` samples before and `a` of `N_a`
+//! after. If its share did not change, each of its `n = a + b` samples
+//! fell in the after run with probability `q = N_a / (N_a + N_b)` (two
+//! Poisson counts compared: the conditional binomial test), so `z = (a -
+//! n q) / sqrt(n q (1 - q))` ([`share_z`], continuity-corrected). A row
+//! whose `|z|` exceeds 3 ([`NOISE_SIGMAS`]), or of at most 1,000 samples
+//! whose exact binomial probability is under 0.27% (the same level:
+//! `0 -> 2` samples is not a change), changed beyond sampling noise
+//! ([`share_beyond_noise`], [`Row::beyond_noise`]); the others are
+//! "within noise", however large their percentage (11 -> 9 samples is
+//! -18%, and noise). Shares, not counts, so that a run slowed
+//! as a whole (machine load) does not make every row "changed". Rows
+//! beyond noise come first; rows with no samples in either run are left
+//! out.
+//!
 //! **`--fail-if-worse`** ([`worse`]) judges the application's objects:
 //! heap objects and static variables that are not a runtime's
 //! ([`DataObject::runtime`], `crate::runtimes`), not thread stacks, and not
@@ -153,6 +169,12 @@ pub struct Row {
     /// stacks and the `<...>` buckets, which `--fail-if-worse` does not
     /// judge ([`is_application_object`]); true for functions and lines.
     pub application: bool,
+    /// The change of the row's share in standard deviations ([`share_z`]):
+    /// positive when its share grew.
+    pub z: f64,
+    /// The share changed by more than sampling noise explains
+    /// ([`share_beyond_noise`]).
+    pub beyond_noise: bool,
 }
 
 /// Whether an object is the application's own: a heap object or static
@@ -174,6 +196,83 @@ pub const NOISE_SIGMAS: f64 = 3.0;
 pub fn beyond_noise(a: u64, b: u64) -> bool {
     let (a, b) = (a as f64, b as f64);
     (a - b).abs() > NOISE_SIGMAS * (a + b).sqrt()
+}
+
+/// The change of a row's share between two runs in standard errors: the
+/// row had `before` of `total_before` samples and `after` of
+/// `total_after`. Both counts are Poisson counts; if the share did not
+/// change, the `n = before + after` samples of the row fall in the after
+/// run with probability `q = total_after / (total_before + total_after)`
+/// (the conditional test of two Poisson rates), so `z = (after - n q) /
+/// sqrt(n q (1 - q))`, with a continuity correction of half a sample
+/// toward 0. 0 when a run has no samples or the row has none.
+pub fn share_z(before: u64, total_before: u64, after: u64, total_after: u64) -> f64 {
+    let n = before + after;
+    if total_before == 0 || total_after == 0 || n == 0 {
+        return 0.0;
+    }
+    let q = total_after as f64 / (total_before as f64 + total_after as f64);
+    let expected = n as f64 * q;
+    let sd = (n as f64 * q * (1.0 - q)).sqrt();
+    if sd <= 0.0 || sd.is_nan() {
+        return 0.0;
+    }
+    let off = after as f64 - expected;
+    off.signum() * (off.abs() - 0.5).max(0.0) / sd
+}
+
+/// Rows of at most this many samples (both runs) are judged by the exact
+/// binomial test: the normal approximation of [`share_z`] calls a row of
+/// 0 -> 2 samples a change.
+const EXACT_UP_TO: u64 = 1000;
+
+/// The two-sided probability of `after` or a count further from its
+/// expectation among `before + after` samples, each in the after run
+/// with probability `q`, by the binomial distribution (twice the smaller
+/// tail, at most 1).
+fn binomial_p(before: u64, after: u64, q: f64) -> f64 {
+    let n = before + after;
+    if q <= 0.0 || q >= 1.0 {
+        return 1.0;
+    }
+    // log pmf(k), from log pmf(0) = n ln(1 - q), by the ratio of
+    // successive terms.
+    let ratio = (q / (1.0 - q)).ln();
+    let mut log_pmf = n as f64 * (1.0 - q).ln();
+    let (mut lower, mut upper) = (0.0, 0.0);
+    for k in 0..=n {
+        let pmf = log_pmf.exp();
+        if k <= after {
+            lower += pmf;
+        }
+        if k >= after {
+            upper += pmf;
+        }
+        if k < n {
+            log_pmf += ((n - k) as f64 / (k + 1) as f64).ln() + ratio;
+        }
+    }
+    (2.0 * f64::min(lower, upper)).min(1.0)
+}
+
+/// The two-sided probability beyond [`NOISE_SIGMAS`] standard deviations
+/// of a normal distribution (3: 0.27%).
+const NOISE_P: f64 = 0.0027;
+
+/// True when a row's share changed by more than sampling noise explains:
+/// `|`[`share_z`]`| > 3`, or for a row of at most 1,000 samples the exact
+/// binomial test at the same level (0.27%, two-sided).
+pub fn share_beyond_noise(before: u64, total_before: u64, after: u64, total_after: u64) -> bool {
+    let n = before + after;
+    if total_before == 0 || total_after == 0 || n == 0 {
+        return false;
+    }
+    if n <= EXACT_UP_TO {
+        let q = total_after as f64 / (total_before as f64 + total_after as f64);
+        binomial_p(before, after, q) < NOISE_P
+    } else {
+        share_z(before, total_before, after, total_after).abs() > NOISE_SIGMAS
+    }
 }
 
 /// The relative difference of two run times that `samples_before` and
@@ -354,6 +453,10 @@ fn code_tables(db: &Database) -> (Table, Table) {
 }
 
 fn rows(before: Table, mut after: Table) -> Vec<Row> {
+    // Each table splits its run's samples: its sums are the totals the
+    // shares are judged against.
+    let total = |t: &Table| t.values().map(|e| e.4.samples).sum::<u64>();
+    let (total_before, total_after) = (total(&before), total(&after));
     let mut out = Vec::new();
     for (key, (kind, name, site, bytes, b)) in before {
         let row = match after.remove(&key) {
@@ -369,6 +472,8 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
                 delta_samples: a.samples as i64 - b.samples as i64,
                 change_pct: change_pct(b.samples, a.samples),
                 application: true,
+                z: 0.0,
+                beyond_noise: false,
             },
             None => Row {
                 status: Status::Vanished,
@@ -382,6 +487,8 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
                 delta_samples: -(b.samples as i64),
                 change_pct: change_pct(b.samples, 0),
                 application: true,
+                z: 0.0,
+                beyond_noise: false,
             },
         };
         out.push(row);
@@ -399,12 +506,28 @@ fn rows(before: Table, mut after: Table) -> Vec<Row> {
             delta_samples: a.samples as i64,
             change_pct: None,
             application: true,
+            z: 0.0,
+            beyond_noise: false,
         });
     }
+    // Rows without samples in either run are no change.
+    out.retain(|r| r.before.map_or(0, |s| s.samples) + r.after.map_or(0, |s| s.samples) > 0);
+    for r in &mut out {
+        let (b, a) = (
+            r.before.map_or(0, |s| s.samples),
+            r.after.map_or(0, |s| s.samples),
+        );
+        r.z = share_z(b, total_before, a, total_after);
+        r.beyond_noise = share_beyond_noise(b, total_before, a, total_after);
+    }
     out.sort_by(|x, y| {
-        y.delta_samples
-            .unsigned_abs()
-            .cmp(&x.delta_samples.unsigned_abs())
+        y.beyond_noise
+            .cmp(&x.beyond_noise)
+            .then_with(|| {
+                y.delta_samples
+                    .unsigned_abs()
+                    .cmp(&x.delta_samples.unsigned_abs())
+            })
             .then_with(|| x.name.cmp(&y.name))
             .then_with(|| x.site.cmp(&y.site))
     });
@@ -606,15 +729,36 @@ fn column_width<'a>(values: impl Iterator<Item = &'a str>, min: usize, max: usiz
         .clamp(min, max)
 }
 
-/// The diff as a text report, at most `top` rows per table.
+/// The diff as a text report, at most `top` rows per table, the rows
+/// within noise included (after the others).
 pub fn to_text(d: &Diff, top: usize) -> String {
+    to_text_with(d, top, false)
+}
+
+/// How a row's change reads in the text report's last column.
+fn verdict_text(r: &Row) -> &'static str {
+    if r.beyond_noise {
+        "changed"
+    } else {
+        "within noise"
+    }
+}
+
+/// The diff as a text report, at most `top` rows per table; with
+/// `hide_noise`, only the rows that changed beyond sampling noise.
+pub fn to_text_with(d: &Diff, top: usize, hide_noise: bool) -> String {
     let mut out = String::new();
     out.push_str(&format!("measure: {}: {}\n", d.metric, d.measure));
     out.push_str(&format!(
-        "total memory time: {} -> {} samples ({})",
+        "total memory time: {} -> {} samples ({}{})",
         d.total.before,
         d.total.after,
-        pct_text(d.total.change_pct)
+        pct_text(d.total.change_pct),
+        if beyond_noise(d.total.before, d.total.after) {
+            ""
+        } else {
+            ", within noise"
+        }
     ));
     if let (Some(b), Some(a)) = (d.total.cpu_before, d.total.cpu_after) {
         out.push_str(&format!(
@@ -631,16 +775,31 @@ pub fn to_text(d: &Diff, top: usize) -> String {
         ("functions", &d.functions),
         ("lines", &d.lines),
     ] {
-        let shown = &rows[..top.min(rows.len())];
+        let changed = rows.iter().filter(|r| r.beyond_noise).count();
+        let listed: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.beyond_noise || !hide_noise)
+            .collect();
+        let shown = &listed[..top.min(listed.len())];
         let name_w = column_width(shown.iter().map(|r| r.name.as_str()), NAME_MIN, NAME_MAX);
         let site_w = column_width(shown.iter().map(|r| r.site.as_str()), SITE_MIN, SITE_MAX);
         out.push_str(&format!(
-            "\n{title}:\n{:<9} {:<name_w$} {:<site_w$} {:>17} {:>17} {:>9} {:>8}\n",
-            "status", "name", "site", "before", "after", "d.share", "change"
+            "\n{title}: {changed} of {} changed beyond sampling noise\n\
+             {:<9} {:<name_w$} {:<site_w$} {:>17} {:>17} {:>9} {:>8} {:>7} {:<12}\n",
+            rows.len(),
+            "status",
+            "name",
+            "site",
+            "before",
+            "after",
+            "d.share",
+            "change",
+            "z",
+            "verdict"
         ));
         for r in shown {
             out.push_str(&format!(
-                "{:<9} {:<name_w$} {:<site_w$} {} {} {:>+8.1}% {:>8}\n",
+                "{:<9} {:<name_w$} {:<site_w$} {} {} {:>+8.1}% {:>8} {:>+7.1} {:<12}\n",
                 r.status.as_str(),
                 elide_middle(&r.name, name_w),
                 elide_middle(&r.site, site_w),
@@ -651,11 +810,19 @@ pub fn to_text(d: &Diff, top: usize) -> String {
                     (Status::Matched, None) => "from 0".to_string(),
                     (Status::Vanished, None) => "-".to_string(),
                     (_, p) => pct_text(p),
-                }
+                },
+                r.z,
+                verdict_text(r)
             ));
         }
-        if rows.len() > top {
-            out.push_str(&format!("({} more)\n", rows.len() - top));
+        if listed.len() > top {
+            out.push_str(&format!("({} more)\n", listed.len() - top));
+        }
+        if hide_noise && changed < rows.len() {
+            out.push_str(&format!(
+                "({} within noise not shown)\n",
+                rows.len() - changed
+            ));
         }
     }
     out
@@ -679,7 +846,7 @@ fn csv_field(s: &str) -> String {
 /// Every row (objects, functions, lines) as CSV with a header.
 pub fn to_csv(d: &Diff) -> String {
     let mut out = String::from(
-        "table,status,kind,name,site,bytes,before_samples,before_share,after_samples,after_share,delta_share,delta_samples,change_pct\n",
+        "table,status,kind,name,site,bytes,before_samples,before_share,after_samples,after_share,delta_share,delta_samples,change_pct,z,beyond_noise\n",
     );
     let opt = |s: Option<Side>| match s {
         Some(s) => (s.samples.to_string(), format!("{:.6}", s.share)),
@@ -694,7 +861,7 @@ pub fn to_csv(d: &Diff) -> String {
             let (bs, bsh) = opt(r.before);
             let (as_, ash) = opt(r.after);
             out.push_str(&format!(
-                "{table},{},{},{},{},{},{bs},{bsh},{as_},{ash},{:.6},{},{}\n",
+                "{table},{},{},{},{},{},{bs},{bsh},{as_},{ash},{:.6},{},{},{:.3},{}\n",
                 r.status.as_str(),
                 csv_field(&r.kind),
                 csv_field(&r.name),
@@ -702,7 +869,9 @@ pub fn to_csv(d: &Diff) -> String {
                 r.bytes.map(|b| b.to_string()).unwrap_or_default(),
                 r.delta_share,
                 r.delta_samples,
-                r.change_pct.map(|p| format!("{p:.3}")).unwrap_or_default()
+                r.change_pct.map(|p| format!("{p:.3}")).unwrap_or_default(),
+                r.z,
+                r.beyond_noise
             ));
         }
     }

@@ -348,6 +348,12 @@ pub const PARTIAL_UNWIND_ADDRESS: u64 = u64::MAX;
 /// The name of that frame.
 pub const PARTIAL_UNWIND_FRAME: &str = "<partial unwind>";
 
+/// The lookup address that stands for "the process's root": the
+/// root-most frame of a call path that is complete on its own, never
+/// hung below its thread's creator. An OpenMP thread's path inside a
+/// parallel region ends with the region's calling context and then this.
+pub const REGION_ROOT_ADDRESS: u64 = u64::MAX - 1;
+
 /// A calling-context tree: node 0 is the root; parents precede children.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cct {

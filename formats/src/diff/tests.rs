@@ -126,7 +126,7 @@ fn text_columns_stay_aligned_with_long_names() {
     let text = to_text(&diff(&before, &after), 10);
     let table: Vec<&str> = text
         .lines()
-        .skip_while(|l| *l != "data objects:")
+        .skip_while(|l| !l.starts_with("data objects:"))
         .skip(1)
         .take_while(|l| !l.is_empty())
         .collect();
@@ -309,4 +309,91 @@ fn unknown_addresses_pair_with_a_database_that_did_not_name_them() {
         2
     );
     assert!(d.warnings.iter().all(|w| !w.contains("unknown addresses")));
+}
+
+#[test]
+fn share_z_is_a_two_proportion_test() {
+    // 11 -> 9 of 100 each: far within noise.
+    assert!(share_z(11, 100, 9, 100).abs() < 1.0);
+    // 100 -> 200 of 1000 each: 10% -> 20%, about 6 standard errors.
+    let z = share_z(100, 1000, 200, 1000);
+    assert!((5.5..6.5).contains(&z), "{z}");
+    assert!(share_z(200, 1000, 100, 1000) < -5.5);
+    // Nothing to tell apart: an empty run, a row of everything or nothing.
+    assert_eq!(share_z(5, 0, 5, 10), 0.0);
+    assert_eq!(share_z(10, 10, 20, 20), 0.0);
+    assert_eq!(share_z(0, 10, 0, 20), 0.0);
+    // The same shares in a run twice as long: no change.
+    assert!(share_z(300, 1000, 600, 2000).abs() < 1e-9);
+}
+
+#[test]
+fn a_few_samples_are_never_a_change() {
+    // 0 -> 1 or 2 samples of thousands: the normal approximation says
+    // z > 3; the exact test does not.
+    assert!(share_z(0, 64_246, 2, 4_222) > 3.0);
+    assert!(!share_beyond_noise(0, 64_246, 1, 4_222));
+    assert!(!share_beyond_noise(0, 64_246, 2, 4_222));
+    // 0 -> 20 of equal runs is a change, and so is 40 -> 0.
+    assert!(share_beyond_noise(0, 1000, 20, 1000));
+    assert!(share_beyond_noise(40, 1000, 0, 1000));
+    // 11 -> 9 is not; 100 -> 200 is.
+    assert!(!share_beyond_noise(11, 100, 9, 100));
+    assert!(share_beyond_noise(100, 1000, 200, 1000));
+    // Large rows: the z rule (both ways).
+    assert!(share_beyond_noise(5_000, 100_000, 6_000, 100_000));
+    assert!(!share_beyond_noise(5_000, 100_000, 5_100, 100_000));
+    assert!(!share_beyond_noise(0, 0, 5, 10));
+}
+
+#[test]
+fn rows_say_which_changes_are_beyond_noise() {
+    // B: 11 -> 9 samples (-18%) of about 1000: noise. C: 100 -> 300:
+    // beyond noise. A takes the rest.
+    let before = db("/a", &[("A", 12, 889), ("B", 13, 11), ("C", 14, 100)]);
+    let after = db("/a", &[("A", 12, 891), ("B", 13, 9), ("C", 14, 300)]);
+    let d = diff(&before, &after);
+    let row = |name: &str| d.objects.iter().find(|r| r.name == name).unwrap();
+    assert!(!row("B").beyond_noise, "{:?}", row("B"));
+    assert!(row("C").beyond_noise && row("C").z > 3.0, "{:?}", row("C"));
+    // A's count barely moved but its share fell from 89% to 74%: changed.
+    assert!(row("A").beyond_noise && row("A").z < -3.0, "{:?}", row("A"));
+    // Changes beyond noise are listed first.
+    let first_noise = d.objects.iter().position(|r| !r.beyond_noise).unwrap();
+    assert!(d.objects[first_noise..].iter().all(|r| !r.beyond_noise));
+    assert_eq!(d.objects[first_noise].name, "B");
+
+    let text = to_text(&d, 10);
+    assert!(
+        text.contains("data objects: 2 of 3 changed beyond sampling noise"),
+        "{text}"
+    );
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with("matched") && l.contains(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("no row {name}: {text}"))
+            .to_string()
+    };
+    assert!(line("B").trim_end().ends_with("within noise"), "{text}");
+    assert!(line("C").trim_end().ends_with("changed"), "{text}");
+    let hidden = to_text_with(&d, 10, true);
+    assert!(!hidden.contains(" B "), "{hidden}");
+    assert!(hidden.contains("(1 within noise not shown)"), "{hidden}");
+    let csv = to_csv(&d);
+    assert!(csv.lines().next().unwrap().ends_with(",z,beyond_noise"));
+}
+
+#[test]
+fn rows_without_samples_in_either_run_are_not_changes() {
+    let before = db("/a", &[("A", 12, 50), ("Z", 13, 0), ("V", 14, 0)]);
+    let after = db("/a", &[("A", 12, 50), ("Z", 13, 0), ("N", 15, 0)]);
+    let d = diff(&before, &after);
+    let names: Vec<&str> = d.objects.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["A"], "{:?}", d.objects);
+    let text = to_text(&d, 10);
+    assert!(!text.contains("from 0"), "{text}");
+    assert!(
+        text.contains("total memory time: 50 -> 50 samples (+0.0%, within noise)"),
+        "{text}"
+    );
 }

@@ -189,6 +189,12 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub(crate) top: usize,
 
+    /// Text: list only the rows whose share changed beyond sampling noise
+    /// (the others are counted). By default they are listed after the
+    /// changed ones, marked "within noise".
+    #[arg(long)]
+    pub(crate) hide_noise: bool,
+
     /// Exit with status 1 when the memory time of the application's
     /// objects, or the samples of a matched application object, rose by
     /// more than PCT percent (for CI). Thread stacks, MPI and OpenMP

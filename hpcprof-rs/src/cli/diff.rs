@@ -1,5 +1,7 @@
 //! `hpcprof-rs diff BEFORE AFTER`: two databases compared
-//! (`formats::diff`), with the noise warnings on stderr and, with
+//! (`formats::diff`: each row judged against sampling noise, rows within
+//! noise listed last or, with `--hide-noise`, only counted), with the
+//! noise warnings on stderr and, with
 //! `--fail-if-worse`, exit status 1 when something got worse.
 
 use std::process::ExitCode;
@@ -21,7 +23,7 @@ pub(crate) fn run(args: DiffArgs) -> Result<ExitCode> {
     let after = load(&args.after)?;
     let d = formats::diff::diff(&before, &after);
     let text = match args.format {
-        DiffFormatArg::Text => formats::diff::to_text(&d, args.top),
+        DiffFormatArg::Text => formats::diff::to_text_with(&d, args.top, args.hide_noise),
         DiffFormatArg::Json => formats::diff::to_json(&d),
         DiffFormatArg::Csv => formats::diff::to_csv(&d),
     };

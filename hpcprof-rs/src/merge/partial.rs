@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use formats::database::ThreadRef;
-use formats::measurement::{HistogramLayout, NodeKey, ObjectRef, SampleStats, ThreadProfile};
+use formats::measurement::{
+    HistogramLayout, NodeKey, ObjectRef, SampleStats, ThreadProfile, REGION_ROOT_ADDRESS,
+};
 use rustc_hash::FxHashMap;
 
 use super::columns::Columns;
@@ -229,6 +231,10 @@ impl Partial {
             } else {
                 let parent = map[node.parent as usize];
                 match node.key {
+                    // A path complete on its own (an OpenMP thread's inside
+                    // a parallel region): from the tree's root, not below
+                    // the thread's creator.
+                    NodeKey::Call(REGION_ROOT_ADDRESS) => 0,
                     NodeKey::Call(a) => code.call(parent, a, &mut cx),
                     // Roots and objects do not belong in a code tree: keep
                     // their samples at the parent.
@@ -268,6 +274,9 @@ impl Partial {
                 } else {
                     let parent = map[node.parent as usize];
                     match node.key {
+                        // An access path complete on its own starts at
+                        // its object.
+                        NodeKey::Call(REGION_ROOT_ADDRESS) => parent,
                         NodeKey::Call(a) => {
                             // An access path starts below the thread's
                             // creator.

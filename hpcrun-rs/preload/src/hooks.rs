@@ -620,6 +620,7 @@ unsafe extern "C" fn posix_memalign_at(
 }
 
 mod fds;
+pub(crate) mod openmp;
 mod thread_create;
 
 /// # Safety

@@ -270,6 +270,13 @@ pub struct ThreadState {
     pub file: std::sync::OnceLock<String>,
     /// What the last checkpoint saw (`checkpoint::signature`).
     pub checkpointed: AtomicU64,
+    /// The OpenMP parallel region this thread is running (a pointer to
+    /// its record, 0: none), set and cleared by the region's trampoline
+    /// (`hooks::openmp`) and read by the handler.
+    pub omp_region: AtomicU64,
+    /// Set once this thread ran a region another thread entered: an
+    /// OpenMP pool worker, whose time between regions is its own.
+    pub omp_worker: AtomicBool,
     body: &'static ThreadBody,
 }
 
@@ -506,6 +513,8 @@ fn register(
         writing: std::sync::Mutex::new(()),
         file: std::sync::OnceLock::new(),
         checkpointed: AtomicU64::new(0),
+        omp_region: AtomicU64::new(0),
+        omp_worker: AtomicBool::new(false),
         body,
     };
     let reg = registry();

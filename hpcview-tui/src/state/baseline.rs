@@ -137,7 +137,12 @@ impl Baseline {
     /// diff` has it).
     pub fn object_delta(&self, o: u32) -> Option<Delta> {
         let key = self.after_keys.get(o as usize)?;
-        Some(self.objects.get(key).copied().unwrap_or(Delta::New))
+        Some(match self.objects.get(key) {
+            Some(d) => *d,
+            // In both runs without samples: the diff leaves it out.
+            None if self.before_objects.contains_key(key) => Delta::Change(0.0),
+            None => Delta::New,
+        })
     }
 
     /// The delta of a function, by name (as `hpcprof-rs diff` has it).
@@ -245,6 +250,34 @@ fn same_row(a: &super::tree::Item, b: &super::tree::Item) -> bool {
 mod tests {
     use super::*;
     use crate::fixtures;
+
+    #[test]
+    fn an_object_without_samples_in_either_run_did_not_change() {
+        // An object never sampled, in both runs: the diff leaves it out,
+        // and the viewer says 0.0, not "new".
+        let unsampled = |mut db: Database| {
+            db.data.nodes.push(formats::database::TreeNode {
+                parent: 0,
+                kind: formats::database::NodeKind::Object(db.objects.len() as u32),
+                exclusive: vec![0],
+                threads: None,
+                ranks: None,
+                by_rank: Vec::new(),
+            });
+            db.objects.push(formats::database::DataObject {
+                kind: formats::database::ObjectKind::Heap,
+                name: "idle".into(),
+                node: db.data.nodes.len() as u32 - 1,
+                ..Default::default()
+            });
+            db
+        };
+        let after = Model::new(unsampled(fixtures::abc()), None);
+        let base = Baseline::new("b".into(), unsampled(fixtures::abc()), &after.db);
+        let idle = after.db.objects.len() as u32 - 1;
+        assert!(!base.diff.objects.iter().any(|r| r.name == "idle"));
+        assert_eq!(base.object_delta(idle), Some(Delta::Change(0.0)));
+    }
 
     #[test]
     fn objects_take_the_diffs_delta_and_paths_their_own() {

@@ -61,15 +61,22 @@ pub(super) fn call_path_owning<'a>(
     let owner = got
         .owner
         .and_then(|(i, cfa)| Some((program_function(snap, frames[i])?, cfa)));
+    // Inside an OpenMP parallel region the path continues with the
+    // region's calling context from the region's trampoline on: complete.
+    let (len, complete) =
+        match crate::hooks::openmp::continue_path(state, frames, got.len, got.complete) {
+            Some(len) => (len, true),
+            None => (got.len, got.complete),
+        };
     // Callers inside this library (the thread trampoline) are left out.
     let mut depth = 1;
-    for i in 1..got.len {
+    for i in 1..len {
         if !snap.is_own_code(frames[i]) {
             frames[depth] = frames[i];
             depth += 1;
         }
     }
-    if !got.complete {
+    if !complete {
         state.stats.partial_unwinds.fetch_add(1, Relaxed);
         // The path is kept below a `<partial unwind>` marker frame, so
         // that truncated paths do not pose as complete ones.

@@ -34,6 +34,23 @@ pub fn module_of(addr: usize) -> Option<(usize, String)> {
     }
 }
 
+/// `name` in the library `lib` if the loader already has it (loaded
+/// privately by a `dlopen` too); never loads it. Null when either is
+/// missing.
+pub fn loaded_library_symbol(lib: &CStr, name: &CStr) -> *mut c_void {
+    // SAFETY: `lib` is NUL-terminated; RTLD_NOLOAD only looks the library up.
+    let handle = unsafe { libc::dlopen(lib.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: a handle dlopen returned; `name` is NUL-terminated.
+    let f = unsafe { libc::dlsym(handle, name.as_ptr()) };
+    // SAFETY: drops the reference RTLD_NOLOAD took (the library stays,
+    // held by whoever loaded it).
+    unsafe { libc::dlclose(handle) };
+    f
+}
+
 /// One loaded module as the dynamic loader reports it.
 #[derive(Debug, Clone)]
 pub struct LoadedModule {

@@ -1,0 +1,113 @@
+//! `hpcprof-rs diff` tells change from noise on real runs:
+//! `tests/programs/diff_work.c` sums two equal cache-resident arrays,
+//! `ys` WORK times per `xs` once. Two runs with WORK 1 differ only by
+//! sampling noise: neither array's row is a change. WORK 2 doubles the
+//! work on `ys` (its share goes from about 50% to about 67%): both rows
+//! are changes beyond noise, `ys` up and `xs` down.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pipeline_tests::*;
+
+const EVENT: &str = "mem:soft@500000";
+
+fn run_with(name: &str, exe: &Path, work: &str) -> PathBuf {
+    let dir = scratch(name);
+    let run = profile(&dir, EVENT, exe, &[work]);
+    assert!(
+        run.program_stdout.starts_with("total "),
+        "{}",
+        run.program_stdout
+    );
+    run.db
+}
+
+fn diff_json(before: &Path, after: &Path) -> serde_json::Value {
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("diff")
+        .arg(before)
+        .arg(after)
+        .args(["--format", "json"]));
+    let text = ok_stdout(&out, "hpcprof-rs diff --format json");
+    serde_json::from_str(&text).expect("diff JSON")
+}
+
+fn heap_row<'a>(d: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    d["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .find(|o| o["name"] == name && o["kind"] == "heap")
+        .unwrap_or_else(|| panic!("no heap object {name} in {d:#}"))
+}
+
+#[test]
+fn diff_of_two_runs_is_noise_and_doubled_work_is_a_change() {
+    let build = scratch("diff-noise-build");
+    let exe = compile_test_program("diff_work.c", &build, &[]);
+    let first = run_with("diff-noise-first", &exe, "1");
+    let second = run_with("diff-noise-second", &exe, "1");
+    let doubled = run_with("diff-noise-doubled", &exe, "2");
+
+    let same = diff_json(&first, &second);
+    for name in ["xs", "ys"] {
+        let r = heap_row(&same, name);
+        eprintln!("same work, {name}: {r}");
+        assert!(
+            r["before"]["samples"].as_u64().unwrap() >= 100,
+            "too few samples: {r:#}"
+        );
+        assert_eq!(r["beyond_noise"], false, "{r:#}");
+    }
+
+    let changed = diff_json(&first, &doubled);
+    let ys = heap_row(&changed, "ys");
+    let xs = heap_row(&changed, "xs");
+    eprintln!("doubled work on ys: {ys}\n{xs}");
+    assert_eq!(ys["beyond_noise"], true, "{ys:#}");
+    assert!(ys["z"].as_f64().unwrap() > 3.0, "{ys:#}");
+    assert_eq!(xs["beyond_noise"], true, "{xs:#}");
+    assert!(xs["z"].as_f64().unwrap() < -3.0, "{xs:#}");
+    // Changes come before the rows within noise.
+    let objects = changed["objects"].as_array().unwrap();
+    let first_noise = objects
+        .iter()
+        .position(|o| o["beyond_noise"] == false)
+        .unwrap_or(objects.len());
+    assert!(objects[first_noise..]
+        .iter()
+        .all(|o| o["beyond_noise"] == false));
+
+    // The text report says it in words, and --hide-noise keeps only the
+    // changes.
+    let text = ok_stdout(
+        &run(Command::new(tool("hpcprof-rs"))
+            .arg("diff")
+            .arg(&first)
+            .arg(&second)),
+        "hpcprof-rs diff",
+    );
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with("matched") && l.contains(&format!(" {name} ")))
+            .unwrap_or_else(|| panic!("no row {name}: {text}"))
+            .to_string()
+    };
+    assert!(row("ys").trim_end().ends_with("within noise"), "{text}");
+    let hidden = ok_stdout(
+        &run(Command::new(tool("hpcprof-rs"))
+            .arg("diff")
+            .arg(&first)
+            .arg(&doubled)
+            .arg("--hide-noise")),
+        "hpcprof-rs diff --hide-noise",
+    );
+    assert!(
+        hidden
+            .lines()
+            .any(|l| l.contains(" ys ") && l.trim_end().ends_with("changed")),
+        "{hidden}"
+    );
+    assert!(!hidden.contains("within noise\n"), "{hidden}");
+}
