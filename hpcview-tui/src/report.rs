@@ -313,15 +313,22 @@ pub fn attribution_line(s: &formats::measurement::SampleStats) -> Option<String>
     ))
 }
 
-/// Shortens `s` to `max` characters, ending in `…` when cut.
+/// Shortens `s` to `max` characters by cutting its middle (`…`): the
+/// start and the end stay, so that names that differ only at the end
+/// (`/dev/shm/vader_segment.h.0` and `.1`, `: double[942,080]`) stay
+/// distinct.
 fn fit(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
     }
+    let keep = max.saturating_sub(1);
+    let head = keep * 3 / 5;
+    let tail = keep - head;
+    let mut t: String = s.chars().take(head).collect();
+    t.push('…');
+    t.extend(s.chars().skip(n - tail));
+    t
 }
 
 fn pad(s: &str, width: usize) -> String {

@@ -266,9 +266,20 @@ fn compared_report_has_delta_columns() {
 }
 
 #[test]
-fn long_names_are_shortened() {
-    assert_eq!(fit("abcdef", 4), "abc…");
+fn long_names_are_shortened_in_the_middle() {
+    assert_eq!(fit("abcdef", 4), "a…ef");
     assert_eq!(fit("abc", 4), "abc");
+    // Two names that differ only at the end stay two names.
+    let a = fit(
+        "Open MPI: shared-memory transport /dev/shm/vader_segment.node.0.0",
+        40,
+    );
+    let b = fit(
+        "Open MPI: shared-memory transport /dev/shm/vader_segment.node.0.1",
+        40,
+    );
+    assert_eq!(a.chars().count(), 40);
+    assert_ne!(a, b);
 }
 
 #[test]
