@@ -354,7 +354,9 @@ pub fn priority_score(share: f64, mem_time_share: Option<f64>) -> f64 {
 /// memory time) when the summed size of the heap and static objects that
 /// function accessed fits in one core's L2 cache; stack data is always
 /// cache-resident; other data (unknown addresses, lost addresses) is
-/// memory. `None` when the database does not say the cache sizes (older
+/// memory, and so is an object whose cache lines the sharing analysis saw
+/// bounce between threads (`-e sharing`: true or false sharing), whatever
+/// its size. `None` when the database does not say the cache sizes (older
 /// databases, hardware sources): then every sample is memory time.
 fn memory_samples<'a>(
     db: &'a Database,
@@ -377,11 +379,14 @@ fn memory_samples<'a>(
     let mut memory: HashMap<(&str, &str), u64> = HashMap::new();
     for (o, acc) in db.objects.iter().zip(accessors) {
         for (k, &n) in acc {
-            let resident = match o.kind {
-                ObjectKind::Stack => true,
-                _ if sized(o) => working_set.get(k).copied().unwrap_or(0) <= limit,
-                _ => false,
-            };
+            // Cache lines that bounce between cores (sharing events, true
+            // or false) are memory time whatever the object's size.
+            let resident = o.sharing.is_empty()
+                && match o.kind {
+                    ObjectKind::Stack => true,
+                    _ if sized(o) => working_set.get(k).copied().unwrap_or(0) <= limit,
+                    _ => false,
+                };
             *memory.entry(*k).or_default() += if resident { 0 } else { n };
         }
     }
@@ -411,7 +416,8 @@ fn memory_samples<'a>(
 /// the database, the samples of heap and static data at a function whose
 /// sampled working set (the summed size of the heap and static objects it
 /// accessed) fits in one core's L2 cache, and of stack data, are
-/// cache-resident: compute, not memory time (see `memory_samples`).
+/// cache-resident: compute, not memory time, unless the sharing analysis
+/// saw the object's lines bounce between threads (see `memory_samples`).
 /// Without cache sizes every load sample counts.
 ///
 /// Both are in [0, 1]. A region is memory bound when `mem_time_share >=

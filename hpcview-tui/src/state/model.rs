@@ -383,11 +383,14 @@ impl Model {
                 let mut memory = vec![0u64; function_mem.len()];
                 for (o, acc) in db.objects.iter().zip(&accessors) {
                     for &(f, v) in acc {
-                        let resident = match o.kind {
-                            ObjectKind::Stack => true,
-                            _ if sized(o) => working_set[f as usize] <= l2,
-                            _ => false,
-                        };
+                        // Lines that bounce between threads are memory
+                        // time whatever the object's size.
+                        let resident = o.sharing.is_empty()
+                            && match o.kind {
+                                ObjectKind::Stack => true,
+                                _ if sized(o) => working_set[f as usize] <= l2,
+                                _ => false,
+                            };
                         if !resident {
                             memory[f as usize] += v;
                         }
@@ -550,6 +553,16 @@ mod tests {
             let mut cached = fixtures::abc();
             cached.info.stats.cache_bytes.l2 = l2;
             cached.info.stats.attribution.insert("landed".into(), 1);
+            agrees(cached.clone());
+            // An object whose lines bounce between threads is memory time
+            // however small: the function that touches it is too.
+            cached.objects[0]
+                .sharing
+                .push(formats::database::SharingLine {
+                    true_sharing: false,
+                    events: 3,
+                    ..Default::default()
+                });
             agrees(cached);
         }
     }
