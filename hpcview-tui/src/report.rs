@@ -708,7 +708,14 @@ pub fn bottleneck_table(
         } else {
             "functions"
         };
-        let rows: Vec<u32> = pane.roots.iter().copied().take(top).collect();
+        // Rows without any of the primary metric are no part of a top list.
+        let sampled: Vec<u32> = pane
+            .roots
+            .iter()
+            .copied()
+            .filter(|&id| pane.bottleneck(&model, id).share > 0.0)
+            .collect();
+        let rows: Vec<u32> = sampled.iter().copied().take(top).collect();
         let hidden = if options.hide_runtime {
             " (runtime rows hidden)"
         } else {
@@ -718,7 +725,7 @@ pub fn bottleneck_table(
             out,
             "\n{what}: top {} of {}{hidden}",
             rows.len(),
-            pane.roots.len()
+            sampled.len()
         );
         if rows.is_empty() {
             continue;
