@@ -315,7 +315,9 @@ fn runtime_rows_of_the_bottleneck_table_are_not_advice_for_the_program() {
         .filter(|l| l.contains("gomp_") || l.contains("OpenMP runtime:"))
         .filter(|l| !l.starts_with("Waiting"))
         .collect();
-    assert_eq!(gomp.len(), 3, "{text}");
+    // libgomp's barrier object and function; its thread start, without
+    // memory samples, is no row.
+    assert_eq!(gomp.len(), 2, "{text}");
     for l in gomp {
         assert!(l.contains(RUNTIME_ADVICE), "{text}");
     }
