@@ -190,3 +190,42 @@ fn runtime_key_hides_and_shows_runtime_rows() {
     assert!(!app.hide_runtime);
     assert!(names(&app).iter().any(|n| n.starts_with("gomp_")));
 }
+
+fn selected(app: &AppState) -> String {
+    app.pane().selected_item().unwrap().label.clone()
+}
+
+/// With runtime rows hidden, the hot path follows the cost that stays in
+/// view: the MPI branch (the hottest with the runtime shown) only leads
+/// to rows the library's frames hid, so `x` goes to `compute` instead, in
+/// the code-centric pane and below an object.
+#[test]
+fn hot_path_follows_what_stays_in_view() {
+    let mut app = AppState::new(Model::new(fixtures::abc_mpi(), None));
+    app.apply(Action::CodeView);
+    assert_eq!(selected(&app), "MPI_Sendrecv");
+    app.apply(Action::Home);
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "MPI_Sendrecv");
+
+    app.apply(Action::HideRuntime);
+    // The top-down pane opens on the hot path again: compute's line.
+    assert_eq!(selected(&app), "compute  abc.c:25");
+    app.apply(Action::Home);
+    assert_eq!(selected(&app), "_start");
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "compute  abc.c:25");
+
+    // Below C: 1510 of its 2410 samples are through main:49 (1500 inside
+    // MPI_Sendrecv), 900 through compute.
+    app.apply(Action::DataView);
+    app.apply(Action::Home);
+    assert_eq!(selected(&app), "C");
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "compute  abc.c:25");
+    app.apply(Action::HideRuntime);
+    app.apply(Action::Home);
+    assert_eq!(selected(&app), "C");
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "MPI_Sendrecv");
+}
