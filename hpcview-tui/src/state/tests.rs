@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::fixtures;
+use crate::state::bottleneck::Quadrant;
 
 #[test]
 fn keys_switch_views_and_sort() {
@@ -228,4 +229,63 @@ fn hot_path_follows_what_stays_in_view() {
     assert_eq!(selected(&app), "C");
     app.apply(Action::HotPath);
     assert_eq!(selected(&app), "MPI_Sendrecv");
+}
+
+/// In bottleneck order the runtimes' rows come after the program's, even
+/// when they would rank first: MPI's buffer (2000 samples, memory bound)
+/// after C, `MPI_Sendrecv` after `compute`.
+#[test]
+fn runtime_rows_come_last_in_bottleneck_order() {
+    let mut app = AppState::new(Model::new(fixtures::abc_mpi(), None));
+    let rows = |app: &AppState| -> Vec<(String, bool)> {
+        let pane = app.pane();
+        pane.visible
+            .iter()
+            .map(|&id| {
+                let item = &pane.items[id as usize];
+                (item.label.clone(), item.runtime)
+            })
+            .collect()
+    };
+    // By its figures alone the library's buffer would rank first: it is
+    // memory bound (2000 of MPI_Sendrecv's 4000 cpu samples), C is not
+    // (2410 of its accessors' 5062).
+    {
+        let pane = app.pane();
+        let quadrant = |prefix: &str| {
+            let id = pane
+                .visible
+                .iter()
+                .copied()
+                .find(|&id| pane.items[id as usize].label.starts_with(prefix))
+                .unwrap();
+            pane.bottleneck(&app.model, id).quadrant
+        };
+        assert_eq!(quadrant("Open MPI"), Quadrant::OptimiseFirst);
+        assert_ne!(quadrant("C"), Quadrant::OptimiseFirst);
+    }
+    app.apply(Action::Bottleneck);
+    for kind in [PaneKind::Data, PaneKind::BottomUp, PaneKind::Flat] {
+        while app.view != kind {
+            app.apply(Action::CodeView);
+        }
+        let r = rows(&app);
+        let first_runtime = r.iter().position(|(_, rt)| *rt).expect("a runtime row");
+        assert!(first_runtime > 0, "{kind:?}: {r:?}");
+        assert!(
+            r[first_runtime..].iter().all(|(_, rt)| *rt),
+            "{kind:?}: {r:?}"
+        );
+        let top = if kind == PaneKind::Data {
+            "C"
+        } else {
+            "compute"
+        };
+        assert!(r[0].0.starts_with(top), "{kind:?}: {r:?}");
+    }
+    // Sorted by samples the runtime's function stays above compute.
+    app.apply(Action::Bottleneck);
+    let r = rows(&app);
+    let at = |name: &str| r.iter().position(|(l, _)| l == name).unwrap();
+    assert!(at("MPI_Sendrecv") < at("compute"), "{r:?}");
 }

@@ -454,7 +454,16 @@ impl Pane {
                 }
             };
             let ord = if sort.descending { ord.reverse() } else { ord };
-            ord.then_with(|| ia.label.cmp(&ib.label)).then(a.cmp(b))
+            // In bottleneck order the program's rows come before the
+            // runtimes' (MPI, OpenMP): what the user can optimise first.
+            let program_first = match sort.key {
+                SortKey::Bottleneck => ia.runtime.cmp(&ib.runtime),
+                SortKey::Column(_) | SortKey::Name => Ordering::Equal,
+            };
+            program_first
+                .then(ord)
+                .then_with(|| ia.label.cmp(&ib.label))
+                .then(a.cmp(b))
         };
         ids.sort_by(cmp);
     }
