@@ -64,7 +64,8 @@ pub enum Action {
     CodeView,
     /// `d`: data-centric.
     DataView,
-    /// `b`: bottleneck-priority order (toggle).
+    /// `b`: bottleneck-priority order (toggle); turning it on selects the
+    /// first row and scrolls to the top.
     Bottleneck,
     /// `s`: sort by the next column.
     SortNext,
@@ -437,6 +438,14 @@ impl AppState {
                         Some("no cpu_samples metric: memory-boundness cannot be computed".into());
                 }
                 self.resort();
+                if self.bottleneck {
+                    // The rows to optimise first are at the top: show them.
+                    let pane = self.panes.get_mut(&self.view).expect("exists");
+                    pane.select_edge(false);
+                    pane.offset = 0;
+                    self.detail_scroll = 0;
+                    self.sync_source();
+                }
             }
             Action::SortNext => {
                 let shown = self.shown_columns();

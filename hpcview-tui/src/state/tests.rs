@@ -289,3 +289,32 @@ fn runtime_rows_come_last_in_bottleneck_order() {
     let at = |name: &str| r.iter().position(|(l, _)| l == name).unwrap();
     assert!(at("MPI_Sendrecv") < at("compute"), "{r:?}");
 }
+
+/// `b` shows the top of the bottleneck order: the first row is selected
+/// and the pane scrolled to it, wherever the selection was.
+#[test]
+fn bottleneck_key_shows_the_top() {
+    let mut app = AppState::new(Model::new(fixtures::synthetic(20_000), None));
+    app.page = 10;
+    for _ in 0..5 {
+        app.apply(Action::PageDown);
+    }
+    let _ = app.visible_deltas(10);
+    assert!(app.pane().selected > 10 && app.pane().offset > 0);
+    app.apply(Action::Bottleneck);
+    assert!(app.bottleneck);
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+    // The same in a code-centric pane.
+    app.apply(Action::Bottleneck);
+    app.apply(Action::CodeView);
+    app.apply(Action::CodeView);
+    assert_eq!(app.view, PaneKind::BottomUp);
+    for _ in 0..3 {
+        app.apply(Action::PageDown);
+    }
+    assert!(app.pane().selected > 0);
+    app.apply(Action::Bottleneck);
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+}
