@@ -231,6 +231,35 @@ fn hot_path_follows_what_stays_in_view() {
     assert_eq!(selected(&app), "MPI_Sendrecv");
 }
 
+/// `b` shows the top of the bottleneck order: the first row is selected
+/// and the pane scrolled to it, wherever the selection was.
+#[test]
+fn bottleneck_key_shows_the_top() {
+    let mut app = AppState::new(Model::new(fixtures::synthetic(20_000), None));
+    app.page = 10;
+    for _ in 0..5 {
+        app.apply(Action::PageDown);
+    }
+    let _ = app.visible_deltas(10);
+    assert!(app.pane().selected > 10 && app.pane().offset > 0);
+    app.apply(Action::Bottleneck);
+    assert!(app.bottleneck);
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+    // The same in a code-centric pane.
+    app.apply(Action::Bottleneck);
+    app.apply(Action::CodeView);
+    app.apply(Action::CodeView);
+    assert_eq!(app.view, PaneKind::BottomUp);
+    for _ in 0..3 {
+        app.apply(Action::PageDown);
+    }
+    assert!(app.pane().selected > 0);
+    app.apply(Action::Bottleneck);
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+}
+
 /// In bottleneck order the runtimes' rows come after the program's, even
 /// when they would rank first: MPI's buffer (2000 samples, memory bound)
 /// after C, `MPI_Sendrecv` after `compute`.
@@ -290,31 +319,46 @@ fn runtime_rows_come_last_in_bottleneck_order() {
     assert!(at("MPI_Sendrecv") < at("compute"), "{r:?}");
 }
 
-/// `b` shows the top of the bottleneck order: the first row is selected
-/// and the pane scrolled to it, wherever the selection was.
+/// The source pane scrolls from the lines on screen: Down after Tab shows
+/// the next line at the bottom (the first line shown moves by one, from
+/// the window centred on the selected line), End shows the last page with
+/// the file's last line at the bottom, PageDown stops there too.
 #[test]
-fn bottleneck_key_shows_the_top() {
-    let mut app = AppState::new(Model::new(fixtures::synthetic(20_000), None));
-    app.page = 10;
-    for _ in 0..5 {
-        app.apply(Action::PageDown);
-    }
-    let _ = app.visible_deltas(10);
-    assert!(app.pane().selected > 10 && app.pane().offset > 0);
-    app.apply(Action::Bottleneck);
-    assert!(app.bottleneck);
-    assert_eq!(app.pane().selected, 0);
-    assert_eq!(app.pane().offset, 0);
-    // The same in a code-centric pane.
-    app.apply(Action::Bottleneck);
+fn source_pane_scrolls_from_what_is_shown() {
+    let dir = std::env::temp_dir().join(format!("hpcview-source-{}", std::process::id()));
+    fixtures::write(
+        &fixtures::abc(),
+        &dir,
+        &[(fixtures::ABC_FILE, fixtures::ABC_SOURCE)],
+    )
+    .unwrap();
+    let mut app = AppState::new(Model::open(&dir).unwrap());
+    let lines = fixtures::ABC_SOURCE.lines().count();
     app.apply(Action::CodeView);
-    app.apply(Action::CodeView);
-    assert_eq!(app.view, PaneKind::BottomUp);
-    for _ in 0..3 {
-        app.apply(Action::PageDown);
-    }
-    assert!(app.pane().selected > 0);
-    app.apply(Action::Bottleneck);
-    assert_eq!(app.pane().selected, 0);
-    assert_eq!(app.pane().offset, 0);
+    assert_eq!(app.source.line, Some(25));
+    // A source pane of 9 lines, a tree pane of 30 rows: the selected line
+    // 25 is in the middle, lines 21 to 29.
+    app.page = 30;
+    app.source_page = 9;
+    assert_eq!(app.source_top(9), 20);
+    app.apply(Action::NextPane);
+    assert_eq!(app.focus, Focus::Source);
+    app.apply(Action::Down);
+    assert_eq!(app.source_top(9), 21);
+    app.apply(Action::Up);
+    app.apply(Action::Up);
+    assert_eq!(app.source_top(9), 19);
+    app.apply(Action::PageDown);
+    assert_eq!(app.source_top(9), 28);
+    app.apply(Action::End);
+    assert_eq!(app.source_top(9), lines - 9);
+    app.apply(Action::Down);
+    app.apply(Action::PageDown);
+    assert_eq!(app.source_top(9), lines - 9);
+    app.apply(Action::Home);
+    assert_eq!(app.source_top(9), 0);
+    // Enter follows the selected line again.
+    app.apply(Action::Toggle);
+    assert_eq!(app.source_top(9), 20);
+    std::fs::remove_dir_all(&dir).ok();
 }
