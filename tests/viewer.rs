@@ -12,6 +12,13 @@
 //!   (the hidden `HPCVIEW_TEST_PANIC` hook) also gives the shell's screen
 //!   back, out of raw mode, with the panic message on it; with `NO_COLOR`
 //!   the viewer sends no colour escape sequences;
+//! * the keys that move through the panes, drawn with `TestBackend` on
+//!   the real database: `b` selects the first row and scrolls to it, the
+//!   source pane's Down moves its lines by one and End shows the file's
+//!   last line at its bottom; on hpcview-tui's MPI fixture (written to
+//!   disk), with runtime rows hidden `x` ends on compute's line and in
+//!   bottleneck order the library's buffer is the last heap row; the same
+//!   keys once more in the real binary in tmux;
 //! * `--report --baseline`: abc against a baseline of abc, and abc built
 //!   with `-DC_CONTIGUOUS` against strided abc: C's `Δshare` is negative
 //!   and equals `hpcprof-rs diff`'s change of C's share.
@@ -293,16 +300,7 @@ fn bottleneck_and_source_keys_on_a_real_abc_database() {
 /// buffer comes after the program's objects.
 #[test]
 fn hidden_runtime_hot_path_and_bottleneck_order_on_screen() {
-    let dir = scratch("viewer-mpi-fixture").join("db");
-    hpcview_tui::fixtures::write(
-        &hpcview_tui::fixtures::abc_mpi(),
-        &dir,
-        &[(
-            hpcview_tui::fixtures::ABC_FILE,
-            hpcview_tui::fixtures::ABC_SOURCE,
-        )],
-    )
-    .expect("write the fixture database");
+    let dir = mpi_fixture_db("viewer-mpi-fixture");
     let mut app = AppState::new(Model::open(&dir).expect("open"));
     let (w, h) = (100, 30);
 
@@ -325,6 +323,22 @@ fn hidden_runtime_hot_path_and_bottleneck_order_on_screen() {
     assert!(selected_row(&s).contains("[heap] C"), "{s}");
     let rows: Vec<&str> = s.lines().filter(|l| l.contains("[heap]")).collect();
     assert!(rows.last().unwrap().contains("Open MPI"), "{rows:#?}\n{s}");
+}
+
+/// The hand-built abc database with an MPI halo exchange
+/// (`fixtures::abc_mpi`), on disk with abc.c in its `src/`.
+fn mpi_fixture_db(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name).join("db");
+    hpcview_tui::fixtures::write(
+        &hpcview_tui::fixtures::abc_mpi(),
+        &dir,
+        &[(
+            hpcview_tui::fixtures::ABC_FILE,
+            hpcview_tui::fixtures::ABC_SOURCE,
+        )],
+    )
+    .expect("write the fixture database");
+    dir
 }
 
 /// The `Δshare` cell of object `name` in a `--report --view data` table
@@ -664,6 +678,63 @@ fn panic_restores_the_terminal() {
         "no panic message on the restored screen:\n{s}"
     );
     assert_terminal_restored(&tmux);
+}
+
+/// The real binary in tmux on the MPI fixture database: `c`, `H`, `g`,
+/// `x` select compute's line (not the MPI branch); `d`, `b` select C at
+/// the top of the bottleneck order, with the library's buffer as the last
+/// heap row; `H`, `c`, `Tab`, `End` show abc.c's last line on the source
+/// pane's last row; `q` quits.
+#[test]
+fn hot_path_bottleneck_and_source_keys_in_tmux() {
+    if !tmux_or_skip("hot_path_bottleneck_and_source_keys_in_tmux") {
+        return;
+    }
+    let db = mpi_fixture_db("viewer-tmux-keys");
+    let tmux = Tmux::start("keys");
+    let cmd = format!(
+        "{} {}; echo VIEWER-EXIT-$?",
+        shell_quote(&tool("hpcview-tui")),
+        shell_quote(&db)
+    );
+    tmux.keys(&[&cmd, "Enter"]);
+    tmux.wait_for("the viewer", |s| s.contains("Data-centric"));
+
+    tmux.keys(&["c"]);
+    tmux.wait_for("the top-down pane", |s| {
+        s.contains("Code-centric: top-down")
+    });
+    tmux.keys(&["H"]);
+    tmux.wait_for("runtime rows hidden", |s| s.contains("runtime rows hidden"));
+    tmux.keys(&["g", "x"]);
+    let s = tmux.wait_for("the hot path to compute's line", |s| {
+        s.lines()
+            .any(|l| l.contains('›') && l.contains("compute  abc.c:25"))
+    });
+    assert!(!s.contains("MPI_Sendrecv"), "{s}");
+
+    tmux.keys(&["H", "d", "b"]);
+    let s = tmux.wait_for("C first in bottleneck order", |s| {
+        s.contains("order: bottleneck")
+            && s.lines().any(|l| l.contains('›') && l.contains("[heap] C"))
+    });
+    let heap: Vec<&str> = s.lines().filter(|l| l.contains("[heap]")).collect();
+    assert!(heap.last().unwrap().contains("Open MPI"), "{s}");
+
+    let last = hpcview_tui::fixtures::ABC_SOURCE.lines().count();
+    // Runtime rows hidden again: the top-down pane opens on compute's
+    // line, whose source the pane shows.
+    tmux.keys(&["b", "H", "c"]);
+    tmux.wait_for("compute's line in the source pane", |s| {
+        s.lines().any(|l| l.contains("25▶"))
+    });
+    tmux.keys(&["Tab", "End"]);
+    tmux.wait_for("abc.c's last line at the source pane's bottom", |s| {
+        source_numbers(s).last() == Some(&last) && source_numbers(s).len() > 3
+    });
+
+    tmux.keys(&["q"]);
+    tmux.wait_for("the shell after q", exited);
 }
 
 /// True if `screen` (tmux `capture-pane -e`) holds an SGR sequence that
