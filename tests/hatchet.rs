@@ -98,7 +98,12 @@ fn hatchet_literal_of_abc() {
         inc(top)
     );
     let leaf = hot_leaf(top);
-    assert_eq!(leaf["frame"]["name"], "compute", "{leaf}");
+    assert_eq!(leaf["frame"]["function"], "compute", "{leaf}");
+    assert_eq!(
+        leaf["frame"]["name"],
+        format!("compute (abc.c:{c_line})"),
+        "{leaf}"
+    );
     assert_eq!(leaf["frame"]["line"], c_line, "{leaf}");
     // The same total as the JSON export's objects.
     let objects = export_json(&db, "data");
@@ -115,7 +120,12 @@ fn hatchet_literal_of_abc() {
     let code_roots = code.as_array().expect("a list of roots");
     code_roots.iter().map(check_node).sum::<usize>();
     let leaf = hot_leaf(code_roots.iter().max_by_key(|r| inc(r)).unwrap());
-    assert_eq!(leaf["frame"]["name"], "compute", "{leaf}");
+    assert_eq!(leaf["frame"]["function"], "compute", "{leaf}");
+    assert_eq!(
+        leaf["frame"]["name"],
+        format!("compute (abc.c:{c_line})"),
+        "{leaf}"
+    );
     assert_eq!(leaf["frame"]["line"], c_line, "{leaf}");
 
     // A tree view only.
@@ -143,13 +153,14 @@ df = data.dataframe
 top = max(data.graph.roots, key=lambda r: df.loc[r, "samples (inc)"])
 assert top.frame["name"] == "C", top.frame
 leaf = hot_leaf(data, top)
-assert leaf.frame["name"] == "compute" and leaf.frame["line"] == {c_line}, leaf.frame
+assert leaf.frame["function"] == "compute" and leaf.frame["line"] == {c_line}, leaf.frame
+assert df.loc[leaf, "name"] == "compute (abc.c:{c_line})", df.loc[leaf, "name"]
 
 code = ht.GraphFrame.from_literal(json.load(open(sys.argv[2])))
 cf = code.dataframe
 hottest = cf["samples"].idxmax()
-assert hottest.frame["name"] == "compute" and hottest.frame["line"] == {c_line}, hottest.frame
-print("HATCHET-OK", top.frame["name"], int(df.loc[top, "samples (inc)"]), hottest.frame["name"])
+assert hottest.frame["function"] == "compute" and hottest.frame["line"] == {c_line}, hottest.frame
+print("HATCHET-OK", top.frame["name"], int(df.loc[top, "samples (inc)"]), cf.loc[hottest, "name"])
 "#
     );
     let out = run(Command::new(&python)

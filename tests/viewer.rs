@@ -12,6 +12,13 @@
 //!   (the hidden `HPCVIEW_TEST_PANIC` hook) also gives the shell's screen
 //!   back, out of raw mode, with the panic message on it; with `NO_COLOR`
 //!   the viewer sends no colour escape sequences;
+//! * the keys that move through the panes, drawn with `TestBackend` on
+//!   the real database: `b` selects the first row and scrolls to it, the
+//!   source pane's Down moves its lines by one and End shows the file's
+//!   last line at its bottom; on hpcview-tui's MPI fixture (written to
+//!   disk), with runtime rows hidden `x` ends on compute's line and in
+//!   bottleneck order the library's buffer is the last heap row; the same
+//!   keys once more in the real binary in tmux;
 //! * `--report --baseline`: abc against a baseline of abc, and abc built
 //!   with `-DC_CONTIGUOUS` against strided abc: C's `Δshare` is negative
 //!   and equals `hpcprof-rs diff`'s change of C's share.
@@ -193,6 +200,145 @@ fn panes_on_a_real_abc_database() {
     for key in ["PgUp", "Tab", "bottleneck", "search", "filter", "quit"] {
         assert!(s.contains(key), "help lacks {key}:\n{s}");
     }
+}
+
+/// The rows of the screen's tree pane (between the title bar and the
+/// lower panes) and the selected one (`›`).
+fn selected_row(s: &str) -> &str {
+    s.lines()
+        .find(|l| l.contains('›'))
+        .unwrap_or_else(|| panic!("no selected row:\n{s}"))
+}
+
+/// The source pane's line numbers on screen, top to bottom: the lower
+/// left box's lines `│ 25▶ text`.
+fn source_numbers(s: &str) -> Vec<usize> {
+    let start = s
+        .lines()
+        .position(|l| l.contains(" Source"))
+        .unwrap_or_else(|| panic!("no source pane:\n{s}"));
+    s.lines()
+        .skip(start + 1)
+        .map_while(|l| {
+            let inner = l.strip_prefix('│')?;
+            let digits: String = inner
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
+/// The keys that move through the panes, on a real database drawn at a
+/// realistic size: `b` shows the top of the bottleneck order, the source
+/// pane scrolls from the lines it shows (Down moves them by one, End
+/// shows the file's last line at the bottom of the pane).
+#[test]
+fn bottleneck_and_source_keys_on_a_real_abc_database() {
+    let db = abc_db("viewer-keys");
+    let mut app = AppState::new(Model::open(&db).expect("open the real database"));
+    let (w, h) = (100, 24);
+
+    // Deep in C's access path (the hot path), then `b`: the first row is
+    // selected and on screen, the title says the order.
+    app.apply(Action::HotPath);
+    assert!(app.pane().selected > 3);
+    let _ = screen(&mut app, w, h);
+    app.apply(Action::Bottleneck);
+    let s = screen(&mut app, w, h);
+    assert!(s.contains("order: bottleneck"), "{s}");
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+    let first = app.pane().items[app.pane().visible[0] as usize]
+        .label
+        .clone();
+    let row = selected_row(&s);
+    assert!(row.contains(&first), "{row}\n{s}");
+    // The selected row is the tree pane's first.
+    let tree_rows: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.contains("Data-centric"))
+        .skip(2)
+        .collect();
+    assert!(tree_rows[0].contains('›'), "{s}");
+    app.apply(Action::Bottleneck);
+
+    // The source pane on compute's hottest line; Tab, then Down: the
+    // same window one line further, the selected line one row higher.
+    app.apply(Action::CodeView);
+    let s = screen(&mut app, w, h);
+    let shown = source_numbers(&s);
+    let line = app.source.line.expect("a source line") as usize;
+    assert!(shown.contains(&line), "{shown:?}\n{s}");
+    app.apply(Action::NextPane);
+    app.apply(Action::Down);
+    let s = screen(&mut app, w, h);
+    let after: Vec<usize> = source_numbers(&s);
+    assert_eq!(after[0], shown[0] + 1, "{shown:?} -> {after:?}\n{s}");
+    assert_eq!(after.len(), shown.len(), "{s}");
+    // End: the file's last line on the pane's last row, the pane full.
+    let last = std::fs::read_to_string(root().join("examples/abc/abc.c"))
+        .unwrap()
+        .lines()
+        .count();
+    app.apply(Action::End);
+    let s = screen(&mut app, w, h);
+    let end = source_numbers(&s);
+    assert_eq!(end.last(), Some(&last), "{end:?}\n{s}");
+    assert_eq!(end.len(), shown.len(), "{s}");
+    // Further Down and PgDn stay there.
+    app.apply(Action::Down);
+    app.apply(Action::PageDown);
+    assert_eq!(source_numbers(&screen(&mut app, w, h)), end);
+}
+
+/// The hand-built abc database with an MPI halo exchange, on disk: with
+/// the runtime rows hidden, `x` from the top goes to compute's line (the
+/// MPI branch's cost is hidden), and in bottleneck order the library's
+/// buffer comes after the program's objects.
+#[test]
+fn hidden_runtime_hot_path_and_bottleneck_order_on_screen() {
+    let dir = mpi_fixture_db("viewer-mpi-fixture");
+    let mut app = AppState::new(Model::open(&dir).expect("open"));
+    let (w, h) = (100, 30);
+
+    app.apply(Action::CodeView);
+    app.apply(Action::HideRuntime);
+    app.apply(Action::Home);
+    app.apply(Action::HotPath);
+    let s = screen(&mut app, w, h);
+    let row = selected_row(&s);
+    assert!(row.contains("compute  abc.c:25"), "{row}\n{s}");
+    assert!(!s.contains("MPI_Sendrecv"), "{s}");
+    assert!(s.lines().any(|l| l.contains("25▶")), "{s}");
+
+    // Runtime rows shown again, bottleneck order in the data pane: C
+    // first (selected), the library's buffer below every program row.
+    app.apply(Action::HideRuntime);
+    app.apply(Action::DataView);
+    app.apply(Action::Bottleneck);
+    let s = screen(&mut app, w, h);
+    assert!(selected_row(&s).contains("[heap] C"), "{s}");
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("[heap]")).collect();
+    assert!(rows.last().unwrap().contains("Open MPI"), "{rows:#?}\n{s}");
+}
+
+/// The hand-built abc database with an MPI halo exchange
+/// (`fixtures::abc_mpi`), on disk with abc.c in its `src/`.
+fn mpi_fixture_db(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name).join("db");
+    hpcview_tui::fixtures::write(
+        &hpcview_tui::fixtures::abc_mpi(),
+        &dir,
+        &[(
+            hpcview_tui::fixtures::ABC_FILE,
+            hpcview_tui::fixtures::ABC_SOURCE,
+        )],
+    )
+    .expect("write the fixture database");
+    dir
 }
 
 /// The `Δshare` cell of object `name` in a `--report --view data` table
@@ -532,6 +678,63 @@ fn panic_restores_the_terminal() {
         "no panic message on the restored screen:\n{s}"
     );
     assert_terminal_restored(&tmux);
+}
+
+/// The real binary in tmux on the MPI fixture database: `c`, `H`, `g`,
+/// `x` select compute's line (not the MPI branch); `d`, `b` select C at
+/// the top of the bottleneck order, with the library's buffer as the last
+/// heap row; `H`, `c`, `Tab`, `End` show abc.c's last line on the source
+/// pane's last row; `q` quits.
+#[test]
+fn hot_path_bottleneck_and_source_keys_in_tmux() {
+    if !tmux_or_skip("hot_path_bottleneck_and_source_keys_in_tmux") {
+        return;
+    }
+    let db = mpi_fixture_db("viewer-tmux-keys");
+    let tmux = Tmux::start("keys");
+    let cmd = format!(
+        "{} {}; echo VIEWER-EXIT-$?",
+        shell_quote(&tool("hpcview-tui")),
+        shell_quote(&db)
+    );
+    tmux.keys(&[&cmd, "Enter"]);
+    tmux.wait_for("the viewer", |s| s.contains("Data-centric"));
+
+    tmux.keys(&["c"]);
+    tmux.wait_for("the top-down pane", |s| {
+        s.contains("Code-centric: top-down")
+    });
+    tmux.keys(&["H"]);
+    tmux.wait_for("runtime rows hidden", |s| s.contains("runtime rows hidden"));
+    tmux.keys(&["g", "x"]);
+    let s = tmux.wait_for("the hot path to compute's line", |s| {
+        s.lines()
+            .any(|l| l.contains('›') && l.contains("compute  abc.c:25"))
+    });
+    assert!(!s.contains("MPI_Sendrecv"), "{s}");
+
+    tmux.keys(&["H", "d", "b"]);
+    let s = tmux.wait_for("C first in bottleneck order", |s| {
+        s.contains("order: bottleneck")
+            && s.lines().any(|l| l.contains('›') && l.contains("[heap] C"))
+    });
+    let heap: Vec<&str> = s.lines().filter(|l| l.contains("[heap]")).collect();
+    assert!(heap.last().unwrap().contains("Open MPI"), "{s}");
+
+    let last = hpcview_tui::fixtures::ABC_SOURCE.lines().count();
+    // Runtime rows hidden again: the top-down pane opens on compute's
+    // line, whose source the pane shows.
+    tmux.keys(&["b", "H", "c"]);
+    tmux.wait_for("compute's line in the source pane", |s| {
+        s.lines().any(|l| l.contains("25▶"))
+    });
+    tmux.keys(&["Tab", "End"]);
+    tmux.wait_for("abc.c's last line at the source pane's bottom", |s| {
+        source_numbers(s).last() == Some(&last) && source_numbers(s).len() > 3
+    });
+
+    tmux.keys(&["q"]);
+    tmux.wait_for("the shell after q", exited);
 }
 
 /// True if `screen` (tmux `capture-pane -e`) holds an SGR sequence that

@@ -6,10 +6,19 @@
 //! `{"frame": {...}, "metrics": {...}, "children": [...]}`:
 //!
 //! * `frame`: `name` and `type`, plus what locates it. A code node is
-//!   `{"name": function, "type": "function", "file", "line", "module"}`
-//!   (the file, line and module when known; one node per inlining level
-//!   and source line, as in the database); a data object is
-//!   `{"name": "C", "type": "object", "kind": "heap", "site": "abc.c:41"}`.
+//!   `{"name": "main (abc.c:45)", "type": "function", "function": "main",
+//!   "file", "line", "module"}` (the file, line and module when known; one
+//!   node per inlining level and source line, as in the database); a data
+//!   object is `{"name": "C", "type": "object", "kind": "heap", "site":
+//!   "abc.c:41"}`. A code node's name always carries its file's base name
+//!   and line ([`node_name`]): Hatchet's literal reader puts only `name`
+//!   (and the metrics) in the dataframe, and `GraphFrame.tree()` prints
+//!   only `name`, so lines of one function (`main` calling at line 41, 42
+//!   and 45) would otherwise be identical rows; a name that depends on the
+//!   node alone, not on its siblings, stays the same in every run, so
+//!   Thicket and Hatchet's graph union still match the nodes of two runs
+//!   (they compare every frame attribute). `function` keeps the bare
+//!   function name for grouping.
 //! * `metrics`: for every metric of the database, `"NAME (inc)"` (the
 //!   node's inclusive value) and `"NAME"` (its exclusive value): Hatchet
 //!   reads keys with `(inc)` as inclusive metrics and the others as
@@ -17,8 +26,10 @@
 //!   (normally 0: its samples are at the lines of its access paths), so
 //!   that Hatchet's `update_inclusive_columns` gives the same inclusive
 //!   values back.
-//! * `children`: sorted by the primary metric's inclusive value, largest
-//!   first (Hatchet keeps the order).
+//! * `children`, and the list of roots: sorted by the primary metric's
+//!   inclusive value, largest first (ties in database order), which
+//!   `node.children` and `graph.roots` keep. (`GraphFrame.tree()` prints
+//!   siblings in its own order, by their frames' attributes.)
 //!
 //! The code view's roots are the code-centric tree's top frames (`_start`,
 //! ...); the data view's roots are the data objects, hottest first, each
@@ -143,14 +154,30 @@ fn root_name(name: &str) -> &str {
     }
 }
 
-/// `{"name", "type": "function", "file", "line", "module"}`.
+/// A code node's name: the function and where, `main (abc.c:50)` (the
+/// file's base name), `main (abc.c)` without a line, the function alone
+/// without a file.
+pub fn node_name(f: &Frame) -> String {
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{} ({}:{line})", f.function, base_name(file)),
+        (Some(file), None) => format!("{} ({})", f.function, base_name(file)),
+        _ => f.function.clone(),
+    }
+}
+
+fn base_name(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+/// `{"name", "type": "function", "function", "file", "line", "module"}`.
 fn frame_attrs(frame: Option<&Frame>) -> Value {
     let Some(f) = frame else {
         return json!({"name": "<unknown frame>", "type": "function"});
     };
     let mut map = Map::new();
-    map.insert("name".into(), json!(f.function));
+    map.insert("name".into(), json!(node_name(f)));
     map.insert("type".into(), json!("function"));
+    map.insert("function".into(), json!(f.function));
     if let Some(file) = &f.file {
         map.insert("file".into(), json!(file));
     }
@@ -245,17 +272,74 @@ mod tests {
         let roots = v.as_array().unwrap();
         assert_eq!(roots.len(), 1);
         let main = &roots[0];
-        assert_eq!(main["frame"]["name"], "main");
+        assert_eq!(main["frame"]["name"], "main (p.c:3)");
+        assert_eq!(main["frame"]["function"], "main");
         assert_eq!(main["frame"]["type"], "function");
+        assert_eq!(main["frame"]["file"], "/src/p.c");
         assert_eq!(main["frame"]["line"], 3);
         assert_eq!(main["metrics"]["samples (inc)"], 10);
         assert_eq!(main["metrics"]["samples"], 0);
         // Hottest child first; leaves have no children key.
         let work = &main["children"][0];
-        assert_eq!(work["frame"]["name"], "work");
+        assert_eq!(work["frame"]["name"], "work (p.c:10)");
         assert_eq!(work["metrics"]["samples"], 9);
         assert!(work.get("children").is_none());
-        assert_eq!(main["children"][1]["frame"]["name"], "init");
+        assert_eq!(main["children"][1]["frame"]["name"], "init (p.c:20)");
+    }
+
+    /// Lines of one function under one caller (`main` calling at two
+    /// lines, two top frames of one function) are told apart by their
+    /// names, and siblings and roots are ordered by value, largest first,
+    /// whatever their names and database order.
+    #[test]
+    fn siblings_of_one_function_have_distinct_names_and_value_order() {
+        let mut db = db();
+        let at = db.frames.len() as u32;
+        db.frames.extend([
+            frame("main", 4),
+            frame("main", 5),
+            frame("step", 30),
+            Frame {
+                file: None,
+                line: None,
+                ..frame("start", 0)
+            },
+        ]);
+        // A second root (main at line 4, 20 samples) after the first
+        // (main at line 3, 10): hotter, so first.
+        let r = db.code.nodes.len() as u32;
+        db.code.nodes.push(node(0, NodeKind::Frame(at), 0));
+        db.code.nodes.push(node(r, NodeKind::Frame(at + 2), 20));
+        // Below main:3, main's line 5 (3 samples) next to work (9) and
+        // init (1).
+        db.code.nodes.push(node(1, NodeKind::Frame(at + 1), 3));
+        // A third root without a file: the function alone.
+        db.code.nodes.push(node(0, NodeKind::Frame(at + 3), 2));
+        db.validate().unwrap();
+        let v: Value = serde_json::from_str(&to_literal(&db, Tree::Code, None)).unwrap();
+        let names = |list: &Value| -> Vec<String> {
+            list.as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["frame"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&v), ["main (p.c:4)", "main (p.c:3)", "start"]);
+        assert_eq!(
+            names(&v[1]["children"]),
+            ["work (p.c:10)", "main (p.c:5)", "init (p.c:20)"]
+        );
+        for root in v.as_array().unwrap() {
+            assert_eq!(
+                root["frame"]["function"],
+                root["frame"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .split(' ')
+                    .next()
+                    .unwrap()
+            );
+        }
     }
 
     #[test]
@@ -272,8 +356,11 @@ mod tests {
         assert_eq!(x["frame"]["kind"], "heap");
         assert_eq!(x["metrics"]["samples (inc)"], 9);
         assert_eq!(x["metrics"]["samples"], 0);
-        assert_eq!(x["children"][0]["frame"]["name"], "main");
-        assert_eq!(x["children"][0]["children"][0]["frame"]["name"], "work");
+        assert_eq!(x["children"][0]["frame"]["name"], "main (p.c:3)");
+        assert_eq!(
+            x["children"][0]["children"][0]["frame"]["name"],
+            "work (p.c:10)"
+        );
         assert_eq!(x["children"][0]["children"][0]["metrics"]["samples"], 9);
         let top: Value = serde_json::from_str(&to_literal(&db(), Tree::Data, Some(1))).unwrap();
         assert_eq!(top.as_array().unwrap().len(), 1);

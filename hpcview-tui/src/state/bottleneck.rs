@@ -32,7 +32,9 @@
 //! The latency share is the node's share of the primary metric's total.
 //! Both are "high" at or above [`MEM_HIGH`] and [`SHARE_HIGH`]. The
 //! bottleneck order is by quadrant (optimise first, low priority, little
-//! benefit, no need), then by `share x proxy`.
+//! benefit, no need), then by `share x proxy`; the viewer puts the rows of
+//! MPI libraries and OpenMP runtimes after the program's, among siblings
+//! at every level (the panes' sort in [`super::tree`]).
 //!
 //! ```
 //! use hpcview_tui::state::bottleneck::{classify, Quadrant};

@@ -64,7 +64,8 @@ pub enum Action {
     CodeView,
     /// `d`: data-centric.
     DataView,
-    /// `b`: bottleneck-priority order (toggle).
+    /// `b`: bottleneck-priority order (toggle); turning it on selects the
+    /// first row and scrolls to the top.
     Bottleneck,
     /// `s`: sort by the next column.
     SortNext,
@@ -151,6 +152,8 @@ pub struct AppState {
     pub detail_page: usize,
     /// Rows of the tree pane (set by the view; used for PgUp/PgDn).
     pub page: usize,
+    /// Lines of the source pane (set by the view; its keys scroll by it).
+    pub source_page: usize,
     /// The database compared with (`--baseline`): delta columns.
     pub baseline: Option<Baseline>,
     /// Rows of MPI libraries and OpenMP runtimes are left out of every
@@ -206,6 +209,7 @@ impl AppState {
             detail_max_scroll: usize::MAX,
             detail_page: 10,
             page: 10,
+            source_page: 10,
             baseline: None,
             hide_runtime: false,
             source_cache: HashMap::new(),
@@ -437,6 +441,14 @@ impl AppState {
                         Some("no cpu_samples metric: memory-boundness cannot be computed".into());
                 }
                 self.resort();
+                if self.bottleneck {
+                    // The rows to optimise first are at the top: show them.
+                    let pane = self.panes.get_mut(&self.view).expect("exists");
+                    pane.select_edge(false);
+                    pane.offset = 0;
+                    self.detail_scroll = 0;
+                    self.sync_source();
+                }
             }
             Action::SortNext => {
                 let shown = self.shown_columns();
@@ -485,22 +497,26 @@ impl AppState {
                     self.sync_source();
                 }
                 Focus::Source => {
-                    let len = self.source.text.as_ref().map_or(0, |t| t.len());
-                    let cur = self.source.scroll.unwrap_or_else(|| self.source_top(page));
+                    // Scrolls from the lines on screen, by a line or by the
+                    // source pane's height, down to the last page (the
+                    // file's last line at the bottom).
+                    let height = self.source_page.max(1);
+                    let cur = self.source_top(height);
+                    let last = self.source_last_top(height);
                     let next = match nav {
                         Action::Up => cur.saturating_sub(1),
                         Action::Down => cur + 1,
-                        Action::PageUp => cur.saturating_sub(page as usize),
-                        Action::PageDown => cur + page as usize,
+                        Action::PageUp => cur.saturating_sub(height),
+                        Action::PageDown => cur + height,
                         Action::Home => 0,
-                        Action::End => len,
+                        Action::End => last,
                         // Enter jumps back to the selected line.
                         _ => {
                             self.source.scroll = None;
                             return false;
                         }
                     };
-                    self.source.scroll = Some(next.min(len.saturating_sub(1)));
+                    self.source.scroll = Some(next.min(last));
                 }
                 Focus::Detail => {
                     // Stops at the last line (the view sets how far).
@@ -521,12 +537,26 @@ impl AppState {
         false
     }
 
-    /// First source line shown when following the selection in a window
-    /// of `height` lines: the selected line in the middle.
-    pub fn source_top(&self, height: isize) -> usize {
-        let line = self.source.line.unwrap_or(1) as usize;
-        line.saturating_sub(1)
-            .saturating_sub((height.max(1) as usize) / 2)
+    /// First source line shown (0-based) in a window of `height` lines:
+    /// where the user scrolled to, else the selected line in the middle;
+    /// never past the last page, so that the window is full down to the
+    /// file's last line.
+    pub fn source_top(&self, height: usize) -> usize {
+        let follow = || {
+            let line = self.source.line.unwrap_or(1) as usize;
+            line.saturating_sub(1).saturating_sub(height.max(1) / 2)
+        };
+        self.source
+            .scroll
+            .unwrap_or_else(follow)
+            .min(self.source_last_top(height))
+    }
+
+    /// First line of the last page of the source file in a window of
+    /// `height` lines (0 when the file fits).
+    fn source_last_top(&self, height: usize) -> usize {
+        let len = self.source.text.as_ref().map_or(0, |t| t.len());
+        len.saturating_sub(height.max(1))
     }
 
     fn resort(&mut self) {

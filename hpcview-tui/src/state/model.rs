@@ -158,6 +158,13 @@ pub struct Model {
     /// The CPU samples spent inside those runtimes (the "waiting in
     /// MPI/OpenMP" share of the bottleneck view).
     pub waiting: formats::runtimes::Waiting,
+    /// Per code-tree node: the primary metric of its subtree outside the
+    /// runtimes' frames, what stays in view below it when `H` hides them
+    /// (the hot path follows it then).
+    pub code_program: Vec<u64>,
+    /// Per data-tree node: the same outside the runtimes' frames and the
+    /// objects a runtime allocated.
+    pub data_program: Vec<u64>,
     /// Per object: the object whose row shows it. Heap objects of one name
     /// and allocation site reached by several call paths (a function
     /// inlined into two callers, one line run by two threads) are one row
@@ -243,14 +250,18 @@ impl Model {
             cpu_metric.is_some(),
         );
         let numa = formats::advice::numa(&db);
-        let runtime_frame = db
+        let runtime_frame: Vec<bool> = db
             .frames
             .iter()
             .map(|f| formats::runtimes::of_module(&f.module).is_some())
             .collect();
         let waiting = formats::runtimes::waiting(&db);
         let (row_of, same_object) = Self::same_objects(&db, &data, primary);
+        let code_program = Self::program_values(&db, &db.code, &code, &runtime_frame, primary);
+        let data_program = Self::program_values(&db, &db.data, &data, &runtime_frame, primary);
         Model {
+            code_program,
+            data_program,
             row_of,
             same_object,
             numa,
@@ -272,6 +283,48 @@ impl Model {
             object_mem,
             function_bottleneck,
         }
+    }
+
+    /// [`Model::code_program`] or [`Model::data_program`] of `tree`: every
+    /// node's primary value summed over its subtree, leaving out the
+    /// exclusive values of runtime frames and everything below an object a
+    /// runtime allocated (the rows `H` hides). One pass down for the
+    /// objects, one up for the sums (parents precede children).
+    fn program_values(
+        db: &Database,
+        tree: &Tree,
+        index: &TreeIndex,
+        runtime_frame: &[bool],
+        primary: usize,
+    ) -> Vec<u64> {
+        let n = tree.nodes.len();
+        let mut dropped = vec![false; n];
+        let mut sum = vec![0u64; n];
+        for (i, node) in tree.nodes.iter().enumerate() {
+            let inherited = i > 0 && dropped[node.parent as usize];
+            let (runtime_object, runtime_row) = match node.kind {
+                NodeKind::Object(o) => (
+                    db.objects
+                        .get(o as usize)
+                        .is_some_and(|o| o.runtime.is_some()),
+                    false,
+                ),
+                NodeKind::Frame(f) => (
+                    false,
+                    runtime_frame.get(f as usize).copied().unwrap_or(false),
+                ),
+                NodeKind::Root(_) => (false, false),
+            };
+            dropped[i] = inherited || runtime_object;
+            if !dropped[i] && !runtime_row {
+                sum[i] = index.exclusive(i as u32).get(primary).copied().unwrap_or(0);
+            }
+        }
+        for i in (1..n).rev() {
+            let p = tree.nodes[i].parent as usize;
+            sum[p] += sum[i];
+        }
+        sum
     }
 
     /// [`Model::row_of`] and [`Model::same_object`]: heap objects grouped

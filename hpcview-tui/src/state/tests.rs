@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::fixtures;
+use crate::state::bottleneck::Quadrant;
 
 #[test]
 fn keys_switch_views_and_sort() {
@@ -189,4 +190,175 @@ fn runtime_key_hides_and_shows_runtime_rows() {
     app.apply(Action::HideRuntime);
     assert!(!app.hide_runtime);
     assert!(names(&app).iter().any(|n| n.starts_with("gomp_")));
+}
+
+fn selected(app: &AppState) -> String {
+    app.pane().selected_item().unwrap().label.clone()
+}
+
+/// With runtime rows hidden, the hot path follows the cost that stays in
+/// view: the MPI branch (the hottest with the runtime shown) only leads
+/// to rows the library's frames hid, so `x` goes to `compute` instead, in
+/// the code-centric pane and below an object.
+#[test]
+fn hot_path_follows_what_stays_in_view() {
+    let mut app = AppState::new(Model::new(fixtures::abc_mpi(), None));
+    app.apply(Action::CodeView);
+    assert_eq!(selected(&app), "MPI_Sendrecv");
+    app.apply(Action::Home);
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "MPI_Sendrecv");
+
+    app.apply(Action::HideRuntime);
+    // The top-down pane opens on the hot path again: compute's line.
+    assert_eq!(selected(&app), "compute  abc.c:25");
+    app.apply(Action::Home);
+    assert_eq!(selected(&app), "_start");
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "compute  abc.c:25");
+
+    // Below C: 1510 of its 2410 samples are through main:49 (1500 inside
+    // MPI_Sendrecv), 900 through compute.
+    app.apply(Action::DataView);
+    app.apply(Action::Home);
+    assert_eq!(selected(&app), "C");
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "compute  abc.c:25");
+    app.apply(Action::HideRuntime);
+    app.apply(Action::Home);
+    assert_eq!(selected(&app), "C");
+    app.apply(Action::HotPath);
+    assert_eq!(selected(&app), "MPI_Sendrecv");
+}
+
+/// `b` shows the top of the bottleneck order: the first row is selected
+/// and the pane scrolled to it, wherever the selection was.
+#[test]
+fn bottleneck_key_shows_the_top() {
+    let mut app = AppState::new(Model::new(fixtures::synthetic(20_000), None));
+    app.page = 10;
+    for _ in 0..5 {
+        app.apply(Action::PageDown);
+    }
+    let _ = app.visible_deltas(10);
+    assert!(app.pane().selected > 10 && app.pane().offset > 0);
+    app.apply(Action::Bottleneck);
+    assert!(app.bottleneck);
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+    // The same in a code-centric pane.
+    app.apply(Action::Bottleneck);
+    app.apply(Action::CodeView);
+    app.apply(Action::CodeView);
+    assert_eq!(app.view, PaneKind::BottomUp);
+    for _ in 0..3 {
+        app.apply(Action::PageDown);
+    }
+    assert!(app.pane().selected > 0);
+    app.apply(Action::Bottleneck);
+    assert_eq!(app.pane().selected, 0);
+    assert_eq!(app.pane().offset, 0);
+}
+
+/// In bottleneck order the runtimes' rows come after the program's, even
+/// when they would rank first: MPI's buffer (2000 samples, memory bound)
+/// after C, `MPI_Sendrecv` after `compute`.
+#[test]
+fn runtime_rows_come_last_in_bottleneck_order() {
+    let mut app = AppState::new(Model::new(fixtures::abc_mpi(), None));
+    let rows = |app: &AppState| -> Vec<(String, bool)> {
+        let pane = app.pane();
+        pane.visible
+            .iter()
+            .map(|&id| {
+                let item = &pane.items[id as usize];
+                (item.label.clone(), item.runtime)
+            })
+            .collect()
+    };
+    // By its figures alone the library's buffer would rank first: it is
+    // memory bound (2000 of MPI_Sendrecv's 4000 cpu samples), C is not
+    // (2410 of its accessors' 5062).
+    {
+        let pane = app.pane();
+        let quadrant = |prefix: &str| {
+            let id = pane
+                .visible
+                .iter()
+                .copied()
+                .find(|&id| pane.items[id as usize].label.starts_with(prefix))
+                .unwrap();
+            pane.bottleneck(&app.model, id).quadrant
+        };
+        assert_eq!(quadrant("Open MPI"), Quadrant::OptimiseFirst);
+        assert_ne!(quadrant("C"), Quadrant::OptimiseFirst);
+    }
+    app.apply(Action::Bottleneck);
+    for kind in [PaneKind::Data, PaneKind::BottomUp, PaneKind::Flat] {
+        while app.view != kind {
+            app.apply(Action::CodeView);
+        }
+        let r = rows(&app);
+        let first_runtime = r.iter().position(|(_, rt)| *rt).expect("a runtime row");
+        assert!(first_runtime > 0, "{kind:?}: {r:?}");
+        assert!(
+            r[first_runtime..].iter().all(|(_, rt)| *rt),
+            "{kind:?}: {r:?}"
+        );
+        let top = if kind == PaneKind::Data {
+            "C"
+        } else {
+            "compute"
+        };
+        assert!(r[0].0.starts_with(top), "{kind:?}: {r:?}");
+    }
+    // Sorted by samples the runtime's function stays above compute.
+    app.apply(Action::Bottleneck);
+    let r = rows(&app);
+    let at = |name: &str| r.iter().position(|(l, _)| l == name).unwrap();
+    assert!(at("MPI_Sendrecv") < at("compute"), "{r:?}");
+}
+
+/// The source pane scrolls from the lines on screen: Down after Tab shows
+/// the next line at the bottom (the first line shown moves by one, from
+/// the window centred on the selected line), End shows the last page with
+/// the file's last line at the bottom, PageDown stops there too.
+#[test]
+fn source_pane_scrolls_from_what_is_shown() {
+    let dir = std::env::temp_dir().join(format!("hpcview-source-{}", std::process::id()));
+    fixtures::write(
+        &fixtures::abc(),
+        &dir,
+        &[(fixtures::ABC_FILE, fixtures::ABC_SOURCE)],
+    )
+    .unwrap();
+    let mut app = AppState::new(Model::open(&dir).unwrap());
+    let lines = fixtures::ABC_SOURCE.lines().count();
+    app.apply(Action::CodeView);
+    assert_eq!(app.source.line, Some(25));
+    // A source pane of 9 lines, a tree pane of 30 rows: the selected line
+    // 25 is in the middle, lines 21 to 29.
+    app.page = 30;
+    app.source_page = 9;
+    assert_eq!(app.source_top(9), 20);
+    app.apply(Action::NextPane);
+    assert_eq!(app.focus, Focus::Source);
+    app.apply(Action::Down);
+    assert_eq!(app.source_top(9), 21);
+    app.apply(Action::Up);
+    app.apply(Action::Up);
+    assert_eq!(app.source_top(9), 19);
+    app.apply(Action::PageDown);
+    assert_eq!(app.source_top(9), 28);
+    app.apply(Action::End);
+    assert_eq!(app.source_top(9), lines - 9);
+    app.apply(Action::Down);
+    app.apply(Action::PageDown);
+    assert_eq!(app.source_top(9), lines - 9);
+    app.apply(Action::Home);
+    assert_eq!(app.source_top(9), 0);
+    // Enter follows the selected line again.
+    app.apply(Action::Toggle);
+    assert_eq!(app.source_top(9), 20);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -30,7 +30,8 @@ pub use theme::Theme;
 
 use crate::state::{AppState, Focus};
 
-/// Draws the whole screen and records the tree pane's height in `app.page`.
+/// Draws the whole screen and records the tree pane's height in `app.page`
+/// and the source pane's in `app.source_page`.
 pub fn draw(frame: &mut Frame<'_>, app: &mut AppState, theme: Theme) {
     let area = frame.area();
     let body = area.height.saturating_sub(2);
@@ -51,7 +52,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut AppState, theme: Theme) {
 
     frame.render_widget(Paragraph::new(title_bar(app, theme)), header);
     tree::draw(frame, main, app, theme);
-    source::draw(frame, src, app, theme, app.focus == Focus::Source);
+    app.source_page = source::draw(frame, src, app, theme, app.focus == Focus::Source).max(1);
     let (max_scroll, height) = detail::draw(frame, det, app, theme, app.focus == Focus::Detail);
     app.detail_max_scroll = max_scroll;
     app.detail_page = height.max(1);

@@ -9,7 +9,14 @@ use ratatui::Frame;
 use super::{fit, fit_left, Theme};
 use crate::state::AppState;
 
-pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: Theme, focused: bool) {
+/// Draws the pane; returns its height in lines (what its keys scroll by).
+pub(crate) fn draw(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    app: &AppState,
+    theme: Theme,
+    focused: bool,
+) -> usize {
     let src = &app.source;
     let room = (area.width as usize).saturating_sub(12);
     let title = match (&src.file, src.line) {
@@ -40,14 +47,11 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: The
                     .wrap(Wrap { trim: true }),
                 inner,
             );
-            return;
+            return height;
         }
         Ok(lines) => lines,
     };
-    let top = src
-        .scroll
-        .unwrap_or_else(|| app.source_top(height as isize))
-        .min(lines.len().saturating_sub(1));
+    let top = app.source_top(height);
     let gutter = lines.len().to_string().len().max(3);
     let mut out = Vec::with_capacity(height);
     for (i, text) in lines.iter().enumerate().skip(top).take(height) {
@@ -67,4 +71,5 @@ pub(crate) fn draw(frame: &mut Frame<'_>, area: Rect, app: &AppState, theme: The
         });
     }
     frame.render_widget(Paragraph::new(out), inner);
+    height
 }

@@ -454,7 +454,16 @@ impl Pane {
                 }
             };
             let ord = if sort.descending { ord.reverse() } else { ord };
-            ord.then_with(|| ia.label.cmp(&ib.label)).then(a.cmp(b))
+            // In bottleneck order the program's rows come before the
+            // runtimes' (MPI, OpenMP): what the user can optimise first.
+            let program_first = match sort.key {
+                SortKey::Bottleneck => ia.runtime.cmp(&ib.runtime),
+                SortKey::Column(_) | SortKey::Name => Ordering::Equal,
+            };
+            program_first
+                .then(ord)
+                .then_with(|| ia.label.cmp(&ib.label))
+                .then(a.cmp(b))
         };
         ids.sort_by(cmp);
     }
@@ -589,32 +598,50 @@ impl Pane {
         }
     }
 
+    /// The value the hot path compares: the inclusive primary value, or,
+    /// with runtime rows hidden, the part of it that stays in view below
+    /// the row (a call path node's cost outside MPI and OpenMP frames), so
+    /// that the path does not follow a branch whose cost is hidden.
+    fn hot_value(&self, model: &Model, item: &Item) -> u64 {
+        let inc = item.inc.get(model.primary).copied().unwrap_or(0);
+        if !self.hide_runtime {
+            return inc;
+        }
+        match item.node {
+            Node::Code(n) => model.code_program.get(n as usize).copied().unwrap_or(inc),
+            Node::Data(n) => model.data_program.get(n as usize).copied().unwrap_or(inc),
+            _ => inc,
+        }
+    }
+
     /// Expands the hottest path below the selection down to a leaf (the
     /// sampled line) and selects it: at every level the child with the
     /// largest inclusive primary value (the first shown of equals); rows
-    /// without metrics (an object's "allocated at") are passed over. The
-    /// `x` key, and how the top-down pane opens.
+    /// without metrics (an object's "allocated at") are passed over. With
+    /// runtime rows hidden the value compared is what stays in view below
+    /// each child (`hot_value`). The `x` key, and how the top-down
+    /// pane opens.
     pub fn expand_hot_path(&mut self, model: &Model, max_depth: usize) {
         let mut id = match self.selected_id() {
             Some(id) => id,
             None => return,
         };
-        let primary = |item: &Item| item.inc.get(model.primary).copied().unwrap_or(0);
         for _ in 0..max_depth {
             self.materialize(model, id);
             let kids = self.items[id as usize].children.as_deref().unwrap_or(&[]);
-            let mut hottest: Option<u32> = None;
+            let mut hottest: Option<(u32, u64)> = None;
             for &k in kids {
                 let item = &self.items[k as usize];
+                let value = self.hot_value(model, item);
                 let hotter = match hottest {
                     None => true,
-                    Some(h) => primary(item) > primary(&self.items[h as usize]),
+                    Some((_, best)) => value > best,
                 };
                 if item.has_metrics() && hotter {
-                    hottest = Some(k);
+                    hottest = Some((k, value));
                 }
             }
-            let Some(next) = hottest else {
+            let Some((next, _)) = hottest else {
                 break;
             };
             self.items[id as usize].expanded = true;
