@@ -54,6 +54,9 @@ fn init() {
             // measured themselves.
             return;
         }
+        // The standard error the process started with (the launcher's),
+        // before the program can give descriptor 2 to a file of its own.
+        sys::keep_stderr();
         warn_if_malloc_comes_first();
         let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
         if !objects::init(cfg.alloc_log, shift) {
