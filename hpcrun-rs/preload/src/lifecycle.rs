@@ -43,6 +43,7 @@ fn init() {
         exec::resolve();
         // The program's allocator, which the malloc hooks forward to.
         sys::real::resolve();
+        crate::hooks::cxx::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
             // Loaded without hpcrun-rs: stay passive.
