@@ -639,6 +639,8 @@ fn messages_never_go_into_the_programs_file_on_descriptor_2() {
             .collect();
         let told = if raw {
             assert_eq!(pid_files.len(), 1, "{name}: {pid_files:?}; {stderr}");
+            // The launcher's closing lines point at it.
+            assert!(stderr.contains(&pid_files[0]), "{name}: {stderr}");
             std::fs::read_to_string(measurements.join(&pid_files[0])).unwrap()
         } else {
             assert!(pid_files.is_empty(), "{name}: {pid_files:?}");
