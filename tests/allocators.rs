@@ -11,6 +11,12 @@
 //! comes before the profiler's hooks: it serves the program as natively,
 //! and hpcrun-rs says that its blocks are not seen.)
 //!
+//! C++ programs linked with tcmalloc or mimalloc, whose own `operator
+//! new` serves blocks without calling `malloc`, have their `new double[N]`
+//! arrays named too, each recorded once (also with libstdc++'s `new`,
+//! which calls `malloc`); a `new` that throws `std::bad_alloc` through the
+//! profiler's hook is caught by the program as natively.
+//!
 //! The allocators are Debian's packages; a missing one fails the test
 //! with the package to install.
 
@@ -245,4 +251,85 @@ fn a_malloc_family_in_the_executable_serves_it_and_is_told() {
         stderr.contains("malloc is defined in") && stderr.contains("its heap blocks are not seen"),
         "{stderr}"
     );
+}
+
+/// Runs `exe ARGS` natively and under hpcrun-rs in `dir`: asserts the
+/// same stdout and exit status, and returns the native stdout and the
+/// data view of the profile.
+fn same_run(name: &str, dir: &Path, exe: &Path, args: &[&str]) -> (String, serde_json::Value) {
+    let native = run(Command::new(exe).args(args));
+    let native_out = String::from_utf8_lossy(&native.stdout).into_owned();
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .current_dir(dir)
+        .args(["-e", EVENT, "-o"])
+        .arg(&measurements)
+        .arg(exe)
+        .args(args));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        native_out,
+        "{name}: stdout differs under the profiler; stderr:\n{stderr}"
+    );
+    assert_eq!(
+        out.status.code(),
+        native.status.code(),
+        "{name}: exit status differs; stderr:\n{stderr}"
+    );
+    (native_out, merge_and_export(dir, &measurements))
+}
+
+/// new_arrays.cpp built with `flags`, its arrays served by `alloc`
+/// (natively and measured): `hot` and `cold` are named heap objects of
+/// 8 MiB, each one allocation at the program's `new`, `hot` taking most
+/// of the samples.
+fn new_arrays_with(name: &str, alloc: &str, flags: &[&str]) {
+    let dir = scratch(&format!("allocators-{name}"));
+    let exe = compile_test_program("new_arrays.cpp", &dir, flags);
+    let (native_out, data) = same_run(name, &dir, &exe, &[alloc, "512"]);
+    assert!(
+        native_out.contains(&format!(
+            "served by {alloc}: hot=yes cold=yes quiet=yes lined=yes"
+        )),
+        "{name}: natively, {alloc} does not serve:\n{native_out}"
+    );
+    assert_arrays_attributed(&data, name);
+    for array in ["hot", "cold"] {
+        let o = heap_object(&data, array, name);
+        assert_eq!(o["allocations"], 1, "{name}: {o:#}");
+    }
+}
+
+#[test]
+fn cxx_new_of_tcmalloc_and_mimalloc_serves_named_arrays() {
+    allocator_library("libtcmalloc.so.4", "libgoogle-perftools-dev");
+    allocator_library("libmimalloc.so.2", "libmimalloc-dev");
+    new_arrays_with(
+        "new-tcmalloc",
+        "tcmalloc",
+        &["-Wl,--no-as-needed", "-ltcmalloc"],
+    );
+    new_arrays_with(
+        "new-mimalloc",
+        "mimalloc",
+        &["-Wl,--no-as-needed", "-lmimalloc"],
+    );
+    // libstdc++'s `new` calls `malloc`: still one record per block.
+    new_arrays_with("new-libstdcxx", "glibc", &[]);
+}
+
+/// A `new` too large to serve throws `std::bad_alloc` through the
+/// profiler's hook three times; the program catches each, allocates
+/// again and exits 3, as natively; the block it allocates after the
+/// exceptions is a named heap object (the hook's state was restored).
+#[test]
+fn a_throwing_new_is_caught_by_the_program_as_natively() {
+    let dir = scratch("allocators-new-throws");
+    let exe = compile_test_program("new_arrays.cpp", &dir, &[]);
+    let (native_out, data) = same_run("throw", &dir, &exe, &["throw"]);
+    assert!(native_out.starts_with("caught 3 bad_alloc"), "{native_out}");
+    let after = heap_object(&data, "after", "throw");
+    assert_eq!(after["bytes"], 8 << 20, "{after:#}");
+    assert_eq!(after["allocations"], 1, "{after:#}");
 }

@@ -594,3 +594,64 @@ fn a_threaded_program_that_fits_under_ulimit_v_natively_fits_measured() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A program that closes its standard error and opens its own data file
+/// (which gets descriptor 2), then starts a thread while its open-file
+/// limit leaves no number free, makes the profiler say that the
+/// thread's task-clock event could not open. The message names the
+/// open-file limit (no permission advice) and goes to the standard
+/// error the launcher gave the program, never into the program's data
+/// file, which holds exactly what the program wrote. When the program
+/// also closed the profiler's descriptors with a raw `close_range`, the
+/// message goes to a file in the measurements directory instead.
+#[test]
+fn messages_never_go_into_the_programs_file_on_descriptor_2() {
+    let dir = scratch("hostile-stderr");
+    let exe = compile_test_program("hostile_stderr.c", &dir, &["-pthread"]);
+    let data = "data: 1 2 3\n";
+    let opts = ["--timer", "task-clock", "-e", "mem:soft@500000"];
+    for raw in [false, true] {
+        let name = if raw { "raw" } else { "libc" };
+        let sub = dir.join(name);
+        std::fs::create_dir_all(&sub).unwrap();
+        let file = sub.join("data.txt");
+        let mut args = vec![file.to_str().unwrap()];
+        if raw {
+            args.push("raw");
+        }
+        let want = native(&exe, &args);
+        assert_eq!(want.status.code(), Some(0), "{name}: native run");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), data);
+        std::fs::remove_file(&file).unwrap();
+        let (out, measurements) = profiled(&sub, &opts, &exe, &args);
+        assert_same(&out, &want, name);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            data,
+            "{name}: the data file holds more than the program's data"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let pid_files: Vec<String> = std::fs::read_dir(&measurements)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("hpcrun-rs.messages."))
+            .collect();
+        let told = if raw {
+            assert_eq!(pid_files.len(), 1, "{name}: {pid_files:?}; {stderr}");
+            // The launcher's closing lines point at it.
+            assert!(stderr.contains(&pid_files[0]), "{name}: {stderr}");
+            std::fs::read_to_string(measurements.join(&pid_files[0])).unwrap()
+        } else {
+            assert!(pid_files.is_empty(), "{name}: {pid_files:?}");
+            stderr.clone()
+        };
+        let line = told
+            .lines()
+            .find(|l| l.contains("perf_event_open(task-clock) failed (errno 24)"))
+            .unwrap_or_else(|| panic!("{name}: no message in {told:?}; stderr: {stderr}"));
+        assert!(line.starts_with("hpcrun-rs: "), "{name}: {line}");
+        assert!(line.contains("open-file limit"), "{name}: {line}");
+        assert!(!line.contains("paranoid"), "{name}: {line}");
+    }
+}

@@ -344,6 +344,9 @@ pub fn run(args: &Args) -> Result<Ended> {
         for line in crate::notices::lines(&out) {
             say(&line);
         }
+        for line in crate::notices::message_file_lines(&out) {
+            say(&line);
+        }
         let place = if files == 0 {
             NO_PROFILE.to_string()
         } else {

@@ -40,9 +40,48 @@ pub fn lines(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Name prefix of the files that take a process's messages when it has
+/// no standard error of its own (`hpcrun-rs.messages.<pid>`, written by
+/// the preload library).
+pub const MESSAGES_PREFIX: &str = "hpcrun-rs.messages.";
+
+/// The lines that point at `dir`'s message files, if any.
+pub fn message_file_lines(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(MESSAGES_PREFIX))
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            format!(
+                "hpcrun-rs: messages of a process whose standard error was gone (closed by the program) are in {}",
+                f.display()
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_files_are_pointed_at() {
+        let dir = std::env::temp_dir().join(format!("hpcrun-messages-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("hpcrun-rs.messages.42"), "hpcrun-rs: x\n").unwrap();
+        std::fs::write(dir.join("a.hpcrun"), "").unwrap();
+        let lines = message_file_lines(&dir);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].ends_with("hpcrun-rs.messages.42"), "{lines:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn distinct_notices_are_summed() {

@@ -28,6 +28,9 @@ pub fn flush_all() {
     for state in threads::all().filter(|s| s.pid == pid && s.index == 0) {
         writer::finish(state);
     }
+    // Messages that found no place when they were said (the open-file
+    // limit reached).
+    run::flush_messages();
 }
 
 /// The profiles written before an `exec`, with every thread's writing

@@ -1,5 +1,6 @@
-//! The interposed C entry points: the malloc family, `pthread_create`,
-//! the `mmap` family and System V `shmat`/`shmdt`.
+//! The interposed C entry points: the malloc family, C++'s `operator
+//! new` and `operator delete` ([`cxx`]), `pthread_create`, the `mmap`
+//! family and System V `shmat`/`shmdt`.
 //!
 //! Every hook calls the program's allocator first (`sys::real`: the next
 //! definition of the function in symbol lookup order: the program's own,
@@ -619,6 +620,7 @@ unsafe extern "C" fn posix_memalign_at(
     0
 }
 
+pub(crate) mod cxx;
 mod fds;
 pub(crate) mod openmp;
 mod thread_create;

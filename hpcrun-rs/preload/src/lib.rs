@@ -29,7 +29,8 @@
 //!    never torn), [`checkpoint`] (rewritten every few seconds), [`exit`]
 //!    (stop and write everything), [`handler`] (the signal handler: decode,
 //!    unwind, classify, insert), and the C entry points: [`hooks`] (the
-//!    malloc family, `mmap`, `pthread_create`, `dlopen`, `_exit`),
+//!    malloc family, C++ `operator new`/`delete`, `mmap`,
+//!    `pthread_create`, `dlopen`, `_exit`, the descriptor calls),
 //!    [`exec`] (the `exec` family: the profiles are written first),
 //!    [`labels`] (`hpcrun_label`, `hpcrun_register`: `hpcrun.h`),
 //!    [`signal_hooks`] (`sigaction`, masks, `sigwait`).

@@ -43,6 +43,7 @@ fn init() {
         exec::resolve();
         // The program's allocator, which the malloc hooks forward to.
         sys::real::resolve();
+        crate::hooks::cxx::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
             // Loaded without hpcrun-rs: stay passive.
@@ -54,6 +55,9 @@ fn init() {
             // measured themselves.
             return;
         }
+        // The standard error the process started with (the launcher's),
+        // before the program can give descriptor 2 to a file of its own.
+        sys::keep_stderr();
         warn_if_malloc_comes_first();
         let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
         if !objects::init(cfg.alloc_log, shift) {

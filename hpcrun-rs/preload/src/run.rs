@@ -1,9 +1,8 @@
 //! Run settings and process-wide flags read on the sampling path: whether
 //! samples are recorded ([`active`]), the sample signal, `cpu-time` mode,
 //! the histogram layout, the metric columns of this run; and the library's
-//! warnings on stderr.
+//! warnings (on the standard error it started with, else in a file).
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
 use formats::measurement::HistogramLayout;
@@ -264,9 +263,63 @@ pub fn hardware_active() -> bool {
     pmu::sampler::get().is_some()
 }
 
-/// Prints a warning on stderr.
+/// File in the output directory that takes a process's messages when it
+/// has no standard error of its own (`MESSAGES_FILE.<pid>`).
+pub const MESSAGES_FILE: &str = "hpcrun-rs.messages";
+
+/// Messages not written yet: there was nowhere to write them when they
+/// were said (no descriptor of the profiler's and no free number to
+/// open the messages file: the open-file limit reached). Written with
+/// the next message, or at exit ([`flush_messages`]). At most 64 KiB.
+static PENDING: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// Writes `text` where the process's messages go: the standard error it
+/// started with (the profiler's own duplicate, `sys::messages`; never
+/// descriptor 2, which the program may have given to one of its files),
+/// or, when that is gone or there was none, appended to
+/// `<output>/hpcrun-rs.messages.<pid>`. False when neither took it.
+fn write_messages(text: &str) -> bool {
+    if sys::write_message(text.as_bytes()) {
+        return true;
+    }
+    let Some(dir) = config::get().out_dir.as_deref() else {
+        // (Not measured: nowhere else to say it.)
+        return true;
+    };
+    let path = format!("{dir}/{MESSAGES_FILE}.{}", sys::getpid());
+    std::ffi::CString::new(path).is_ok_and(|path| sys::append_to_file(&path, text.as_bytes()))
+}
+
+/// Prints a warning ([`write_messages`]); kept for later when it cannot
+/// be written now.
 pub fn warn(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "hpcrun-rs: {msg}");
+    let line = format!("hpcrun-rs: {msg}\n");
+    // (Never waits: a forked child may find the lock held by a thread
+    // of its parent; another thread's message is then written alone.)
+    let Ok(mut pending) = PENDING.try_lock() else {
+        write_messages(&line);
+        return;
+    };
+    pending.push_str(&line);
+    if write_messages(&pending) {
+        pending.clear();
+    } else if pending.len() > 64 << 10 {
+        let cut = pending.len() - (64 << 10);
+        let cut = (cut..pending.len())
+            .find(|&i| pending.is_char_boundary(i))
+            .unwrap_or(0);
+        pending.drain(..cut);
+    }
+}
+
+/// Writes the messages kept for later (at exit; never waits for the
+/// lock: the caller may be a fatal-signal handler).
+pub fn flush_messages() {
+    if let Ok(mut pending) = PENDING.try_lock() {
+        if !pending.is_empty() && write_messages(&pending) {
+            pending.clear();
+        }
+    }
 }
 
 /// Prints a warning once per process.

@@ -85,11 +85,33 @@ pub fn start_thread(index: u32) {
                 }
             }
             Err(errno) => run::warn_once(&format!(
-                "perf_event_open(task-clock) failed (errno {errno}): no samples; check /proc/sys/kernel/perf_event_paranoid"
+                "perf_event_open(task-clock) failed (errno {errno}): no samples; {}",
+                open_failed_fix(errno)
             )),
         }
     }
     start_watches(state, cfg);
+}
+
+/// What to do when `perf_event_open` failed with `errno`: a limit on
+/// descriptors is named as such (it is no permission problem).
+pub fn open_failed_fix(errno: i32) -> String {
+    match errno {
+        libc::EMFILE => format!(
+            "the process's open-file limit (ulimit -n{}) was reached: raise it, or open fewer files at once",
+            sys::open_files_limit()
+                .map(|l| format!(", now {l}"))
+                .unwrap_or_default()
+        ),
+        libc::ENFILE => {
+            "the system's open-file table is full (fs.file-max): close files elsewhere or raise it"
+                .to_string()
+        }
+        libc::EACCES | libc::EPERM => {
+            "check /proc/sys/kernel/perf_event_paranoid (or grant CAP_PERFMON)".to_string()
+        }
+        _ => "check /proc/sys/kernel/perf_event_paranoid and dmesg".to_string(),
+    }
 }
 
 /// Opens the calling thread's watchpoints and page-fault event, as asked.
@@ -117,7 +139,8 @@ fn start_watches(state: &threads::ThreadState, cfg: &config::Config) {
                 state.fault_fd.store(fd, Release);
             }
             Err(errno) => run::warn_once(&format!(
-                "perf_event_open(page-faults) failed (errno {errno}): no page-fault samples; check /proc/sys/kernel/perf_event_paranoid"
+                "perf_event_open(page-faults) failed (errno {errno}): no page-fault samples; {}",
+                open_failed_fix(errno)
             )),
         }
     }

@@ -115,6 +115,8 @@ impl Missing {
             ),
             Missing::OpenFailed { errno, .. } => match *errno {
                 libc_errno::EACCES | libc_errno::EPERM => "lower kernel.perf_event_paranoid or grant CAP_PERFMON".to_string(),
+                libc_errno::EMFILE => "the process's open-file limit (ulimit -n) was reached: raise it".to_string(),
+                libc_errno::ENFILE => "the system's open-file table is full (fs.file-max): close files elsewhere or raise it".to_string(),
                 libc_errno::EBUSY => "another tool (perf, a profiler, a watchdog) holds the PMU: stop it and retry".to_string(),
                 libc_errno::EOPNOTSUPP | libc_errno::ENOENT | libc_errno::EINVAL => "the kernel does not support this configuration (too old?); check `perf mem record true`; mem:soft works everywhere".to_string(),
                 _ => "check dmesg and `perf mem record true`; mem:soft works everywhere".to_string(),
@@ -131,6 +133,8 @@ mod libc_errno {
     pub const EACCES: i32 = 13;
     pub const EBUSY: i32 = 16;
     pub const EINVAL: i32 = 22;
+    pub const ENFILE: i32 = 23;
+    pub const EMFILE: i32 = 24;
     pub const ENODATA: i32 = 61;
     pub const EOPNOTSUPP: i32 = 95;
 }

@@ -1,5 +1,6 @@
 //! The program's descriptor calls that could touch the profiler's
-//! descriptors (its perf events, kept at `sys::fd_floor` and above):
+//! descriptors (its perf events and its message descriptor,
+//! `sys::messages`, kept at `sys::fd_floor` and above):
 //! `close`, `close_range` and `closefrom` leave them open, as if they were
 //! not there; `dup2` and `dup3` onto one of their numbers give the
 //! program what it asked for after the profiler moved its event to
@@ -27,7 +28,7 @@ static REAL_CLOSE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsi
 /// POSIX's close contract.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if sys::holds_event(fd) {
+    if sys::holds_event(fd) || sys::is_message_fd(fd) {
         sys::set_errno(libc::EBADF);
         return -1;
     }
@@ -84,8 +85,11 @@ pub unsafe extern "C" fn closefrom(low: c_int) {
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     // (A failing call must not move anything: an invalid `old` leaves
     // `new` open.)
-    if old != new && sys::is_event_number(new) && sys::fd_is_open(old) {
-        crate::sampling::make_way(new);
+    if old != new && sys::fd_is_open(old) {
+        if sys::is_event_number(new) {
+            crate::sampling::make_way(new);
+        }
+        sys::move_message_fd(new);
     }
     sys::raw_dup2(old, new)
 }
@@ -97,8 +101,11 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     let valid = old != new && flags & !libc::O_CLOEXEC == 0;
-    if valid && sys::is_event_number(new) && sys::fd_is_open(old) {
-        crate::sampling::make_way(new);
+    if valid && sys::fd_is_open(old) {
+        if sys::is_event_number(new) {
+            crate::sampling::make_way(new);
+        }
+        sys::move_message_fd(new);
     }
     sys::raw_dup3(old, new, flags)
 }

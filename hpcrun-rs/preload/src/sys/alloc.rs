@@ -238,14 +238,25 @@ pub mod real {
         IN_ALLOCATOR.with(|d| d.get() > 0)
     }
 
+    /// The mark of one call into the program's allocator: dropped when
+    /// the call returns, or when a C++ exception (`std::bad_alloc`)
+    /// unwinds through it, so the thread's depth is always restored.
+    struct Inside;
+
+    impl Drop for Inside {
+        #[inline(always)]
+        fn drop(&mut self) {
+            IN_ALLOCATOR.with(|d| d.set(d.get() - 1));
+        }
+    }
+
     /// Runs `f`, a call into the program's allocator, marked as such
     /// ([`in_allocator`]).
     #[inline(always)]
     fn inside<R>(f: impl FnOnce() -> R) -> R {
         IN_ALLOCATOR.with(|d| d.set(d.get() + 1));
-        let r = f();
-        IN_ALLOCATOR.with(|d| d.set(d.get() - 1));
-        r
+        let _mark = Inside;
+        f()
     }
 
     /// A null block with errno ENOMEM: the answer when the family has no
@@ -370,5 +381,172 @@ pub mod real {
     }
     pub fn pvalloc(size: usize) -> *mut c_void {
         call_size(&PVALLOC, size)
+    }
+
+    /// The program's C++ allocation functions (`operator new` and
+    /// `operator delete`, by mangled name): the next definitions, looked
+    /// up at their first call (libstdc++ may be loaded after this
+    /// library started). tcmalloc's and mimalloc's serve blocks without
+    /// calling `malloc`; libstdc++'s and jemalloc's call it (through the
+    /// hooks, [`in_allocator`] then tells the nested hook the block is
+    /// the outer call's).
+    ///
+    /// `operator new` may throw (`std::bad_alloc`, or whatever a
+    /// new-handler throws): the calls are `C-unwind`, and the mark of the
+    /// call ([`inside`]) is undone while the exception passes.
+    pub mod cxx {
+        use super::*;
+
+        /// The arguments of one `operator new`, by form.
+        #[derive(Clone, Copy)]
+        pub enum NewArgs {
+            /// `operator new(size)`, `operator new[](size)`.
+            Size(usize),
+            /// `(size, const std::nothrow_t&)`.
+            Nothrow(usize, *const c_void),
+            /// `(size, std::align_val_t)`.
+            Aligned(usize, usize),
+            /// `(size, std::align_val_t, const std::nothrow_t&)`.
+            AlignedNothrow(usize, usize, *const c_void),
+        }
+
+        impl NewArgs {
+            /// The bytes asked for.
+            pub fn size(self) -> usize {
+                match self {
+                    NewArgs::Size(n)
+                    | NewArgs::Nothrow(n, _)
+                    | NewArgs::Aligned(n, _)
+                    | NewArgs::AlignedNothrow(n, _, _) => n,
+                }
+            }
+        }
+
+        /// The arguments of one `operator delete`, by form.
+        #[derive(Clone, Copy)]
+        pub enum DeleteArgs {
+            /// `(ptr)`.
+            Plain(*mut c_void),
+            /// `(ptr, size)` or `(ptr, std::align_val_t)`.
+            One(*mut c_void, usize),
+            /// `(ptr, const std::nothrow_t&)`.
+            Nothrow(*mut c_void, *const c_void),
+            /// `(ptr, size, std::align_val_t)`.
+            Two(*mut c_void, usize, usize),
+            /// `(ptr, std::align_val_t, const std::nothrow_t&)`.
+            AlignedNothrow(*mut c_void, usize, *const c_void),
+        }
+
+        impl DeleteArgs {
+            /// The block.
+            pub fn ptr(self) -> *mut c_void {
+                match self {
+                    DeleteArgs::Plain(p)
+                    | DeleteArgs::One(p, _)
+                    | DeleteArgs::Nothrow(p, _)
+                    | DeleteArgs::Two(p, _, _)
+                    | DeleteArgs::AlignedNothrow(p, _, _) => p,
+                }
+            }
+        }
+
+        /// One mangled name's next definition (0: not looked up or not
+        /// found yet: looked up again).
+        pub struct Symbol {
+            name: &'static std::ffi::CStr,
+            addr: AtomicUsize,
+        }
+
+        impl Symbol {
+            pub const fn new(name: &'static std::ffi::CStr) -> Symbol {
+                Symbol {
+                    name,
+                    addr: AtomicUsize::new(0),
+                }
+            }
+            /// Looks the definition up if that has not been done yet.
+            pub fn resolve(&self) {
+                let _ = self.get();
+            }
+            fn get(&self) -> Option<usize> {
+                let f = self.addr.load(Acquire);
+                if f != 0 {
+                    return Some(f);
+                }
+                let f = heap::with_libc_served(|| super::super::super::dl::next_symbol(self.name))
+                    as usize;
+                self.addr.store(f, Release);
+                Some(f).filter(|&f| f != 0)
+            }
+        }
+
+        type New1 = unsafe extern "C-unwind" fn(usize) -> *mut c_void;
+        type NewNothrow = unsafe extern "C-unwind" fn(usize, *const c_void) -> *mut c_void;
+        type New2 = unsafe extern "C-unwind" fn(usize, usize) -> *mut c_void;
+        type New2Nothrow = unsafe extern "C-unwind" fn(usize, usize, *const c_void) -> *mut c_void;
+        type Del1 = unsafe extern "C" fn(*mut c_void);
+        type Del2 = unsafe extern "C" fn(*mut c_void, usize);
+        type DelNothrow = unsafe extern "C" fn(*mut c_void, *const c_void);
+        type Del3 = unsafe extern "C" fn(*mut c_void, usize, usize);
+        type Del3Nothrow = unsafe extern "C" fn(*mut c_void, usize, *const c_void);
+
+        /// Calls the next definition of `sym`, an `operator new` of the
+        /// form of `args`. Without one (no C++ runtime after this
+        /// library), the block comes from the program's `malloc` or
+        /// `posix_memalign` (null on failure).
+        ///
+        /// # Safety
+        /// `sym` names an `operator new` whose parameters are `args`'s
+        /// form; the nothrow pointers are the caller's.
+        pub unsafe fn new(sym: &Symbol, args: NewArgs) -> *mut c_void {
+            let Some(f) = sym.get() else {
+                return match args {
+                    NewArgs::Size(n) | NewArgs::Nothrow(n, _) => malloc(n),
+                    NewArgs::Aligned(n, a) | NewArgs::AlignedNothrow(n, a, _) => {
+                        posix_memalign(a, n).1
+                    }
+                };
+            };
+            // SAFETY: `f` is the next definition of the function `sym`
+            // names, of this form (the caller's contract); it may throw,
+            // through these `C-unwind` calls.
+            inside(|| unsafe {
+                match args {
+                    NewArgs::Size(n) => std::mem::transmute::<usize, New1>(f)(n),
+                    NewArgs::Nothrow(n, t) => std::mem::transmute::<usize, NewNothrow>(f)(n, t),
+                    NewArgs::Aligned(n, a) => std::mem::transmute::<usize, New2>(f)(n, a),
+                    NewArgs::AlignedNothrow(n, a, t) => {
+                        std::mem::transmute::<usize, New2Nothrow>(f)(n, a, t)
+                    }
+                }
+            })
+        }
+
+        /// Calls the next definition of `sym`, an `operator delete` of
+        /// the form of `args`; without one, the program's `free`.
+        ///
+        /// # Safety
+        /// `sym` names an `operator delete` whose parameters are
+        /// `args`'s form; the block is a live block of the program's
+        /// `operator new` (delete's contract).
+        pub unsafe fn delete(sym: &Symbol, args: DeleteArgs) {
+            let Some(f) = sym.get() else {
+                // SAFETY: a block of the program's allocator.
+                return unsafe { free(args.ptr()) };
+            };
+            // SAFETY: `f` is the next definition of the function `sym`
+            // names, of this form (the caller's contract).
+            inside(|| unsafe {
+                match args {
+                    DeleteArgs::Plain(p) => std::mem::transmute::<usize, Del1>(f)(p),
+                    DeleteArgs::One(p, a) => std::mem::transmute::<usize, Del2>(f)(p, a),
+                    DeleteArgs::Nothrow(p, t) => std::mem::transmute::<usize, DelNothrow>(f)(p, t),
+                    DeleteArgs::Two(p, a, b) => std::mem::transmute::<usize, Del3>(f)(p, a, b),
+                    DeleteArgs::AlignedNothrow(p, a, t) => {
+                        std::mem::transmute::<usize, Del3Nothrow>(f)(p, a, t)
+                    }
+                }
+            })
+        }
     }
 }

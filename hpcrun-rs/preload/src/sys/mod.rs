@@ -17,6 +17,9 @@
 //!   file mappings, views of loaded code, NUMA node of a page.
 //! * [`perf`]: perf events (task clock, page faults, watchpoints), ring
 //!   buffer mappings ([`RingMemory`]), signal routing, the profiler's fds.
+//! * [`messages`]: the profiler's own duplicate of the standard error
+//!   it started with, where its messages go (never descriptor 2, which
+//!   the program may have given to a file of its own).
 //! * [`mask`]: the signal mask by system call, the empty signal set.
 //! * [`signal`]: real `sigaction`, handlers, signal sets and masks,
 //!   [`Delivered`].
@@ -37,6 +40,7 @@ pub mod dl;
 pub mod heap;
 pub mod mask;
 pub mod mem;
+pub mod messages;
 pub mod perf;
 pub mod proc;
 pub mod publish;
@@ -47,6 +51,7 @@ pub mod timer;
 pub use alloc::*;
 pub use dl::*;
 pub use mem::*;
+pub use messages::*;
 pub use perf::*;
 pub use proc::*;
 pub use publish::*;

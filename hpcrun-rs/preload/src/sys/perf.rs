@@ -671,7 +671,7 @@ pub fn holds_event(fd: c_int) -> bool {
 }
 
 /// `close_range(first, last, flags)` that leaves the profiler's live
-/// events open: the system call on the gaps between them (the first call
+/// events and its message descriptor open: the system call on the gaps between them (the first call
 /// carries `CLOSE_RANGE_UNSHARE`, so the rest act on the new table).
 /// Returns 0 or -1 with errno, as the call.
 pub fn close_range_sparing_ours(first: u32, last: u32, flags: u32) -> c_int {
@@ -698,6 +698,15 @@ pub fn close_range_sparing_ours(first: u32, last: u32, flags: u32) -> c_int {
             n += 1;
         }
         fd += 1;
+    }
+    // The message descriptor (`messages`) is spared too, in order.
+    if let Some(m) = super::messages::message_fd_in(first, last) {
+        if n < ours.len() && !ours[..n].contains(&m) {
+            let at = ours[..n].partition_point(|&o| o < m);
+            ours.copy_within(at..n, at + 1);
+            ours[at] = m;
+            n += 1;
+        }
     }
     let mut lo = first;
     let mut flags = flags;

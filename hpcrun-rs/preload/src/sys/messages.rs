@@ -1,0 +1,139 @@
+//! The profiler's own descriptor for its messages: a duplicate of the
+//! standard error the process had when the library started (what the
+//! launcher gave it at `exec`), moved above [`super::fd_floor`]
+//! (`F_DUPFD_CLOEXEC`) and remembered by identity (device and inode).
+//!
+//! Descriptor 2 belongs to the program: one that closes it and opens a
+//! data file gets that file as number 2, and a message written to
+//! "standard error" would land in its data. The profiler writes to its
+//! own duplicate instead ([`write_message`]), and only while that number
+//! still names the same file: a program that closed it past libc (a raw
+//! `close_range`) and reused the number gets nothing written into its
+//! file; the caller then puts the message elsewhere.
+//!
+//! The interposed `close`, `close_range`, `closefrom`, `dup2` and `dup3`
+//! leave this descriptor open as they do the perf events
+//! ([`is_message_fd`], [`move_message_fd`]).
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
+
+/// The descriptor (-1: none), its device and inode.
+static FD: AtomicI32 = AtomicI32::new(-1);
+static DEV: AtomicU64 = AtomicU64::new(0);
+static INO: AtomicU64 = AtomicU64::new(0);
+
+/// Device and inode of open descriptor `fd`.
+fn identity(fd: c_int) -> Option<(u64, u64)> {
+    // SAFETY: fstat writes one owned, zero-initialised struct; a bad fd
+    // only returns an error.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
+    }
+}
+
+/// Takes the profiler's duplicate of descriptor 2 (at start-up, before
+/// the program runs): false when descriptor 2 is closed or no number at
+/// or above the floor is free (then messages go to a file).
+pub fn keep_stderr() -> bool {
+    let floor = super::fd_floor();
+    // SAFETY: F_DUPFD_CLOEXEC duplicates fd 2 if it is open; a closed fd
+    // only returns an error.
+    let fd = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, floor) };
+    if fd < 0 {
+        return false;
+    }
+    let Some((dev, ino)) = identity(fd) else {
+        return false;
+    };
+    DEV.store(dev, Relaxed);
+    INO.store(ino, Relaxed);
+    FD.store(fd, Release);
+    true
+}
+
+/// The descriptor if it is still the one taken (the same file).
+fn live() -> Option<c_int> {
+    let fd = FD.load(Acquire);
+    if fd < 0 {
+        return None;
+    }
+    let same = identity(fd) == Some((DEV.load(Relaxed), INO.load(Relaxed)));
+    same.then_some(fd)
+}
+
+/// True if `fd` is the profiler's message descriptor, still open (the
+/// program's `close` of that number fails with `EBADF`, as if it were
+/// not there).
+pub fn is_message_fd(fd: c_int) -> bool {
+    fd >= 0 && FD.load(Acquire) == fd && live().is_some()
+}
+
+/// The message descriptor when it lies in `[first, last]` (for
+/// `close_range`, which leaves it open).
+pub fn message_fd_in(first: u32, last: u32) -> Option<u32> {
+    let fd = u32::try_from(live()?).ok()?;
+    (first..=last).contains(&fd).then_some(fd)
+}
+
+/// Before the program's `dup2`/`dup3` onto the message descriptor's
+/// number: the descriptor moves to another free number above the floor
+/// (or is given up, if none is free), and the program gets the number.
+pub fn move_message_fd(new: c_int) {
+    if !is_message_fd(new) {
+        return;
+    }
+    // SAFETY: duplicating our own open descriptor.
+    let moved = unsafe { libc::fcntl(new, libc::F_DUPFD_CLOEXEC, super::fd_floor()) };
+    FD.store(moved.max(-1), Release);
+    // (The old number is the program's `dup2`'s to replace: not closed
+    // here, the call closes it atomically.)
+}
+
+/// Writes all of `bytes` to the message descriptor: false when there is
+/// none (closed at start, or the program took its number since), or the
+/// write failed.
+pub fn write_message(bytes: &[u8]) -> bool {
+    let Some(fd) = live() else {
+        return false;
+    };
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        // SAFETY: writes from a live slice to our own descriptor.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n < 0 {
+            if super::errno() == libc::EINTR {
+                continue;
+            }
+            return false;
+        }
+        if n == 0 {
+            return false;
+        }
+        rest = &rest[n as usize..];
+    }
+    true
+}
+
+/// Appends `bytes` to the file `path` (created if needed, one `write`
+/// with `O_APPEND`, so lines of processes sharing it do not mix).
+pub fn append_to_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: `path` is NUL-terminated; the flags open or create a file.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: writes from a live slice to the descriptor opened above.
+    let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    // SAFETY: closing the descriptor opened above (the system call: the
+    // interposed `close` is the program's entry).
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+    n == bytes.len() as isize
+}
