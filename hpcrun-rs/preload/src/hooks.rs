@@ -168,6 +168,11 @@ fn small_limit() -> usize {
 /// [`guarded`]; the unwind runs on the thread's handler stack.
 #[inline(never)]
 fn track_small(start: u64, size: u64, caller: Option<Caller>) {
+    // A block of no bytes (`malloc(0)`, `new T[0]`) holds nothing a sample
+    // could touch: nothing to track, nothing lost.
+    if size == 0 {
+        return;
+    }
     let untracked = |reason: objects::small_sites::Reason| {
         objects::small_sites::count_untracked(reason, size);
         objects::note_small_block(start);
