@@ -148,7 +148,9 @@ int main(int argc, char **argv) {
   for (int k = 0; k < sweeps; k++) {
     total += sweep(*domain, energy);
     for (int i = 0; i < N; i++)
-      total += upwind[i] - downwind[i];
+      total += upwind[i];
+    for (int i = 0; i < N; i++)
+      total -= downwind[i];
   }
   std::printf("total %.1f\n", total);
   delete domain;
