@@ -191,6 +191,9 @@ pub struct Stats {
     /// `mem:soft`: samples that landed on an access about to page-fault
     /// (`SampleStats::about_to_fault`), part of the `landed` rule's count.
     pub about_to_fault: u64,
+    /// `mem:soft`: load samples given to another load of the loop in
+    /// flight with the blamed one (`SampleStats::shared_in_flight`).
+    pub shared_in_flight: u64,
     /// `mem:soft`: samples by the rule that attributed them
     /// (`SampleStats::attribution`; empty for other sources and older
     /// databases).
@@ -463,6 +466,7 @@ pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Option
             cpu_time_ns: stats.cpu_time_ns,
             recovered_base_only: stats.recovered_base_only,
             about_to_fault: stats.about_to_fault,
+            shared_in_flight: stats.shared_in_flight,
             attribution: stats.attribution.clone(),
             cache_bytes: stats.cache_bytes,
             short_lived_threads: stats.short_lived_threads,

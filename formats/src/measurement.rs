@@ -515,6 +515,11 @@ pub struct SampleStats {
     /// "Page faults"); part of the `landed` rule's count.
     #[serde(default)]
     pub about_to_fault: u64,
+    /// `mem:soft`: load samples given to another load of the loop in
+    /// flight with the blamed one, by its share of the loop's memory
+    /// traffic (docs/GUIDE.md "Loads in flight together").
+    #[serde(default)]
+    pub shared_in_flight: u64,
     /// `mem:soft`: samples by the rule that attributed them (`landed`,
     /// `walked_back`, `split`, `retire_group`, `compute`, `constant`,
     /// `other`, `unrecovered`; docs/GUIDE.md "How mem:soft attributes a
@@ -739,6 +744,7 @@ impl SampleStats {
         self.hook_time.add(&other.hook_time);
         self.recovered_base_only += other.recovered_base_only;
         self.about_to_fault += other.about_to_fault;
+        self.shared_in_flight += other.shared_in_flight;
         for (rule, n) in &other.attribution {
             *self.attribution.entry(rule.clone()).or_default() += n;
         }

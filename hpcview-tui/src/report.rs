@@ -291,7 +291,7 @@ pub fn attribution_line(s: &formats::measurement::SampleStats) -> Option<String>
         String::new()
     };
     Some(format!(
-        "samples: {}{periods}; attributed {}: memory {memory} (landed on the access {}{}, walked back to a load {}, split between loads {}, retire group {}, address lost {}) + compute {} (divide, square root, FP chain) + constants {} + other {}; of the memory samples {} loads and {} stores got an address ({} named by their base register only)",
+        "samples: {}{periods}; attributed {}: memory {memory} (landed on the access {}{}, walked back to a load {}, split between loads {}, retire group {}, address lost {}) + compute {} (divide, square root, FP chain) + constants {} + other {}; of the memory samples {} loads and {} stores got an address ({} named by their base register only){}",
         s.samples,
         s.attribution.values().sum::<u64>(),
         n("landed"),
@@ -310,6 +310,14 @@ pub fn attribution_line(s: &formats::measurement::SampleStats) -> Option<String>
         s.address_recovered,
         s.store_samples,
         s.recovered_base_only,
+        if s.shared_in_flight > 0 {
+            format!(
+                "; {} load samples shared with the loop's other loads in flight",
+                s.shared_in_flight
+            )
+        } else {
+            String::new()
+        },
     ))
 }
 

@@ -18,7 +18,10 @@ use iced_x86::Register;
 
 use crate::anchors;
 use crate::blame::{self, Operand, Rule, Window};
+use crate::caches;
 use crate::code::modules::Snapshot;
+use crate::in_flight;
+use crate::objects;
 use crate::regions;
 use crate::soft::{self, Access, Regs};
 use crate::sys::{self, StackBounds};
@@ -616,12 +619,120 @@ pub fn analyse(state: &ThreadState, snap: &Snapshot, regs: &Regs, turn: u64) -> 
     } else {
         b.rule
     };
+    if let Some((leaf, access, source)) = share_in_flight(
+        &w,
+        at,
+        access,
+        regs,
+        code,
+        seg_start,
+        turn,
+        &address_of,
+        snap,
+    ) {
+        state.stats.shared_in_flight.fetch_add(1, Relaxed);
+        return Analysis {
+            leaf,
+            access,
+            source,
+            rule,
+        };
+    }
     Analysis {
         leaf: w.insns()[at].ip(),
         access,
         source,
         rule,
     }
+}
+
+/// The other load of the loop that a sample blamed on the load at window
+/// index `at` (its address `access`) goes to, if the draw gives it to one
+/// ([`in_flight`]: the loads in flight with it, by their share of the
+/// loop's memory traffic) and that load's address can be had: for a load
+/// that ran before the IP in this iteration, as for a blamed access; for
+/// one still to run, from the registers now, when nothing before it in
+/// the body writes them first.
+#[allow(clippy::too_many_arguments)]
+fn share_in_flight(
+    w: &Window,
+    at: usize,
+    access: Access,
+    regs: &Regs,
+    code: &[u8],
+    seg_start: u64,
+    turn: u64,
+    address_of: &dyn Fn(usize) -> (Access, Source),
+    snap: &Snapshot,
+) -> Option<(u64, Access, Source)> {
+    let Access::Address { kind, .. } = access else {
+        return None;
+    };
+    if kind != soft::AccessKind::Load {
+        return None;
+    }
+    let ip = regs.rip;
+    let blamed_ip = w.insns()[at].ip();
+    let body = in_flight::loop_around(code, seg_start, ip, blamed_ip)?;
+    let insns = body.insns();
+    let a = body.position(blamed_ip)?;
+    // The sampled IP's place in this iteration: the head when the sample
+    // came at the loop head (the whole body ran).
+    let now = body.position(ip)?;
+    let trivial = |i: usize| {
+        let insn = &insns[i];
+        blame::stack_slot(insn)
+            || blame::thread_slot(insn)
+            || insn.memory_base() == Register::RSP
+            || is_prefetch(insn)
+    };
+    let (members, n) = in_flight::members(&body, a, &trivial);
+    let chosen = in_flight::choose(&members[..n], turn)?;
+    if chosen.at == a {
+        return None;
+    }
+    let insn = &insns[chosen.at];
+    let found = if now == 0 || chosen.at < now {
+        // It ran before the IP: the window holds it.
+        let k = w.insns().iter().position(|i| i.ip() == insn.ip())?;
+        address_of(k)
+    } else {
+        let untouched = !insns[now..chosen.at].iter().any(|i| {
+            soft::writes_register(i, insn.memory_base())
+                || soft::writes_register(i, insn.memory_index())
+        });
+        if !untouched {
+            return None;
+        }
+        (soft::access(insn, regs, false), Source::Previous)
+    };
+    match found {
+        (a @ Access::Address { addr, .. }, source) if !cache_resident(snap, addr) => {
+            Some((insn.ip(), a, source))
+        }
+        _ => None,
+    }
+}
+
+/// True if the object at `addr` fits in one core's L2 cache: a heap
+/// block (with the other live blocks of its site: a loop over rows reads
+/// them all) or a static variable that small brings no memory traffic of
+/// its own (a 4 KiB table of weights read beside a 64 MiB one). Unknown
+/// memory and the caches' sizes unknown: false.
+fn cache_resident(snap: &Snapshot, addr: u64) -> bool {
+    let Some(l2) = caches::read_already().map(|c| c.l2).filter(|&l2| l2 > 0) else {
+        return false;
+    };
+    let footprint = match objects::get().map(|objs| (objs.lookup(addr), objs)) {
+        Some((objects::Lookup::Block { site, start, end }, objs)) => {
+            (end - start).max(objs.site_footprint(site).unwrap_or(0))
+        }
+        _ => match snap.static_at(addr) {
+            Some((_, _, start, end)) => end - start,
+            None => return false,
+        },
+    };
+    footprint <= l2
 }
 
 #[cfg(test)]

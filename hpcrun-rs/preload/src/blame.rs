@@ -407,7 +407,7 @@ fn writes_only_first(insn: &Instruction) -> bool {
 
 /// The registers `insn` reads as values (not as an address), full-width,
 /// up to four. The memory operand's address registers are not included.
-fn value_sources(insn: &Instruction) -> ([Register; 4], usize) {
+pub(crate) fn value_sources(insn: &Instruction) -> ([Register; 4], usize) {
     let mut out = [Register::None; 4];
     let mut n = 0;
     let zeroing = insn.op_count() == 2
@@ -709,7 +709,7 @@ pub struct Reload {
 /// The constant `insn` adds to `reg` if it only advances it (`add`/`sub`
 /// an immediate, `inc`, `dec`, `lea disp(reg),reg`); `None` for any other
 /// write.
-fn advance(insn: &Instruction, reg: Register) -> Option<i64> {
+pub(crate) fn advance(insn: &Instruction, reg: Register) -> Option<i64> {
     let full = reg.full_register();
     if insn.op_count() == 0
         || insn.op_kind(0) != OpKind::Register

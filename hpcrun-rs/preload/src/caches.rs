@@ -15,6 +15,12 @@ pub fn get() -> CacheBytes {
     *CACHES.get_or_init(|| read("/sys/devices/system/cpu/cpu0/cache"))
 }
 
+/// The data caches if they were read already (the signal handler reads
+/// nothing from files: start-up reads them).
+pub fn read_already() -> Option<CacheBytes> {
+    CACHES.get().copied()
+}
+
 /// `32K`, `1024K`, `32M` or a plain byte count.
 fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim();

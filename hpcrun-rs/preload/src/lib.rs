@@ -68,6 +68,7 @@ pub mod guard;
 pub mod handler;
 pub mod handler_time;
 pub mod hooks;
+pub mod in_flight;
 pub mod labels;
 pub mod lifecycle;
 pub mod notices;

@@ -94,6 +94,9 @@ pub struct Stats {
     /// large share of its time: attributed to that access
     /// (`attribute::about_to_fault`).
     pub about_to_fault: AtomicU64,
+    /// Load samples shared with another load of the loop in flight with
+    /// the blamed one, and given to it (`in_flight`).
+    pub shared_in_flight: AtomicU64,
     /// Samples by the `mem:soft` rule that attributed them
     /// (`blame::Rule`, in its order).
     pub attribution: [AtomicU64; crate::blame::Rule::COUNT],
@@ -151,6 +154,7 @@ impl Stats {
             recovered_at_ip,
             recovered_base_only,
             about_to_fault,
+            shared_in_flight,
             attribution,
             dropped,
             fds_closed,
@@ -182,6 +186,7 @@ impl Stats {
             recovered_at_ip,
             recovered_base_only,
             about_to_fault,
+            shared_in_flight,
             partial_unwinds,
             page_faults,
             hook_calls,

@@ -394,6 +394,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         recovered_at_ip: s.recovered_at_ip.load(Relaxed),
         recovered_base_only: s.recovered_base_only.load(Relaxed),
         about_to_fault: s.about_to_fault.load(Relaxed),
+        shared_in_flight: s.shared_in_flight.load(Relaxed),
         attribution: crate::blame::Rule::NAMES
             .iter()
             .zip(&s.attribution)

@@ -29,6 +29,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "numa",
             "soft",
             "blame",
+            "in_flight",
             "caches",
             "anchors",
             "stride",

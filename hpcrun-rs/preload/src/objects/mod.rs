@@ -428,6 +428,16 @@ impl Objects {
         self.site_count.load(Acquire)
     }
 
+    /// The bytes the blocks of site `id` live now hold together (their
+    /// count times their mean size): what a loop over all of them reads.
+    /// Allocates nothing.
+    pub fn site_footprint(&self, id: u32) -> Option<u64> {
+        let site = self.sites.get(id as usize)?;
+        let allocations = site.allocations.load(Relaxed).max(1);
+        let mean = site.bytes.load(Relaxed) / allocations;
+        Some(site.live.load(Relaxed).saturating_mul(mean))
+    }
+
     /// The frames of site `id` (innermost first) and its counters.
     pub fn site_info(&self, id: u32) -> Option<(Vec<u64>, &Site)> {
         let site = self.sites.get(id as usize)?;
