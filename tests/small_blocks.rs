@@ -90,6 +90,14 @@ fn every_csr_row_is_counted_at_its_site() {
         values.3,
         indices.3
     );
+    // Both rows stream from memory, the values with twice the bytes: the
+    // samples the index loads stall on are shared with the values loads
+    // in flight with them, and the other way round.
+    assert_ratio_in_bounds("values[i]", values.3, "indices[i]", indices.3);
+    let mut by_samples: Vec<&(String, u64, serde_json::Value, u64)> = heap.iter().collect();
+    by_samples.sort_by_key(|r| std::cmp::Reverse(r.3));
+    assert_eq!(by_samples[0].0, "values[i]", "{by_samples:#?}");
+    assert_eq!(by_samples[1].0, "indices[i]", "{by_samples:#?}");
     let report = run(Command::new(tool("hpcview-tui")).arg(&p.db).arg("--report"));
     let report = ok_stdout(&report, "hpcview-tui --report");
     assert!(
@@ -98,6 +106,62 @@ fn every_csr_row_is_counted_at_its_site() {
         "{report}"
     );
     assert!(!report.contains("not tracked"), "{report}");
+}
+
+/// The samples of two row sites streamed together, values against
+/// indices, lie between 1.2 : 1 and 4 : 1 (their bytes are 2 : 1).
+fn assert_ratio_in_bounds(values: &str, v: u64, indices: &str, i: u64) {
+    assert!(
+        v * 10 >= i * 12 && v <= i * 4,
+        "{values} {v} : {indices} {i} is outside 1.2-4"
+    );
+}
+
+/// A conjugate-gradient solve on a 48^3 grid (110,592 rows) whose matrix
+/// is stored a row per `new[]`, as reference C++ CG benchmarks do: values
+/// (216 B), local column indices (108 B) and global indices (216 B, read
+/// only while building) of every row in blocks of their own. Each row
+/// site is named with its exact block count, `<small heap objects>` holds
+/// under 5% of the heap samples, the values rows are the top object, and
+/// values : indices lies between 1.2 and 4.
+#[test]
+fn a_per_row_cg_solve_gives_each_row_site_its_share() {
+    let dir = scratch("small-blocks-cg");
+    let exe = compile_test_program("cg_rows.cpp", &dir, &[]);
+    let p = profile_same_output(&dir, EVENT, &exe, &["48", "60"]);
+    let export = export_json(&p.db, "data");
+    let heap = heap_rows(&export);
+    let rows = 48 * 48 * 48;
+    let values = row(&heap, "a.values[row]", rows);
+    let indices = row(&heap, "a.local_cols[row]", rows);
+    for (r, size) in [(values, 216), (indices, 108)] {
+        assert_eq!(r.2["small"], true, "{r:?}");
+        assert_eq!(r.2["max_bytes"], size, "{r:?}");
+        assert_eq!(r.2["peak_live"], rows, "{r:?}");
+    }
+    let heap_samples: u64 = heap.iter().map(|r| r.3).sum();
+    let bucket: u64 = heap
+        .iter()
+        .filter(|r| r.0 == "<small heap objects>")
+        .map(|r| r.3)
+        .sum();
+    eprintln!(
+        "values {} indices {} bucket {bucket} of {heap_samples} heap samples",
+        values.3, indices.3
+    );
+    assert!(heap_samples > 500, "too few samples: {heap_samples}");
+    assert!(
+        bucket * 20 <= heap_samples,
+        "<small heap objects> {bucket} of {heap_samples}"
+    );
+    let top = export["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|o| samples(o))
+        .unwrap();
+    assert_eq!(top["name"], "a.values[row]", "top object {top:#}");
+    assert_ratio_in_bounds("values", values.3, "indices", indices.3);
 }
 
 /// Blocks freed by another thread and realloc chains keep exact counts:
