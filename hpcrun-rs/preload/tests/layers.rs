@@ -1,69 +1,36 @@
-//! The preload's layering, checked: every top-level module of `src/` sits
+//! The preload's layering, checked: every top-level folder of `src/` sits
 //! in one layer of [`LAYERS`] and imports (`crate::` paths, `use crate::{..}`
-//! groups included) only modules of its own layer or of lower ones; there is
-//! no import cycle among the top-level modules; `sys` imports nothing from
+//! groups included) only folders of its own layer or of lower ones; there is
+//! no import cycle among the top-level folders; `sys` imports nothing from
 //! the rest of the crate; and no source file is longer than [`MAX_LINES`].
 //!
 //! The compiler cannot check this inside one crate, so this test parses the
 //! sources. `cargo test -p hpcrun-preload --test layers -- --nocapture`
-//! prints the module graph.
+//! prints the folder graph.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Layer of each top-level module, lowest first. A module may import from
-/// its own layer and from those below it, never from those above.
+/// Layer of each top-level folder, lowest first. A folder may import from
+/// its own layer and from those below it, never from those above. The
+/// folders follow the data flow (hooks -> objects -> sample -> cct ->
+/// output); the layers say who calls whom.
 const LAYERS: &[(&str, &[&str])] = &[
     // The only code that calls libc or the kernel.
     ("sys", &["sys"]),
-    // Pure data structures, decoders and tables, over sys.
-    (
-        "data",
-        &[
-            "guard",
-            "filled",
-            "cct",
-            "objects",
-            "pages",
-            "regions",
-            "numa",
-            "soft",
-            "blame",
-            "caches",
-            "anchors",
-            "stride",
-            "patterns",
-            "pmu",
-            "code",
-            "watch",
-            "handler_time",
-        ],
-    ),
-    // Run settings, per-thread state, the profiler's signal bookkeeping.
-    (
-        "state",
-        &["config", "run", "creators", "threads", "signals"],
-    ),
-    // Sampling, the writer, the signal handler, the C entry points.
-    (
-        "measure",
-        &[
-            "sampling",
-            "notices",
-            "profile_file",
-            "writer",
-            "checkpoint",
-            "exit",
-            "exec",
-            "attribute",
-            "handler",
-            "hooks",
-            "labels",
-            "signal_hooks",
-        ],
-    ),
-    // Start-up, fork, thread exit: may import everything.
-    ("lifecycle", &["lifecycle"]),
+    // Data structures, decoders and tables over sys: the program's code,
+    // the object map, the trees, the PMU records, what one access is.
+    ("data", &["code", "objects", "cct", "pmu", "access"]),
+    // The run's settings and flags, per-thread state, sampling, signals.
+    ("state", &["threads"]),
+    // A thread's state to a file: writer, checkpoints, notices, exit.
+    ("output", &["output"]),
+    // The interposed C entry points of the program's calls.
+    ("hooks", &["hooks"]),
+    // The signal handlers: a sample becomes an attributed access.
+    ("sample", &["sample"]),
+    // Start-up, fork, exit, the signal calls: may import everything.
+    ("process", &["process"]),
 ];
 
 /// The longest source file allowed.
@@ -287,7 +254,7 @@ fn module_graph_is_layered_and_acyclic() {
             edges.keys().cloned().collect::<Vec<_>>().join(", ")
         );
         let Some(layer) = layer_of(module) else {
-            problems.push(format!("module `{module}` is in no layer of LAYERS"));
+            problems.push(format!("folder `{module}` is in no layer of LAYERS"));
             continue;
         };
         for (target, file) in edges {
@@ -309,7 +276,39 @@ fn module_graph_is_layered_and_acyclic() {
         problems.push(format!("import cycle among {}", component.join(", ")));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    println!("no import cycle among {} top-level modules", graph.len());
+    println!("no import cycle among {} top-level folders", graph.len());
+}
+
+/// The most entries `src/` may hold: `lib.rs` and the folders.
+const MAX_TOP_ENTRIES: usize = 12;
+
+#[test]
+fn top_level_is_folders_with_overviews() {
+    let mut problems = Vec::new();
+    let entries: Vec<_> = std::fs::read_dir(src_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    if entries.len() > MAX_TOP_ENTRIES {
+        problems.push(format!(
+            "src/ holds {} entries, more than {MAX_TOP_ENTRIES}",
+            entries.len()
+        ));
+    }
+    for path in &entries {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.is_dir() {
+            let mod_rs = path.join("mod.rs");
+            match std::fs::read_to_string(&mod_rs) {
+                Ok(text) if text.starts_with("//!") => {}
+                Ok(_) => problems.push(format!("{} does not open with `//!`", mod_rs.display())),
+                Err(e) => problems.push(format!("{}: {e}", mod_rs.display())),
+            }
+        } else if name != "lib.rs" {
+            problems.push(format!("src/{name}: only lib.rs and folders at the top"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]

@@ -1,3 +1,8 @@
+//! Beside the flow: the program's code, used by every step that needs a
+//! call path or a symbol. Hands the hooks and the sample handler their call
+//! paths, the handler the static variable an address falls in, the writer
+//! the module list.
+//!
 //! The program's code: the loaded ELF modules (function symbols, static
 //! variables, the static-data map, [`modules`]) and the call-path unwinder
 //! built from their `.eh_frame` sections ([`unwind`]). One unit because
