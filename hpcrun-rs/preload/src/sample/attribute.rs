@@ -629,7 +629,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::code::modules::{ModuleData, ModuleInfo, UnwindSections};
+    use crate::code::modules::{ModuleData, ModuleInfo};
+    use crate::code::unwind::UnwindSections;
 
     /// f, g and h at 0x1000, 0x1010 and 0x1020, each followed by nop
     /// padding; g's entry is its loop's head.
