@@ -297,7 +297,7 @@ pub struct ObjectOut<'a> {
     /// largest share first.
     pub strides: Vec<crate::patterns::StrideShare>,
     /// Access sites (sampled source lines) with their own strides.
-    pub sites: Vec<crate::patterns::AccessSiteOut<'a>>,
+    pub sites: Vec<crate::object_access::AccessSiteOut<'a>>,
     /// Watchpoint traps on the object (`-e sharing`): another thread
     /// touched another word of a cache line (false) or the very bytes
     /// (true) a thread had just been sampled accessing, at least one of
@@ -489,7 +489,7 @@ pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Option
                     .map(|o| {
                         let col = |name| db.metric_column(name).and_then(|c| o.metrics.get(c));
                         let first_touch = o.first_touch(db);
-                        let access = crate::patterns::object_access(db, o.index, &o.metrics);
+                        let access = crate::object_access::object_access(db, o.index, &o.metrics);
                         let obj = &db.objects[o.index as usize];
                         let (false_events, true_events) = crate::watchpoints::sharing_events(obj);
                         let sharing = crate::watchpoints::sharing_measured(db);
@@ -721,7 +721,7 @@ pub fn to_csv_with(db: &Database, view: View, top: Option<usize>, options: Optio
                 for v in &o.metrics {
                     out.push_str(&format!(",{v}"));
                 }
-                let access = crate::patterns::object_access(db, o.index, &o.metrics);
+                let access = crate::object_access::object_access(db, o.index, &o.metrics);
                 let pattern = access.pattern.as_ref();
                 let top = pattern.and_then(|p| p.strides.first());
                 out.push_str(&format!(

@@ -17,6 +17,8 @@
 //!   (`hpcprof-rs advise`, the viewer's detail pane).
 //! * [`patterns`]: access patterns (strides per access site) and their
 //!   classification.
+//! * [`object_access`]: how one object of a database was accessed (its
+//!   pattern over its sites), for the export, the viewer and the report.
 //! * [`watchpoints`]: sharing between threads and temporal reuse, from the
 //!   watchpoint analyses (`-e sharing`, `-e reuse`).
 //! * [`runtimes`]: MPI and OpenMP runtimes: their modules, their memory's
@@ -49,6 +51,7 @@ pub mod hatchet;
 pub mod inspect;
 pub mod measurement;
 pub mod notes;
+pub mod object_access;
 pub mod patterns;
 pub mod runtimes;
 pub mod views;

@@ -17,7 +17,8 @@
 //! ```
 
 use formats::database::Database;
-use formats::patterns::{self, Pattern, Regularity, StrideShare, StrideSource};
+use formats::object_access;
+use formats::patterns::{Pattern, Regularity, StrideShare, StrideSource};
 use formats::watchpoints;
 
 /// Objects with a smaller share of the primary metric get no finding.
@@ -246,7 +247,7 @@ fn stride_line(p: &Pattern) -> String {
 /// The detail pane's lines about object `index`, whose inclusive metrics
 /// are `metrics`: misalignment and stride, or why they are missing.
 pub fn lines(db: &Database, index: u32, metrics: &[u64]) -> Vec<String> {
-    let access = patterns::object_access(db, index, metrics);
+    let access = object_access::object_access(db, index, metrics);
     let mut out = Vec::new();
     match access.misaligned {
         Some((0, _)) => out.push("misaligned: no sampled access spans two cache lines".into()),
@@ -378,7 +379,7 @@ pub fn of_object(db: &Database, index: u32, metrics: &[u64], share: f64) -> Vec<
         "{n} sampled accesses of the object ({} of all)",
         pct1(share)
     );
-    let access = patterns::object_access(db, index, metrics);
+    let access = object_access::object_access(db, index, metrics);
     let misaligned = access
         .misaligned
         .filter(|&(count, m)| m >= MIN_MISALIGNED_SHARE && count >= MIN_MISALIGNED_SAMPLES);

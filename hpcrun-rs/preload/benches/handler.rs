@@ -30,12 +30,12 @@ use std::arch::asm;
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
+use hpcrun_preload::access::soft::{self, Regs};
 use hpcrun_preload::cct::{self, Tree};
 use hpcrun_preload::code::{modules, unwind};
-use hpcrun_preload::soft::{self, Regs};
 use hpcrun_preload::sys::StackBounds;
-use hpcrun_preload::{anchors, objects, sys, threads};
-use hpcrun_preload::{attribute, handler};
+use hpcrun_preload::{access::anchors, objects, sys, threads};
+use hpcrun_preload::{sample::attribute, sample::handler};
 
 // A 20,000-byte function (5,000 x `add rax, 1`) ending in a load; the
 // label after the load is the IP a sample of that load interrupts.

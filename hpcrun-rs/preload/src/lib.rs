@@ -1,41 +1,34 @@
 //! `libhpcrun_preload.so`: the measurement library that `hpcrun-rs` injects
 //! with `LD_PRELOAD` into the program it profiles.
 //!
-//! The modules form layers; each uses only its own layer and those below
-//! (checked, with no import cycle among the top-level modules, by
-//! `tests/layers.rs`):
+//! Its folders follow the data flow (docs/ARCHITECTURE.md draws it):
 //!
-//! 1. **sys** ([`sys`]): the only code that calls libc, the loader or the
-//!    kernel (allocator, memory, perf events, signals, modules, process,
-//!    the publication primitive). Imports nothing from the crate.
-//! 2. **data**: data structures and decoders over sys. [`guard`] (the
-//!    hooks' re-entry guard); [`objects`] (the lock-free address -> heap
-//!    object map, allocation sites); [`cct`] (the per-thread trees);
-//!    [`code`] (loaded ELF modules, static variables, function symbols,
-//!    the unwinder); [`soft`] (the skid-correcting instruction decoder)
-//!    with [`anchors`] (known instruction boundaries); [`stride`],
-//!    [`patterns`] (access patterns); [`handler_time`] (the histogram of
-//!    the handler's time per sample); [`watch`] (hardware watchpoints on
-//!    sampled words: sharing, reuse); [`pages`] (first touch); [`regions`]
-//!    (the address-space regions of unknown addresses); [`numa`];
-//!    [`pmu`] (PEBS, IBS, SPE: ring buffer, records, data sources, sysfs).
-//! 3. **state**: [`config`] (the run configuration from the environment),
-//!    [`run`] (process-wide run flags, metric columns, warnings),
-//!    [`creators`] (where each thread was created),
-//!    [`threads`] (per-thread state and registry), [`signals`] (the
-//!    profiler's signals kept the profiler's, the program's forwarded).
-//! 4. **measure**: [`sampling`] (per-thread perf events), [`notices`],
-//!    [`profile_file`] and [`writer`] (one MessagePack file per thread,
-//!    never torn), [`checkpoint`] (rewritten every few seconds), [`exit`]
-//!    (stop and write everything), [`handler`] (the signal handler: decode,
-//!    unwind, classify, insert), and the C entry points: [`hooks`] (the
-//!    malloc family, C++ `operator new`/`delete`, `mmap`,
-//!    `pthread_create`, `dlopen`, `_exit`, the descriptor calls),
-//!    [`exec`] (the `exec` family: the profiles are written first),
-//!    [`labels`] (`hpcrun_label`, `hpcrun_register`: `hpcrun.h`),
-//!    [`signal_hooks`] (`sigaction`, masks, `sigwait`).
-//! 5. **lifecycle** ([`lifecycle`]): start-up, fork, thread exit, `atexit`;
-//!    the only module that may import every other.
+//! 1. [`hooks`]: the program calls in (the malloc family, C++ `operator
+//!    new`/`delete`, `mmap`, `pthread_create`, `dlopen`, `_exit`, the
+//!    descriptor calls, OpenMP regions, `exec`, the `hpcrun.h` labels);
+//!    each tracked block goes, with its allocation site, to
+//! 2. [`objects`]: the lock-free address -> heap object map and the
+//!    allocation sites, which the handler reads when
+//! 3. [`sample`]: a sample signal arrives and the handler turns it into an
+//!    attributed access (instruction, data address, object, call path),
+//!    with the decoder, rules and tables of [`access`], and inserts it into
+//! 4. [`cct`]: the thread's calling-context trees, kept in the thread's
+//!    state ([`threads`]: with the run's configuration and flags, sampling
+//!    timers, signals, the hooks' re-entry guard), which
+//! 5. [`output`]: writes as one `.hpcrun` file per thread, never torn, at
+//!    thread exit, process exit, `exec` and every checkpoint.
+//!
+//! Beside the flow: [`code`] (loaded ELF modules, static variables,
+//! function symbols, the unwinder), [`pmu`] (hardware sample sources:
+//! PEBS, IBS, SPE), [`process`] (start-up, fork, exit, and the interposed
+//! signal calls that keep the profiler's signals its own). Below it:
+//! [`sys`], the only code that calls libc, the loader or the kernel.
+//!
+//! The folders form layers; each imports only its own layer and those
+//! below, with no import cycle between folders nor between the modules
+//! inside them (checked by `tests/layers.rs`): `sys`; then `code`,
+//! `objects`, `cct`, `pmu`, `access`; `threads`; `output`; `hooks`;
+//! `sample`; `process`.
 //!
 //! Rules that hold everywhere (see docs/ARCHITECTURE.md): the library's own
 //! memory never comes from the hooked functions nor from the program's
@@ -44,51 +37,25 @@
 //! always come from the program's allocator (the hooks forward to the
 //! next definitions of the malloc family, `sys::real`); the signal handler neither allocates
 //! nor takes a lock; `unsafe` is denied at the crate root and allowed only
-//! in [`sys`], the C entry points ([`hooks`], [`exec`], [`labels`],
-//! [`signal_hooks`]), [`handler`], and on single items that say why (the
+//! in [`sys`], the C entry points ([`hooks`], [`process::signal_hooks`]),
+//! [`sample::handler`], and on single items that say why (the
 //! `ZeroInit` impls, `ThreadState: Sync`, the unwinder reading `.eh_frame`
 //! in place); every unsafe block has its `// SAFETY:` line.
 
 #![deny(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-pub mod anchors;
-pub mod attribute;
-pub mod blame;
-pub mod caches;
+pub mod access;
 pub mod cct;
-pub mod checkpoint;
 pub mod code;
-pub mod config;
-pub mod creators;
-pub mod exec;
-pub mod exit;
-pub mod filled;
-pub mod guard;
-pub mod handler;
-pub mod handler_time;
 pub mod hooks;
-pub mod in_flight;
-pub mod labels;
-pub mod lifecycle;
-pub mod notices;
-pub mod numa;
 pub mod objects;
-pub mod pages;
-pub mod patterns;
+pub mod output;
 pub mod pmu;
-pub mod profile_file;
-pub mod regions;
-pub mod run;
-pub mod sampling;
-pub mod signal_hooks;
-pub mod signals;
-pub mod soft;
-pub mod stride;
+pub mod process;
+pub mod sample;
 pub mod sys;
 pub mod threads;
-pub mod watch;
-pub mod writer;
 
 /// The library's own allocator: its own heap, never the program's
 /// allocator nor the hooks.

@@ -1,70 +1,36 @@
-//! The preload's layering, checked: every top-level module of `src/` sits
+//! The preload's layering, checked: every top-level folder of `src/` sits
 //! in one layer of [`LAYERS`] and imports (`crate::` paths, `use crate::{..}`
-//! groups included) only modules of its own layer or of lower ones; there is
-//! no import cycle among the top-level modules; `sys` imports nothing from
+//! groups included) only folders of its own layer or of lower ones; there is
+//! no import cycle among the top-level folders; `sys` imports nothing from
 //! the rest of the crate; and no source file is longer than [`MAX_LINES`].
 //!
 //! The compiler cannot check this inside one crate, so this test parses the
 //! sources. `cargo test -p hpcrun-preload --test layers -- --nocapture`
-//! prints the module graph.
+//! prints the folder graph.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Layer of each top-level module, lowest first. A module may import from
-/// its own layer and from those below it, never from those above.
+/// Layer of each top-level folder, lowest first. A folder may import from
+/// its own layer and from those below it, never from those above. The
+/// folders follow the data flow (hooks -> objects -> sample -> cct ->
+/// output); the layers say who calls whom.
 const LAYERS: &[(&str, &[&str])] = &[
     // The only code that calls libc or the kernel.
     ("sys", &["sys"]),
-    // Pure data structures, decoders and tables, over sys.
-    (
-        "data",
-        &[
-            "guard",
-            "filled",
-            "cct",
-            "objects",
-            "pages",
-            "regions",
-            "numa",
-            "soft",
-            "blame",
-            "in_flight",
-            "caches",
-            "anchors",
-            "stride",
-            "patterns",
-            "pmu",
-            "code",
-            "watch",
-            "handler_time",
-        ],
-    ),
-    // Run settings, per-thread state, the profiler's signal bookkeeping.
-    (
-        "state",
-        &["config", "run", "creators", "threads", "signals"],
-    ),
-    // Sampling, the writer, the signal handler, the C entry points.
-    (
-        "measure",
-        &[
-            "sampling",
-            "notices",
-            "profile_file",
-            "writer",
-            "checkpoint",
-            "exit",
-            "exec",
-            "attribute",
-            "handler",
-            "hooks",
-            "labels",
-            "signal_hooks",
-        ],
-    ),
-    // Start-up, fork, thread exit: may import everything.
-    ("lifecycle", &["lifecycle"]),
+    // Data structures, decoders and tables over sys: the program's code,
+    // the object map, the trees, the PMU records, what one access is.
+    ("data", &["code", "objects", "cct", "pmu", "access"]),
+    // The run's settings and flags, per-thread state, sampling, signals.
+    ("state", &["threads"]),
+    // A thread's state to a file: writer, checkpoints, notices, exit.
+    ("output", &["output"]),
+    // The interposed C entry points of the program's calls.
+    ("hooks", &["hooks"]),
+    // The signal handlers: a sample becomes an attributed access.
+    ("sample", &["sample"]),
+    // Start-up, fork, exit, the signal calls: may import everything.
+    ("process", &["process"]),
 ];
 
 /// The longest source file allowed.
@@ -196,6 +162,115 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, String>> {
     graph
 }
 
+/// The module one level inside a folder that a file belongs to
+/// (`src/code/unwind.rs` -> `code::unwind`, `src/sample/handler/timer.rs`
+/// -> `sample::handler`, `src/code/mod.rs` -> `code`), `None` for `lib.rs`.
+fn inner_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match parts.as_slice() {
+        [f] if f == "lib" => None,
+        [f] => Some(f.clone()),
+        [f, m] if m == "mod" => Some(f.clone()),
+        [f, m, ..] => Some(format!("{f}::{m}")),
+        _ => None,
+    }
+}
+
+/// The full paths of a path expression (`a::{b, c::{d, E}}` -> `a::b`,
+/// `a::c::d`, `a::c::E`), appended to `out`.
+fn expand(prefix: &str, s: &str, out: &mut Vec<String>) {
+    let s = s.trim_start();
+    if let Some(group) = s.strip_prefix('{') {
+        let mut depth = 0;
+        let mut start = 0;
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    expand(prefix, &group[start..i], out);
+                    return;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(prefix, &group[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        return;
+    }
+    let id = ident_at(s);
+    if id.is_empty() {
+        return;
+    }
+    let path = if prefix.is_empty() {
+        id.to_string()
+    } else {
+        format!("{prefix}::{id}")
+    };
+    match s[id.len()..].trim_start().strip_prefix("::") {
+        Some(rest) => expand(&path, rest, out),
+        None => out.push(path),
+    }
+}
+
+/// The import graph between the modules one level inside the folders:
+/// `crate::` paths and, inside a folder, `super::` paths (`super::unwind`
+/// in `src/code/modules.rs` is `code::unwind`).
+fn inner_graph() -> BTreeMap<String, BTreeMap<String, String>> {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let modules: BTreeSet<String> = files.iter().filter_map(|f| inner_module(&src, f)).collect();
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for file in &files {
+        let Some(module) = inner_module(&src, file) else {
+            continue;
+        };
+        let rel = file.strip_prefix(&src).unwrap();
+        // What `super::` names from this file: the folder, for a file
+        // directly inside one.
+        let parent = (rel.components().count() == 2 && !rel.ends_with("mod.rs"))
+            .then(|| module.split("::").next().unwrap().to_string());
+        let code = code_only(&std::fs::read_to_string(file).unwrap());
+        let mut paths = Vec::new();
+        for (root, prefix) in [("crate::", None), ("super::", parent.as_deref())] {
+            let Some(prefix) = prefix.or((root == "crate::").then_some("")) else {
+                continue;
+            };
+            for (at, _) in code.match_indices(root) {
+                let before = code[..at].chars().last();
+                let rest = &code[at + root.len()..];
+                if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                    || rest.starts_with("super::")
+                {
+                    continue; // `mycrate::`; `super::super::` in a test module
+                }
+                expand(prefix, rest, &mut paths);
+            }
+        }
+        let edges = graph.entry(module.clone()).or_default();
+        for path in paths {
+            let segments: Vec<&str> = path.split("::").collect();
+            let target = (1..=segments.len().min(2))
+                .rev()
+                .map(|n| segments[..n].join("::"))
+                .find(|m| modules.contains(m));
+            if let Some(target) = target.filter(|t| *t != module) {
+                let rel = rel.display().to_string();
+                edges.entry(target).or_insert(rel);
+            }
+        }
+    }
+    graph
+}
+
 /// Strongly connected components with more than one module (Tarjan).
 fn cycles(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<Vec<String>> {
     struct State<'a> {
@@ -288,7 +363,7 @@ fn module_graph_is_layered_and_acyclic() {
             edges.keys().cloned().collect::<Vec<_>>().join(", ")
         );
         let Some(layer) = layer_of(module) else {
-            problems.push(format!("module `{module}` is in no layer of LAYERS"));
+            problems.push(format!("folder `{module}` is in no layer of LAYERS"));
             continue;
         };
         for (target, file) in edges {
@@ -310,7 +385,54 @@ fn module_graph_is_layered_and_acyclic() {
         problems.push(format!("import cycle among {}", component.join(", ")));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    println!("no import cycle among {} top-level modules", graph.len());
+    println!("no import cycle among {} top-level folders", graph.len());
+}
+
+/// The most entries `src/` may hold: `lib.rs` and the folders.
+const MAX_TOP_ENTRIES: usize = 12;
+
+#[test]
+fn top_level_is_folders_with_overviews() {
+    let mut problems = Vec::new();
+    let entries: Vec<_> = std::fs::read_dir(src_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    if entries.len() > MAX_TOP_ENTRIES {
+        problems.push(format!(
+            "src/ holds {} entries, more than {MAX_TOP_ENTRIES}",
+            entries.len()
+        ));
+    }
+    for path in &entries {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.is_dir() {
+            let mod_rs = path.join("mod.rs");
+            match std::fs::read_to_string(&mod_rs) {
+                Ok(text) if text.starts_with("//!") => {}
+                Ok(_) => problems.push(format!("{} does not open with `//!`", mod_rs.display())),
+                Err(e) => problems.push(format!("{}: {e}", mod_rs.display())),
+            }
+        } else if name != "lib.rs" {
+            problems.push(format!("src/{name}: only lib.rs and folders at the top"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn modules_inside_folders_have_no_import_cycle() {
+    let graph = inner_graph();
+    for (module, edges) in &graph {
+        let edges: Vec<_> = edges.iter().map(|(t, f)| format!("{t} ({f})")).collect();
+        println!("{module:>24} -> {}", edges.join(", "));
+    }
+    let problems: Vec<_> = cycles(&graph)
+        .into_iter()
+        .map(|c| format!("import cycle among {}", c.join(", ")))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(graph.contains_key("code::unwind") && graph.contains_key("sample::handler"));
 }
 
 #[test]

@@ -83,7 +83,7 @@ pub fn lines(db: &Database, obj: &DataObject, width: usize) -> Vec<String> {
         .fold(0.0, f64::max);
     let mut out = vec![format!(
         "page x thread map: one row per thread, offset 0 B (left) to {} (right)",
-        super::detail::bytes(unit)
+        formats::advice::bytes_text(unit)
     )];
     for ((_, counts), label) in shown.iter().zip(&labels) {
         let row: String = cells(counts)
@@ -109,7 +109,7 @@ pub fn lines(db: &Database, obj: &DataObject, width: usize) -> Vec<String> {
     }
     out.push(format!(
         "  ░▒▓█: up to 1/4, 1/2, 3/4, all of the busiest cell; blank: none sampled; {} per character",
-        super::detail::bytes(unit * group as u64 / (n * repeat) as u64)
+        formats::advice::bytes_text(unit * group as u64 / (n * repeat) as u64)
     ));
     out
 }

@@ -4,7 +4,7 @@
 //! still has one entry per function, static ones included.
 //!
 //! mem:soft decodes forward from a known instruction boundary (a function's
-//! start, or an anchor found from one, [`crate::anchors`]); without one it
+//! start, or an anchor found from one, [`crate::access::anchors`]); without one it
 //! guesses the instruction before the IP backwards, and a wrong guess
 //! decodes the bytes out of step: Open MPI's `mca_btl_vader.so` polls in a
 //! static function, where `mov 0x28(%r14),%rax` read from its third byte

@@ -1,9 +1,14 @@
+//! Beside the flow: the program's code, used by every step that needs a
+//! call path or a symbol. Hands the hooks and the sample handler their call
+//! paths, the handler the static variable an address falls in, the writer
+//! the module list.
+//!
 //! The program's code: the loaded ELF modules (function symbols, static
 //! variables, the static-data map, [`modules`]) and the call-path unwinder
-//! built from their `.eh_frame` sections ([`unwind`]). One unit because
-//! each needs the other: a new module snapshot rebuilds the unwinder, and
-//! the unwinder reads the snapshot's modules. Functions without a symbol
-//! get their ranges from the unwind table ([`eh_ranges`]).
+//! built from their `.eh_frame` sections ([`unwind`]): a new module
+//! snapshot rebuilds the unwinder from the modules' unwind sections, which
+//! is all the unwinder knows of them. Functions without a symbol get their
+//! ranges from the unwind table ([`eh_ranges`]).
 
 pub mod eh_ranges;
 pub mod modules;

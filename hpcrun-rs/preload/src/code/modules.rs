@@ -11,16 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 
+use super::unwind::{self, CodeModule, UnwindSections};
 use crate::sys::{self, LoadedModule};
-
-/// What the unwinder needs of a module (stated virtual addresses).
-#[derive(Debug, Clone, Default)]
-pub struct UnwindSections {
-    pub text: Option<(u64, u64)>,
-    pub eh_frame: Option<(u64, u64)>,
-    pub eh_frame_hdr: Option<(u64, u64)>,
-    pub got: Option<(u64, u64)>,
-}
 
 #[derive(Debug, Clone)]
 pub struct ModuleInfo {
@@ -169,7 +161,12 @@ pub fn refresh(except: Option<u64>) {
     }
     drop(cache);
     snapshot.index();
-    super::unwind::refresh(&snapshot);
+    unwind::refresh(snapshot.modules.iter().map(|(_, m)| CodeModule {
+        path: &m.info.path,
+        bias: m.info.bias,
+        segments: &m.info.segments,
+        sections: &m.info.sections,
+    }));
     SNAPSHOT.publish(snapshot);
     if except.is_some() {
         // The module is unmapped next: a handler or hook that took the

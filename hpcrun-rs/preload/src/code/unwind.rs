@@ -19,7 +19,6 @@ use framehop::{
     ExplicitModuleSectionInfo, FrameAddress, Module, MustNotAllocateDuringUnwind, Unwinder,
 };
 
-use super::modules::Snapshot;
 use crate::sys::{self, StackBounds};
 
 pub type Unwind = UnwinderX86_64<&'static [u8], MustNotAllocateDuringUnwind>;
@@ -32,12 +31,30 @@ pub fn get() -> Option<&'static Unwind> {
     UNWINDER.get()
 }
 
-/// Builds and publishes an unwinder for every module of `snapshot`.
+/// What the unwinder needs of a module (stated virtual addresses).
+#[derive(Debug, Clone, Default)]
+pub struct UnwindSections {
+    pub text: Option<(u64, u64)>,
+    pub eh_frame: Option<(u64, u64)>,
+    pub eh_frame_hdr: Option<(u64, u64)>,
+    pub got: Option<(u64, u64)>,
+}
+
+/// One loaded module as the unwinder sees it.
+pub struct CodeModule<'a> {
+    pub path: &'a str,
+    pub bias: u64,
+    /// Loaded segments (runtime addresses) and whether they are executable.
+    pub segments: &'a [(u64, u64, bool)],
+    pub sections: &'a UnwindSections,
+}
+
+/// Builds and publishes an unwinder for every module of a new snapshot
+/// (`modules::refresh` passes them).
 #[allow(unsafe_code)] // reads the loaded `.eh_frame` sections in place
-pub fn refresh(snapshot: &Snapshot) {
+pub fn refresh<'a>(modules: impl IntoIterator<Item = CodeModule<'a>>) {
     let mut unwinder = Unwind::new();
-    for (_, m) in &snapshot.modules {
-        let m = &m.info;
+    for m in modules {
         let (Some(text), Some(hdr), Some(eh)) = (
             m.sections.text,
             m.sections.eh_frame_hdr,
@@ -55,9 +72,7 @@ pub fn refresh(snapshot: &Snapshot) {
             // SAFETY: `m.segments` are the module's PT_LOAD segments as the
             // loader reported them; the unwinder drops the module before
             // `dlclose` unmaps it (`modules`).
-            unsafe {
-                sys::loaded_bytes(&m.segments, s.wrapping_add(m.bias), e.wrapping_add(m.bias))
-            }
+            unsafe { sys::loaded_bytes(m.segments, s.wrapping_add(m.bias), e.wrapping_add(m.bias)) }
         };
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
@@ -70,7 +85,7 @@ pub fn refresh(snapshot: &Snapshot) {
             got_svma: m.sections.got.map(|g| g.0..g.1),
             ..Default::default()
         };
-        unwinder.add_module(Module::new(m.path.clone(), low..high, m.bias, info));
+        unwinder.add_module(Module::new(m.path.to_string(), low..high, m.bias, info));
     }
     UNWINDER.publish(unwinder);
 }

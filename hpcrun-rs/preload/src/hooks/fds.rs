@@ -87,7 +87,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     // `new` open.)
     if old != new && sys::fd_is_open(old) {
         if sys::is_event_number(new) {
-            crate::sampling::make_way(new);
+            crate::threads::sampling::make_way(new);
         }
         sys::move_message_fd(new);
     }
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     let valid = old != new && flags & !libc::O_CLOEXEC == 0;
     if valid && sys::fd_is_open(old) {
         if sys::is_event_number(new) {
-            crate::sampling::make_way(new);
+            crate::threads::sampling::make_way(new);
         }
         sys::move_message_fd(new);
     }

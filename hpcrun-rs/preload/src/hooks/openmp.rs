@@ -5,7 +5,7 @@
 //!
 //! libgomp keeps a pool of worker threads: they are created by the first
 //! region and then run every later region, so their creation path
-//! ([`crate::creators`]) names the first region only. When the program
+//! ([`crate::threads::creators`]) names the first region only. When the program
 //! enters a region, the hook here records the master's call path of the
 //! call (continued by the region it is itself running, or by its thread's
 //! creation path), and hands libgomp a trampoline instead of the outlined
@@ -37,7 +37,7 @@ use std::sync::OnceLock;
 use super::{guarded, Caller, READY};
 use crate::code::{modules, unwind};
 use crate::threads::{self, ThreadState};
-use crate::{config, sys};
+use crate::{sys, threads::config};
 
 /// The marker "frame" at the root end of a call path continued by its
 /// region's path: the path is complete, from the process's first frame.
@@ -295,7 +295,7 @@ fn record_path(state: &ThreadState, from: From, region: &mut Region) {
         let (own, outer): (usize, Vec<u64>) = match region_of(state, &frames[..got.len]) {
             // A nested region: its path continues the running region's.
             Some((at, path)) => (at, path.to_vec()),
-            None => (got.len, crate::creators::get(state.index)),
+            None => (got.len, crate::threads::creators::get(state.index)),
         };
         let mut len = 0;
         for &f in frames[..own].iter().chain(outer.iter()) {

@@ -1,7 +1,7 @@
 //! `pthread_create`: the new thread runs a trampoline that starts its
 //! measurement (state, perf event) before the program's start routine,
 //! and the creating thread records where it created it
-//! ([`crate::creators`]): the program's call path of the call, continued
+//! ([`crate::threads::creators`]): the program's call path of the call, continued
 //! by the creator's own creation path.
 
 use std::ffi::{c_int, c_void};
@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use super::{guarded, program_path, without_hooks, Caller, READY};
 use crate::code::{modules, unwind};
-use crate::{config, sys, threads};
+use crate::{sys, threads, threads::config};
 
 type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 type PthreadCreate = unsafe extern "C" fn(
@@ -31,8 +31,8 @@ struct Trampoline {
 extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
     // SAFETY: `raw` is the Box we leaked in pthread_create below.
     let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
-    crate::signals::set_blocked_bits(tramp.blocked);
-    without_hooks(|| crate::sampling::start_thread(tramp.index));
+    crate::threads::signals::set_blocked_bits(tramp.blocked);
+    without_hooks(|| crate::threads::sampling::start_thread(tramp.index));
     (tramp.start)(tramp.arg)
 }
 
@@ -66,14 +66,14 @@ unsafe extern "C" fn pthread_create_at(
     let real: PthreadCreate = unsafe { std::mem::transmute::<*mut c_void, PthreadCreate>(real) };
     if !READY.load(Ordering::Acquire)
         || config::get().out_dir.is_none()
-        || crate::checkpoint::spawning()
+        || crate::output::checkpoint::spawning()
     {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { real(thread, attr, start, arg) };
     }
     // The program's second thread: checkpoints move to a helper thread
     // (none in a single-threaded program).
-    crate::checkpoint::program_goes_multithreaded();
+    crate::output::checkpoint::program_goes_multithreaded();
     let index = threads::next_index();
     // SAFETY: the entry's stack pointer, per this function's contract.
     let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
@@ -82,21 +82,21 @@ unsafe extern "C" fn pthread_create_at(
         start,
         arg,
         index,
-        blocked: crate::signals::blocked_bits(),
+        blocked: crate::threads::signals::blocked_bits(),
     }));
     // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
     let rc = unsafe { real(thread, attr, thread_start, tramp as *mut c_void) };
     if rc != 0 {
         // SAFETY: the thread was not created, so the box is still ours.
         drop(unsafe { Box::from_raw(tramp) });
-        crate::creators::remove(index);
+        crate::threads::creators::remove(index);
     }
     rc
 }
 
 /// Records where thread `index` is being created: the program's call path
 /// of its `pthread_create` call, continued by the creating thread's own
-/// creation path ([`crate::creators`]). Unwinds on the handler stack, as
+/// creation path ([`crate::threads::creators`]). Unwinds on the handler stack, as
 /// [`track`] does.
 fn record_creator(index: u32, caller: Caller) {
     let Some(state) = threads::current() else {
@@ -107,10 +107,10 @@ fn record_creator(index: u32, caller: Caller) {
         let (Some(unwinder), Some(snap)) = (unwind::get(), modules::get()) else {
             return;
         };
-        let mut frames = [0u64; crate::creators::MAX_FRAMES];
+        let mut frames = [0u64; crate::threads::creators::MAX_FRAMES];
         let len = program_path(state, unwinder, snap, Some(caller), &mut frames);
         let mut path = frames[..len].to_vec();
-        path.extend(crate::creators::get(state.index));
-        crate::creators::set(index, &path);
+        path.extend(crate::threads::creators::get(state.index));
+        crate::threads::creators::set(index, &path);
     });
 }

@@ -1,3 +1,8 @@
+//! The second step: the object map. Hands to the next step: the heap object
+//! (its site and offset) that holds a sampled address, looked up by the
+//! sample handler ([`crate::sample`]) without a lock; the sites, which the
+//! writer ([`crate::output`]) puts in the profile.
+//!
 //! The heap-object map, the allocation-site table and the allocation log.
 //!
 //! **Sites**: every distinct allocation call path gets one entry in an
@@ -26,7 +31,7 @@
 //! can hand them out again, so a reused address maps to the block live at
 //! the sample's time.
 //!
-//! **Registered ranges** (`hpcrun_register`, see [`crate::labels`]) live in
+//! **Registered ranges** (`hpcrun_register`, see [`crate::hooks::labels`]) live in
 //! a third map of the [`big`] kind whose lookup scans a few entries back,
 //! so a registered range nested in another one wins. The signal handler
 //! looks there first: a registered sub-range of a pool wins over the pool's

@@ -1,3 +1,7 @@
+//! Beside the flow: a sample source. Hands the sample handler
+//! ([`crate::sample`]) decoded hardware records: the IP, the data address,
+//! the latency and the memory level of each sampled access.
+//!
 //! Hardware sample sources: Intel PEBS load latency and stores, AMD IBS op
 //! sampling, Arm SPE.
 //!

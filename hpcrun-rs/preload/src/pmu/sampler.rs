@@ -5,7 +5,7 @@
 //! Per thread: an event on the calling thread (`pid 0, cpu -1`), with the
 //! `mem-loads-aux` group leader when the PMU needs one; a ring of
 //! [`RING_PAGES`] data pages; every sample wakes the thread with the sample
-//! signal, whose handler ([`crate::handler::on_hw_sample`]) calls [`drain`].
+//! signal, whose handler ([`crate::sample::handler::on_hw_sample`]) calls [`drain`].
 //! [`decode`] is pure (tested with constructed samples): PEBS samples carry
 //! the IP, data address, latency and `data_src`; IBS samples carry the IBS
 //! registers in their raw block. Arm SPE (samples in the AUX area) is not

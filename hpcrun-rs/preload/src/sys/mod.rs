@@ -1,3 +1,5 @@
+//! Below the flow: every step reaches the operating system through here.
+//!
 //! The system layer: every call into C, the dynamic loader and the kernel,
 //! with the `unsafe` they need, split by concern. The rest of the library
 //! calls the safe wrappers here (re-exported at `sys::`); each `unsafe`

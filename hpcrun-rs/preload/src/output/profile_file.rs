@@ -1,0 +1,131 @@
+//! Writing a thread's profile file so that it is never torn: the bytes go
+//! to a temporary file (`.<name>.w<writer tid>.tmp`, which hpcprof-rs
+//! ignores), which then takes the profile's name in one step.
+//!
+//! The first write of a thread *claims* a name with `link()`, which fails
+//! if the name exists: a process that execs keeps its pid and main tid,
+//! and the image before may have left `<base>.hpcrun`, so the next free
+//! suffix (`<base>.1.hpcrun`, ...) is taken, as before checkpoints. Later
+//! writes (the next checkpoint, the final profile) `rename()` over the
+//! claimed name. A SIGKILL at any moment leaves the last complete file.
+
+use std::path::Path;
+
+use formats::measurement::{ThreadProfile, EXTENSION};
+
+use crate::sys;
+use crate::threads::run::warn;
+use crate::threads::ThreadState;
+
+/// `<dir>/<exe>.<host>.[r<rank>.]<pid>.<tid>` of a profile.
+fn base_name(dir: &str, profile: &ThreadProfile) -> String {
+    let exe = profile
+        .process
+        .exe
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("process");
+    let rank = profile
+        .process
+        .rank
+        .map(|r| format!("r{r}."))
+        .unwrap_or_default();
+    format!(
+        "{dir}/{exe}.{}.{rank}{}.{}",
+        profile.process.host, profile.process.pid, profile.thread.tid
+    )
+}
+
+/// Writes `profile` (of `state`'s thread) into `dir`, replacing the file
+/// this thread wrote before; returns the bytes written (0 on failure,
+/// which is warned about, never fatal).
+pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
+    let base = base_name(dir, profile);
+    let stem = base.rsplit('/').next().unwrap_or("profile");
+    let tmp = format!("{dir}/.{stem}.w{}.tmp", sys::gettid());
+    let written = match encode_into(&tmp, profile) {
+        Ok(n) => n,
+        Err(e) => {
+            warn(&format!(
+                "could not write the profile of thread {} to {tmp}: {e}",
+                state.tid
+            ));
+            let _ = std::fs::remove_file(&tmp);
+            return 0;
+        }
+    };
+    if let Some(path) = state.file.get() {
+        if let Err(e) = std::fs::rename(&tmp, path) {
+            warn(&format!("could not rename {tmp} to {path}: {e}"));
+            let _ = std::fs::remove_file(&tmp);
+            return 0;
+        }
+        return written;
+    }
+    for attempt in 0..100 {
+        let path = if attempt == 0 {
+            format!("{base}.{EXTENSION}")
+        } else {
+            format!("{base}.{attempt}.{EXTENSION}")
+        };
+        match std::fs::hard_link(&tmp, &path) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&tmp);
+                let _ = state.file.set(path);
+                return written;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // A file system without hard links: take the name if it is
+            // free (not atomic against another process, but only an exec'd
+            // image of this same pid and tid could want it).
+            Err(_) if !Path::new(&path).exists() => {
+                if let Err(e) = std::fs::rename(&tmp, &path) {
+                    warn(&format!("could not rename {tmp} to {path}: {e}"));
+                    let _ = std::fs::remove_file(&tmp);
+                    return 0;
+                }
+                let _ = state.file.set(path);
+                return written;
+            }
+            Err(_) => continue,
+        }
+    }
+    let _ = std::fs::remove_file(&tmp);
+    warn(&format!("could not find a free file name for {base}"));
+    0
+}
+
+/// Encodes `profile` into a new file at `path` through a 64 KiB buffer
+/// (the whole file is never in memory: for a long allocation log it is
+/// megabytes); returns its size.
+fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let file = sys::file_above_floor(file);
+    let mut out = Counted {
+        inner: std::io::BufWriter::with_capacity(64 << 10, file),
+        bytes: 0,
+    };
+    profile.write_to(&mut out).map_err(|e| e.to_string())?;
+    let file = out.inner.into_inner().map_err(|e| e.error().to_string())?;
+    drop(file);
+    Ok(out.bytes)
+}
+
+/// A writer that counts the bytes it passes on.
+struct Counted<W> {
+    inner: W,
+    bytes: usize,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

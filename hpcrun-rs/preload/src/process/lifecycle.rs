@@ -1,0 +1,205 @@
+//! Start-up, fork and exit: the top layer, the only module that may import
+//! every other. At load (`.init_array`) it reads the configuration, sets
+//! up the maps, the unwinder, the signal handlers, the thread-exit key,
+//! `atexit` and `pthread_atfork`, then measures the main thread; in a
+//! forked child it starts afresh; at exit it writes the profiles.
+
+use std::sync::atomic::Ordering::*;
+
+use crate::code::modules;
+use crate::threads::run::{self, code_only};
+use crate::{
+    access::anchors, access::numa, access::pages, access::soft, hooks::exec, objects,
+    output::checkpoint, output::exit, output::writer, pmu, sample::handler, sys, threads,
+    threads::config, threads::guard, threads::sampling, threads::signals,
+};
+
+crate::on_load!(init);
+
+/// Says so when the program's `malloc` comes before the library's in
+/// symbol lookup order (defined in the executable): it serves the
+/// program without passing through the hooks, so no heap block is seen.
+fn warn_if_malloc_comes_first() {
+    // (By module: the address of the library's own `malloc`, an exported
+    // symbol, would be the first definition too.)
+    let Some((base, name)) = sys::module_of(sys::first_symbol(c"malloc")) else {
+        return;
+    };
+    if sys::module_of(sys::own_address() as usize).is_some_and(|(own, _)| own == base) {
+        return;
+    }
+    let module = Some(name)
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "the executable".to_string());
+    run::warn(&format!(
+        "malloc is defined in {module}, ahead of the profiler's: its heap blocks are not seen (define the malloc family in a shared library to have them named)"
+    ));
+}
+
+/// Runs at library load (from `.init_array`).
+fn init() {
+    guard::without_hooks(|| {
+        // Also in a passive process (a launcher forks and execs): a forked
+        // child of a threaded process must find them without the loader.
+        exec::resolve();
+        // The program's allocator, which the malloc hooks forward to.
+        sys::real::resolve();
+        crate::hooks::cxx::resolve();
+        let cfg = config::get();
+        if cfg.out_dir.is_none() {
+            // Loaded without hpcrun-rs: stay passive.
+            return;
+        }
+        if is_launcher() {
+            // MPI launchers and daemons pass LD_PRELOAD and HPCRUN_* on to
+            // the ranks (the environment is left untouched) but are not
+            // measured themselves.
+            return;
+        }
+        // The standard error the process started with (the launcher's),
+        // before the program can give descriptor 2 to a file of its own.
+        sys::keep_stderr();
+        warn_if_malloc_comes_first();
+        let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
+        if !objects::init(cfg.alloc_log, shift) {
+            return;
+        }
+        if let Some(small) = objects::small_map::get() {
+            small.set_cap(cfg.max_tracking_memory);
+        }
+        modules::refresh(None);
+        soft::warm_up();
+        crate::access::caches::get();
+        anchors::init();
+        numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
+        let signal = sys::sigrtmin() + cfg.signal_offset;
+        let cpu_time = cfg.event == hpcrun_abi::event::Event::CpuTime.name();
+        run::configure(signal, cfg.histogram, cpu_time);
+        // Hardware memory events (mem:latency, mem:stores) drain a perf ring
+        // in their own handler.
+        let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+            Ok(Some(_)) => handler::on_hw_sample,
+            Ok(None) => handler::on_sample,
+            Err(e) => {
+                run::warn(&format!("{e}: no samples"));
+                handler::on_sample
+            }
+        };
+        // Page faults: the next signal, each handler blocking the other.
+        let fault_signal = signal + 1;
+        if cfg.period_ns > 0 && !signals::take_over(signal, on_signal, &[fault_signal]) {
+            run::warn("could not install the sample signal handler; sampling disabled");
+        }
+        if cfg.page_faults.is_some() {
+            pages::init();
+            if let Some(objs) = objects::get() {
+                std::hint::black_box(objs.prefault());
+            }
+            if !signals::take_over(fault_signal, handler::on_page_fault, &[signal]) {
+                run::warn("could not install the page-fault signal handler");
+            }
+        }
+        // A full queue of real-time signals turns a sample into SIGIO, whose
+        // default action would end the program: borrowed, the program's
+        // own action and queries stay its own.
+        signals::take_over_sigio(handler::on_sigio);
+        if let Some(key) = sys::thread_exit_key(on_thread_exit) {
+            threads::set_exit_key(key);
+        }
+        writer::init_process_info();
+        sys::at_exit(at_exit);
+        for signal in FATAL_SIGNALS {
+            sys::install_fatal_handler(signal, handler::on_fatal);
+        }
+        sys::at_fork(after_fork_in_child);
+        if !code_only() && cfg.period_ns > 0 {
+            crate::access::watch::configure(cfg.sharing_every, cfg.reuse_every);
+        }
+        run::set_active(true);
+        // No thread yet: the helper starts with the program's second one.
+        checkpoint::start();
+        guard::READY.store(true, Release);
+        sampling::start_thread(threads::next_index());
+    });
+}
+
+/// Process names of MPI/batch launchers and daemons, which are not measured.
+pub const LAUNCHERS: [&str; 14] = [
+    "mpirun",
+    "mpiexec",
+    "orterun",
+    "prterun",
+    "orted",
+    "prted",
+    "prte",
+    "hydra_pmi_proxy",
+    "mpiexec.hydra",
+    "mpiexec.openmpi",
+    "mpirun.openmpi",
+    "srun",
+    "slurmstepd",
+    "hpcrun-rs",
+];
+
+/// True if this process is a launcher (by its executable's file name).
+fn is_launcher() -> bool {
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    LAUNCHERS.contains(&name)
+}
+
+/// Process exit: write every profile that was not written yet.
+extern "C" fn at_exit() {
+    guard::without_hooks(exit::flush_all);
+}
+
+/// Signals whose default action ends the process: profiles are written
+/// before it happens.
+pub const FATAL_SIGNALS: [i32; 10] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGABRT,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGHUP,
+    libc::SIGPIPE,
+];
+
+/// In a forked child: reset locks other threads may have held, forget the
+/// parent's threads and measure this (only) thread afresh.
+extern "C" fn after_fork_in_child() {
+    // First: a parent thread may have held the library heap's lock.
+    sys::heap::reset_after_fork();
+    guard::without_hooks(|| {
+        if let Some(objs) = objects::get() {
+            objs.reset_locks_after_fork();
+        }
+        // Read sections the parent's other threads had open never close
+        // here (this thread, in `fork`, has none open).
+        sys::reset_readers_after_fork();
+        // The parent's perf events are the parent's: do not touch them.
+        threads::reset_after_fork();
+        crate::output::notices::reset_after_fork();
+        sampling::start_thread(threads::next_index());
+    });
+}
+
+/// The thread-exit key's destructor: writes the exiting thread's profile.
+extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
+    guard::without_hooks(|| {
+        if let Some(state) = threads::current() {
+            checkpoint::thread_exited(state);
+            let finished_here = writer::finish(state);
+            threads::clear_current();
+            // Finished: no handler of this thread uses its stack any more.
+            state.handler_stack.release();
+            if finished_here {
+                // Its tables and caches go to the next thread.
+                threads::recycle(state);
+            }
+        }
+    });
+}

@@ -1,0 +1,257 @@
+//! The interposed signal calls: `sigaction`, `signal`, `sigprocmask`,
+//! `pthread_sigmask`, `sigwait`, `sigwaitinfo`, `sigtimedwait`,
+//! `sigaltstack`.
+//!
+//! For any signal other than the profiler's (and in a process the library
+//! does not measure) they are glibc's own calls, unchanged. What they do
+//! with the profiler's signals is explained in [`crate::threads::signals`]. errno
+//! follows the real calls' rules.
+
+#![allow(unsafe_code)]
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use crate::{sys, threads::signals};
+
+/// `dlsym(RTLD_NEXT, name)`, resolved once.
+fn next(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
+    let p = cache.load(Relaxed);
+    if p != 0 {
+        return p;
+    }
+    let p = sys::next_symbol(name) as usize;
+    cache.store(p, Relaxed);
+    p
+}
+
+/// # Safety
+/// POSIX's sigaction contract.
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(
+    signal: c_int,
+    new: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: the pointers are null or valid, per the caller's contract.
+    let (new_ref, old_ref) = unsafe { (new.as_ref(), old.as_mut()) };
+    if signals::program_sigaction(signal, new_ref, old_ref).is_some() {
+        return 0;
+    }
+    // SAFETY: forwarding the caller's arguments.
+    let rc = unsafe { sys::real_sigaction(signal, new, old) };
+    if rc == 0 {
+        // SAFETY: as above.
+        if let Some(old) = unsafe { old.as_mut() } {
+            // The one-shot handler that writes the profiles at a fatal
+            // signal is the library's: the program sees the default.
+            if sys::handler_behind(signal, old.sa_sigaction)
+                == crate::sample::handler::on_fatal as *const () as usize
+            {
+                *old = sys::make_sigaction(libc::SIG_DFL, 0, &[0; 16]);
+            }
+        }
+    }
+    rc
+}
+
+type SignalFn = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
+static REAL_SIGNAL: AtomicUsize = AtomicUsize::new(0);
+
+/// # Safety
+/// C's signal contract.
+#[no_mangle]
+pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    if let Some(old) = signals::program_signal(signal, handler) {
+        return old;
+    }
+    let real = next(&REAL_SIGNAL, c"signal");
+    if real == 0 {
+        sys::set_errno(libc::EINVAL);
+        return libc::SIG_ERR;
+    }
+    // SAFETY: RTLD_NEXT's signal has this signature.
+    let real: SignalFn = unsafe { std::mem::transmute::<usize, SignalFn>(real) };
+    // SAFETY: forwarding the caller's arguments.
+    unsafe { real(signal, handler) }
+}
+
+type MaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
+static REAL_SIGPROCMASK: AtomicUsize = AtomicUsize::new(0);
+static REAL_PTHREAD_SIGMASK: AtomicUsize = AtomicUsize::new(0);
+
+/// The common part of `sigprocmask` and `pthread_sigmask`: the profiler's
+/// signals are taken out of the request (remembered as blocked by the
+/// program) and put back into the old mask as the program set them.
+///
+/// # Safety
+/// `set` and `old` are null or valid.
+unsafe fn mask_call(
+    real: usize,
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    if real == 0 {
+        return libc::EINVAL;
+    }
+    // SAFETY: RTLD_NEXT's sigprocmask/pthread_sigmask have this signature.
+    let real: MaskFn = unsafe { std::mem::transmute::<usize, MaskFn>(real) };
+    // SAFETY: `set` is null or valid.
+    let mut copy = unsafe { set.as_ref() }.copied();
+    let valid_how = matches!(how, libc::SIG_BLOCK | libc::SIG_UNBLOCK | libc::SIG_SETMASK);
+    let before = if valid_how {
+        signals::filter_mask(how, copy.as_mut())
+    } else {
+        signals::blocked_bits()
+    };
+    let set = copy
+        .as_ref()
+        .map_or(std::ptr::null(), |s| s as *const libc::sigset_t);
+    // SAFETY: forwarding with our copy of the set.
+    let rc = unsafe { real(how, set, old) };
+    if rc != 0 {
+        signals::restore_blocked(before);
+    // SAFETY: `old` is null or the caller's valid sigset_t (the contract of
+    // sigprocmask/pthread_sigmask).
+    } else if let Some(old) = unsafe { old.as_mut() } {
+        signals::report_old_mask(before, old);
+    }
+    rc
+}
+
+/// # Safety
+/// POSIX's sigprocmask contract.
+#[no_mangle]
+pub unsafe extern "C" fn sigprocmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    let real = next(&REAL_SIGPROCMASK, c"sigprocmask");
+    if real == 0 {
+        sys::set_errno(libc::EINVAL);
+        return -1;
+    }
+    // SAFETY: per the caller's contract.
+    unsafe { mask_call(real, how, set, old) }
+}
+
+/// # Safety
+/// POSIX's pthread_sigmask contract (returns the error number).
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    let real = next(&REAL_PTHREAD_SIGMASK, c"pthread_sigmask");
+    // SAFETY: per the caller's contract.
+    unsafe { mask_call(real, how, set, old) }
+}
+
+type TimedWaitFn = unsafe extern "C" fn(
+    *const libc::sigset_t,
+    *mut libc::siginfo_t,
+    *const libc::timespec,
+) -> c_int;
+static REAL_SIGTIMEDWAIT: AtomicUsize = AtomicUsize::new(0);
+
+/// `sigtimedwait` that never returns one of the profiler's perf signals
+/// (they are dropped, counted, and the wait goes on).
+///
+/// # Safety
+/// As for `sigtimedwait`.
+unsafe fn wait(
+    set: *const libc::sigset_t,
+    info: *mut libc::siginfo_t,
+    timeout: *const libc::timespec,
+) -> c_int {
+    let real = next(&REAL_SIGTIMEDWAIT, c"sigtimedwait");
+    if real == 0 {
+        sys::set_errno(libc::EINVAL);
+        return -1;
+    }
+    // SAFETY: RTLD_NEXT's sigtimedwait has this signature.
+    let real: TimedWaitFn = unsafe { std::mem::transmute::<usize, TimedWaitFn>(real) };
+    // SAFETY: `set` is valid per the contract.
+    let ours = unsafe { set.as_ref() }.is_some_and(signals::holds_ours);
+    if !ours {
+        // SAFETY: forwarding the caller's arguments.
+        return unsafe { real(set, info, timeout) };
+    }
+    loop {
+        // SAFETY: an all-zero siginfo_t is valid storage.
+        let mut mine: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: forwarding, with our own info buffer.
+        let rc = unsafe { real(set, &mut mine, timeout) };
+        if rc > 0 && signals::from_profiler(&sys::Delivered::waited(&mut mine)) {
+            signals::WAIT_DROPPED.fetch_add(1, Relaxed);
+            continue;
+        }
+        if rc > 0 {
+            signals::after_wait();
+            // SAFETY: `info` is null or valid per the contract.
+            if let Some(info) = unsafe { info.as_mut() } {
+                *info = mine;
+            }
+        }
+        return rc;
+    }
+}
+
+/// # Safety
+/// POSIX's sigtimedwait contract.
+#[no_mangle]
+pub unsafe extern "C" fn sigtimedwait(
+    set: *const libc::sigset_t,
+    info: *mut libc::siginfo_t,
+    timeout: *const libc::timespec,
+) -> c_int {
+    // SAFETY: the same contract.
+    unsafe { wait(set, info, timeout) }
+}
+
+/// # Safety
+/// POSIX's sigwaitinfo contract.
+#[no_mangle]
+pub unsafe extern "C" fn sigwaitinfo(
+    set: *const libc::sigset_t,
+    info: *mut libc::siginfo_t,
+) -> c_int {
+    // SAFETY: sigwaitinfo is sigtimedwait without a timeout.
+    unsafe { wait(set, info, std::ptr::null()) }
+}
+
+/// # Safety
+/// POSIX's sigwait contract (returns the error number).
+#[no_mangle]
+pub unsafe extern "C" fn sigwait(set: *const libc::sigset_t, signal: *mut c_int) -> c_int {
+    let saved = sys::errno();
+    // EINTR is retried, as glibc's sigwait does.
+    let rc = loop {
+        // SAFETY: `set` per the caller's contract; no info, no timeout.
+        let rc = unsafe { wait(set, std::ptr::null_mut(), std::ptr::null()) };
+        if rc >= 0 || sys::errno() != libc::EINTR {
+            break rc;
+        }
+    };
+    if rc < 0 {
+        let e = sys::errno();
+        sys::set_errno(saved);
+        return e;
+    }
+    // SAFETY: `signal` is valid per the contract.
+    unsafe { *signal = rc };
+    sys::set_errno(saved);
+    0
+}
+
+/// # Safety
+/// POSIX's sigaltstack contract.
+#[no_mangle]
+pub unsafe extern "C" fn sigaltstack(new: *const libc::stack_t, old: *mut libc::stack_t) -> c_int {
+    // SAFETY: the pointers are null or valid, per the caller's contract;
+    // the program sees its own alternate stack only (`sys::stack`).
+    unsafe { sys::program_sigaltstack(new, old) }
+}

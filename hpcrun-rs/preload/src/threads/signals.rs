@@ -1,0 +1,436 @@
+//! The profiler's signals stay the profiler's, and the program keeps its own.
+//!
+//! The sample signal (`SIGRTMIN+4`, or `--signal N`) and the page-fault
+//! signal (the next one) are real-time signals that programs, MPI
+//! libraries and runtimes may use too. This module interposes the calls
+//! through which a program would take them over:
+//!
+//! * `sigaction` and `signal` on a profiler signal do not touch the kernel:
+//!   the program's action is remembered (and reported back by later
+//!   calls), the profiler's handler stays installed;
+//! * the handler tells the two kinds of signal apart by their origin: a
+//!   perf event's overflow signal has `si_code` `POLL_IN`..`POLL_HUP` and
+//!   `si_fd` naming a number the profiler gave one of its perf events
+//!   ([`sys::was_perf_fd`]; still signalling after the program closed
+//!   the descriptor, see `sys::perf`),
+//!   a CPU-time timer's signal has `si_code` `SI_TIMER` and the profiler's
+//!   cookie as its value ([`sys::TIMER_COOKIE`]);
+//!   everything else (`raise`, `kill`, `sigqueue`, the program's timers, its
+//!   own `F_SETSIG` fds) is the program's and goes to [`forward`], which
+//!   runs the program's action (handler with its mask and flags, ignore, or
+//!   the default action: terminate, after the profiles are written);
+//! * `sigprocmask` and `pthread_sigmask` never block a profiler signal in
+//!   the kernel (sampling would stop silently): the request is remembered
+//!   per thread (and reported back in the old mask), counted, and the
+//!   program's own signals of that number are held back while the program
+//!   thinks it blocked them: the handler queues the signal again
+//!   (`rt_tgsigqueueinfo`, same `siginfo`) and returns with it blocked, so
+//!   that it stays pending for `sigwait`, `signalfd` or the unblocking
+//!   call, as the program expects;
+//! * `sigwait`, `sigwaitinfo` and `sigtimedwait` never hand a perf signal
+//!   to the program (it is dropped and the wait goes on).
+//!
+//! Not interposed: the raw `rt_sigaction`/`rt_sigprocmask` system calls
+//! (the writer detects a replaced handler and a thread left without
+//! samples, and says so), and `signalfd` reads (a profiler signal can only
+//! be pending there while a program signal of the same number is held
+//! back).
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+
+use crate::sys;
+
+/// The profiler's signals: [sample, page fault, SIGIO]; 0 = not taken
+/// over. SIGIO ([`SIGIO_SLOT`]) is borrowed only to count the samples the
+/// kernel could not queue (it sends SIGIO instead): its action, its
+/// queries and its default (terminate) stay the program's; it is not
+/// kept out of the program's masks (the first two are).
+static OURS: [AtomicI32; 3] = [AtomicI32::new(0), AtomicI32::new(0), AtomicI32::new(0)];
+
+/// Slot of SIGIO in `OURS`.
+pub const SIGIO_SLOT: usize = 2;
+
+/// The profiler's sample signals (`OURS[..SAMPLE_SLOTS]`).
+const SAMPLE_SLOTS: usize = 2;
+
+/// The address installed for each signal of `OURS` (`sys::install_handler`).
+static HANDLERS: [AtomicUsize; 3] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+
+/// The address the profiler installed in the kernel for its `slot`-th
+/// signal ([`take_over`]; the entry that runs its handler).
+pub fn handler_at(slot: usize) -> usize {
+    HANDLERS.get(slot).map_or(0, |h| h.load(Relaxed))
+}
+
+/// The action the program asked for, per profiler signal, under a
+/// sequence lock (the handler reads it without waiting).
+struct ProgramAction {
+    seq: AtomicU64,
+    handler: AtomicUsize,
+    flags: AtomicU64,
+    mask: [AtomicU64; MASK_WORDS],
+}
+
+const MASK_WORDS: usize = std::mem::size_of::<libc::sigset_t>() / 8;
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_ACTION: ProgramAction = ProgramAction {
+    seq: AtomicU64::new(0),
+    handler: AtomicUsize::new(libc::SIG_DFL),
+    flags: AtomicU64::new(0),
+    mask: [const { AtomicU64::new(0) }; MASK_WORDS],
+};
+
+static PROGRAM: [ProgramAction; 3] = [NO_ACTION, NO_ACTION, NO_ACTION];
+
+/// Serialises writers of `PROGRAM` (never taken by the handler; it uses
+/// a try-lock for `SA_RESETHAND`).
+static WRITING: AtomicBool = AtomicBool::new(false);
+
+/// Process-wide counts, written into the main thread's profile.
+pub static BLOCKS: AtomicU64 = AtomicU64::new(0);
+pub static FORWARDED: AtomicU64 = AtomicU64::new(0);
+pub static HELD_BACK: AtomicU64 = AtomicU64::new(0);
+pub static WAIT_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Profiler signals this thread's program code asked to block (bit 0:
+    /// sample signal, bit 1: page-fault signal).
+    static BLOCKED: Cell<u8> = const { Cell::new(0) };
+}
+
+/// `si_code` of an `F_SETSIG` signal: `POLL_IN` (1) to `POLL_HUP` (6).
+pub(crate) const POLL_IN: c_int = 1;
+pub(crate) const POLL_HUP: c_int = 6;
+
+/// Index of a profiler signal in `OURS`.
+fn slot(signal: c_int) -> Option<usize> {
+    if signal <= 0 {
+        return None;
+    }
+    OURS.iter().position(|s| s.load(Relaxed) == signal)
+}
+
+/// The profiler signal taken over at `slot`, if any.
+pub fn signal_at(slot: usize) -> Option<c_int> {
+    OURS.get(slot).map(|s| s.load(Relaxed)).filter(|&s| s > 0)
+}
+
+/// True if the signal described by `info` came from one of the
+/// profiler's perf events or CPU-time timers.
+pub fn from_profiler(signal: &sys::Delivered) -> bool {
+    if signal.timer_overrun().is_some() {
+        return true;
+    }
+    let Some((code, fd)) = signal.code_fd() else {
+        return false;
+    };
+    // A number the profiler ever gave one of its events: its live event,
+    // one the program closed but that still signals (its ring mapping
+    // holds it), or a late signal of a closed one whose number the
+    // program reused; never forwarded to the program as its own.
+    (POLL_IN..=POLL_HUP).contains(&code) && sys::was_perf_fd(fd)
+}
+
+/// True if a raw `rt_sigaction` system call replaced the profiler's
+/// handler of one of its sample signals: the program now gets the
+/// profiler's signals (one `sigaction` query per signal; not for a
+/// signal handler's hot path).
+pub fn handler_taken() -> bool {
+    (0..SAMPLE_SLOTS).any(|slot| {
+        signal_at(slot).is_some_and(|signal| {
+            sys::real_sigaction_query(signal)
+                .is_some_and(|now| now.sa_sigaction != handler_at(slot))
+        })
+    })
+}
+
+/// Set once sampling was withdrawn because [`handler_taken`]: no thread
+/// starts its sample sources any more.
+pub static WITHDRAWN: AtomicBool = AtomicBool::new(false);
+
+/// Installs `handler` for `signal` (the profiler's) and remembers the
+/// action the program inherited as the program's own.
+pub fn take_over(
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+    block: &[c_int],
+) -> bool {
+    let Some(free) = OURS[..SAMPLE_SLOTS]
+        .iter()
+        .position(|s| s.load(Relaxed) == 0)
+    else {
+        return false;
+    };
+    take_over_at(free, signal, handler, block)
+}
+
+/// Borrows SIGIO for `handler` ([`SIGIO_SLOT`]): installed in the kernel,
+/// while the program's `sigaction`/`signal` see and set the program's own
+/// action (the inherited one at first), which [`forward`] runs for every
+/// SIGIO that is not a lost sample's.
+pub fn take_over_sigio(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void)) -> bool {
+    take_over_at(SIGIO_SLOT, libc::SIGIO, handler, &[])
+}
+
+/// The program's action for SIGIO is its default or ignore (not a
+/// handler of its own).
+pub fn sigio_left_default() -> bool {
+    matches!(
+        load_action(SIGIO_SLOT).sa_sigaction,
+        libc::SIG_DFL | libc::SIG_IGN
+    )
+}
+
+fn take_over_at(
+    free: usize,
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+    block: &[c_int],
+) -> bool {
+    if let Some(old) = sys::real_sigaction_query(signal) {
+        store_action(free, &old);
+    }
+    let Some(installed) = sys::install_handler(signal, handler, block) else {
+        return false;
+    };
+    HANDLERS[free].store(installed, Relaxed);
+    OURS[free].store(signal, Release);
+    true
+}
+
+/// A writer of `PROGRAM`: holds `WRITING` with the profiler's signals
+/// blocked on this thread, so that no handler of this thread can find a
+/// half-written action (and spin on it forever).
+struct Writing {
+    mask: libc::sigset_t,
+}
+
+impl Writing {
+    fn lock() -> Writing {
+        let mut ours = sys::empty_sigset();
+        for s in OURS.iter().map(|s| s.load(Relaxed)).filter(|&s| s > 0) {
+            sys::sigset_add(&mut ours, s);
+        }
+        let mut mask = sys::empty_sigset();
+        sys::raw_sigmask(libc::SIG_BLOCK, Some(&ours), Some(&mut mask));
+        while WRITING.swap(true, Acquire) {
+            std::hint::spin_loop();
+        }
+        Writing { mask }
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        WRITING.store(false, Release);
+        sys::raw_sigmask(libc::SIG_SETMASK, Some(&self.mask), None);
+    }
+}
+
+fn store_action(slot: usize, act: &libc::sigaction) {
+    let a = &PROGRAM[slot];
+    let seq = a.seq.fetch_add(1, AcqRel) + 1; // odd: being written
+    debug_assert!(seq % 2 == 1);
+    a.handler.store(act.sa_sigaction, Relaxed);
+    a.flags.store(act.sa_flags as u64, Relaxed);
+    for (w, v) in a.mask.iter().zip(sys::sigset_words(&act.sa_mask)) {
+        w.store(v, Relaxed);
+    }
+    a.seq.fetch_add(1, Release);
+}
+
+/// The program's action for profiler slot `slot` (consistent: retried
+/// while a writer is active).
+fn load_action(slot: usize) -> libc::sigaction {
+    let a = &PROGRAM[slot];
+    loop {
+        let before = a.seq.load(Acquire);
+        if before % 2 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let mut words = [0u64; MASK_WORDS];
+        for (v, w) in words.iter_mut().zip(&a.mask) {
+            *v = w.load(Relaxed);
+        }
+        let act = sys::make_sigaction(
+            a.handler.load(Relaxed),
+            a.flags.load(Relaxed) as c_int,
+            &words,
+        );
+        std::sync::atomic::fence(Acquire);
+        if a.seq.load(Relaxed) == before {
+            return act;
+        }
+    }
+}
+
+/// `sigaction` on a profiler signal: remembers `new`, reports the
+/// previous program action in `old`. `None` if `signal` is not one of
+/// the profiler's (the caller passes the call on).
+pub fn program_sigaction(
+    signal: c_int,
+    new: Option<&libc::sigaction>,
+    old: Option<&mut libc::sigaction>,
+) -> Option<()> {
+    let slot = slot(signal)?;
+    let guard = Writing::lock();
+    if let Some(old) = old {
+        *old = load_action(slot);
+    }
+    if let Some(new) = new {
+        store_action(slot, new);
+    }
+    drop(guard);
+    Some(())
+}
+
+/// `signal()` on a profiler signal (BSD semantics, as glibc's): returns
+/// the previous handler; `None` if not the profiler's.
+pub fn program_signal(signal: c_int, handler: usize) -> Option<usize> {
+    let slot = slot(signal)?;
+    let mut mask = [0u64; MASK_WORDS];
+    let bit = (signal - 1) as usize;
+    mask[bit / 64] |= 1 << (bit % 64);
+    let new = sys::make_sigaction(handler, libc::SA_RESTART, &mask);
+    let guard = Writing::lock();
+    let old = load_action(slot).sa_sigaction;
+    store_action(slot, &new);
+    drop(guard);
+    Some(old)
+}
+
+/// Runs the program's action for a signal of a profiler signal number that
+/// did not come from the profiler (called from the profiler's handler, with
+/// the kernel's `info` and `context`).
+pub fn forward(signal: c_int, delivered: &sys::Delivered, flush: fn()) {
+    let Some(slot) = slot(signal) else {
+        return;
+    };
+    if BLOCKED.with(|b| b.get()) & (1 << slot) != 0 {
+        // The program blocked it: keep it pending, blocked, as it asked.
+        HELD_BACK.fetch_add(1, Relaxed);
+        delivered.requeue_blocked(signal);
+        return;
+    }
+    FORWARDED.fetch_add(1, Relaxed);
+    let act = load_action(slot);
+    match act.sa_sigaction {
+        libc::SIG_IGN => {}
+        libc::SIG_DFL => {
+            // A real-time signal's default action ends the process: write
+            // the profiles first, then let it happen.
+            let saved = sys::errno();
+            sys::enter_crash_mode();
+            crate::threads::guard::without_hooks(flush);
+            sys::die_by_default(signal);
+            sys::set_errno(saved);
+        }
+        _ => {
+            if act.sa_flags & libc::SA_RESETHAND != 0 && !WRITING.swap(true, Acquire) {
+                store_action(
+                    slot,
+                    &sys::make_sigaction(libc::SIG_DFL, 0, &[0; MASK_WORDS]),
+                );
+                WRITING.store(false, Release);
+            }
+            delivered.call_program_handler(signal, &act);
+        }
+    }
+}
+
+/// The part of a program's signal mask request that reaches the kernel:
+/// the profiler's signals are taken out of `set` (and remembered as this
+/// thread's program-blocked signals). Returns the previous program-blocked
+/// bits, for [`restore_blocked`] and [`report_old_mask`].
+pub fn filter_mask(how: c_int, set: Option<&mut libc::sigset_t>) -> u8 {
+    let before = BLOCKED.with(|b| b.get());
+    let Some(set) = set else {
+        return before;
+    };
+    let mut bits = before;
+    for (i, s) in OURS[..SAMPLE_SLOTS].iter().enumerate() {
+        let signal = s.load(Relaxed);
+        if signal <= 0 || !sys::sigset_has(set, signal) {
+            if how == libc::SIG_SETMASK {
+                bits &= !(1 << i);
+            }
+            continue;
+        }
+        match how {
+            libc::SIG_BLOCK | libc::SIG_SETMASK => {
+                if bits & (1 << i) == 0 {
+                    BLOCKS.fetch_add(1, Relaxed);
+                }
+                bits |= 1 << i;
+                sys::sigset_del(set, signal);
+            }
+            libc::SIG_UNBLOCK => bits &= !(1 << i),
+            _ => {}
+        }
+    }
+    BLOCKED.with(|b| b.set(bits));
+    before
+}
+
+/// Undoes [`filter_mask`] after the real call failed.
+pub fn restore_blocked(before: u8) {
+    BLOCKED.with(|b| b.set(before));
+}
+
+/// The old mask as the program expects it: the profiler's signals appear
+/// blocked exactly when the program had blocked them.
+pub fn report_old_mask(before: u8, old: &mut libc::sigset_t) {
+    for (i, s) in OURS[..SAMPLE_SLOTS].iter().enumerate() {
+        let signal = s.load(Relaxed);
+        if signal <= 0 {
+            continue;
+        }
+        if before & (1 << i) != 0 {
+            sys::sigset_add(old, signal);
+        } else {
+            sys::sigset_del(old, signal);
+        }
+    }
+}
+
+/// This thread's program-blocked bits (inherited by threads it creates).
+pub fn blocked_bits() -> u8 {
+    BLOCKED.with(|b| b.get())
+}
+
+/// Sets this thread's program-blocked bits (a new thread inherits its
+/// creator's mask).
+pub fn set_blocked_bits(bits: u8) {
+    BLOCKED.with(|b| b.set(bits));
+}
+
+/// True if `set` holds a profiler signal.
+pub fn holds_ours(set: &libc::sigset_t) -> bool {
+    OURS[..SAMPLE_SLOTS]
+        .iter()
+        .map(|s| s.load(Relaxed))
+        .any(|s| s > 0 && sys::sigset_has(set, s))
+}
+
+/// After a program's `sigwait` took one of the profiler's signal numbers:
+/// a held-back signal leaves the profiler's signals blocked in the kernel;
+/// unblock them again (another held-back one is queued again at once).
+pub fn after_wait() {
+    let mut set = sys::empty_sigset();
+    for s in OURS[..SAMPLE_SLOTS]
+        .iter()
+        .map(|s| s.load(Relaxed))
+        .filter(|&s| s > 0)
+    {
+        sys::sigset_add(&mut set, s);
+    }
+    sys::raw_sigmask(libc::SIG_UNBLOCK, Some(&set), None);
+}
