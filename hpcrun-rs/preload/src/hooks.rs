@@ -627,6 +627,7 @@ unsafe extern "C" fn posix_memalign_at(
 
 pub(crate) mod cxx;
 mod fds;
+pub(crate) mod ompt;
 pub(crate) mod openmp;
 mod thread_create;
 
