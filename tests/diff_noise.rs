@@ -111,3 +111,60 @@ fn diff_of_two_runs_is_noise_and_doubled_work_is_a_change() {
     );
     assert!(!hidden.contains("within noise\n"), "{hidden}");
 }
+
+fn diff_fail_if_worse(before: &Path, after: &Path, pct: &str) -> std::process::Output {
+    run(Command::new(tool("hpcprof-rs"))
+        .arg("diff")
+        .arg(before)
+        .arg(after)
+        .args(["--fail-if-worse", pct, "--format", "json"]))
+}
+
+/// `--fail-if-worse` fails on changes beyond sampling noise only. Two
+/// runs of one build pass, both ways round, even at 0%: their objects'
+/// samples differ by noise alone (one of the two rose, which a bare
+/// percentage would call worse). A build with a hotter array
+/// (`-DYS_WORK=2`: `ys` summed twice per repetition, its share about 50%
+/// -> 67%, the memory time about +50%) fails at 10%, naming `ys` and
+/// the total, and not `xs`, whose share fell.
+#[test]
+fn fail_if_worse_fails_on_a_hotter_array_not_on_noise() {
+    let build = scratch("fail-worse-build");
+    let exe = compile_test_program("diff_work.c", &build, &[]);
+    let hot_build = scratch("fail-worse-hot-build");
+    let hot = compile_test_program("diff_work.c", &hot_build, &["-DYS_WORK=2"]);
+    // Half the other test's period: about 1,900 samples per run (against
+    // 840, measured): the hotter array's change is then 6-7 standard
+    // deviations, and the total's noise (3 sqrt(before + after)) about
+    // 10% of it.
+    const FINE: &str = "mem:soft@250000";
+    let first = profile(&scratch("fail-worse-first"), FINE, &exe, &[]).db;
+    let second = profile(&scratch("fail-worse-second"), FINE, &exe, &[]).db;
+    let hotter = profile(&scratch("fail-worse-hotter"), FINE, &hot, &[]).db;
+
+    let mut rose = false;
+    for (a, b) in [(&first, &second), (&second, &first)] {
+        let out = diff_fail_if_worse(a, b, "0");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "same build: {stderr}");
+        let d: serde_json::Value = serde_json::from_slice(&out.stdout).expect("diff JSON");
+        for name in ["xs", "ys"] {
+            let r = heap_row(&d, name);
+            assert!(
+                r["before"]["samples"].as_u64().unwrap() >= 100,
+                "too few samples: {r:#}"
+            );
+            rose |= r["delta_samples"].as_i64().unwrap() > 0;
+        }
+        eprintln!("same build: total {}", d["total"]);
+    }
+    assert!(rose, "no object's samples rose in either direction");
+
+    let out = diff_fail_if_worse(&first, &hotter, "10");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("hotter ys: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "hotter ys: {stderr}");
+    assert!(stderr.contains("object ys"), "{stderr}");
+    assert!(stderr.contains("application's objects"), "{stderr}");
+    assert!(!stderr.contains("object xs"), "{stderr}");
+}

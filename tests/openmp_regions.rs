@@ -214,3 +214,132 @@ fn every_kind_of_region_hangs_below_its_function() {
         assert!(seen[k] > 0, "no samples in {f}'s region: {seen:?}");
     }
 }
+
+/// Compiles `tests/programs/NAME` with `clang -O2 -g -fopenmp` (LLVM's
+/// runtime, libomp) into `dir`; `None`, saying why, when clang or libomp
+/// is missing (under CI that fails: CI installs both).
+fn compile_with_clang_openmp(name: &str, dir: &Path) -> Option<std::path::PathBuf> {
+    const INSTALL: &str = "clang and libomp-dev (apt-get install clang libomp-dev)";
+    if !have_tool("clang", INSTALL) {
+        return None;
+    }
+    let exe = dir.join(name.trim_end_matches(".c"));
+    let out = run(Command::new("clang")
+        .args(["-O2", "-g", "-fopenmp", "-o"])
+        .arg(&exe)
+        .arg(root().join("tests/programs").join(name)));
+    if !out.status.success() {
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide {INSTALL}: clang -fopenmp failed: {why}"
+        );
+        eprintln!("SKIPPED: clang -fopenmp failed (install {INSTALL}): {why}");
+        return None;
+    }
+    Some(exe)
+}
+
+/// The inclusive `cpu_samples` of function `f` in a Hatchet literal:
+/// the sum over its outermost nodes (a node below another of `f` is
+/// counted with it).
+fn hatchet_inclusive(nodes: &[serde_json::Value], f: &str) -> u64 {
+    let mut sum = 0;
+    for n in nodes {
+        if n["frame"]["function"] == f {
+            sum += n["metrics"]["cpu_samples (inc)"].as_u64().unwrap_or(0);
+        } else if let Some(children) = n["children"].as_array() {
+            sum += hatchet_inclusive(children, f);
+        }
+    }
+    sum
+}
+
+/// The CPU samples at or below the outermost frames of function `f` in
+/// the code tree (each sample counted once).
+fn inclusive_cpu(db: &Database, f: &str) -> u64 {
+    let cpu = db
+        .info
+        .metrics
+        .iter()
+        .position(|m| m.name == "cpu_samples")
+        .expect("a cpu_samples column");
+    (0..db.code.nodes.len())
+        .filter(|&i| path(db, &db.code, i as u32).iter().any(|n| n == f))
+        .map(|i| db.code.nodes[i].exclusive.get(cpu).copied().unwrap_or(0))
+        .sum()
+}
+
+/// Two regions of the same work under LLVM's runtime (clang -fopenmp,
+/// libomp: `__kmpc_fork_call` and the outlined `.omp_outlined.`
+/// microtasks), `tests/programs/omp_equal.c`: the worker created by
+/// `left`'s region runs `right`'s too, and its samples there must hang
+/// below `right`. The two regions' inclusive CPU time is equal within
+/// 1.5x in the code tree (what the viewer's trees show) and in the
+/// Hatchet export; without the regions' contexts (`OMP_TOOL=disabled`)
+/// the worker's part of `right` sits below `left` (about 3 : 1).
+#[test]
+fn llvm_openmp_workers_hang_below_the_region_that_runs_them() {
+    let dir = scratch("openmp-llvm");
+    let Some(exe) = compile_with_clang_openmp("omp_equal.c", &dir) else {
+        return;
+    };
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_WAIT_POLICY", "passive")
+        .env("KMP_BLOCKTIME", "0")
+        .args(["-e", "mem:soft@250000", "-o"])
+        .arg(&measurements)
+        .arg(&exe)
+        .arg("40"));
+    let stdout = ok_stdout(&out, "hpcrun-rs omp_equal (clang)");
+    assert!(stdout.starts_with("checksum "), "{stdout}");
+    let (_, db_dir) = merge(&dir, &measurements);
+    let db = database(&db_dir);
+    assert_eq!(db.info.threads, 2, "the master and one worker");
+    let (left, right) = (inclusive_cpu(&db, "left"), inclusive_cpu(&db, "right"));
+    eprintln!("code tree: left {left}, right {right}");
+    let ratio = |a: u64, b: u64| a.max(b) as f64 / a.min(b).max(1) as f64;
+    assert!(left + right >= 400, "too few samples: {left} + {right}");
+    assert!(
+        ratio(left, right) <= 1.5,
+        "left {left} against right {right} in the code tree"
+    );
+    // The outlined code of each region is below main -> its function,
+    // never below the other's.
+    for (i, node) in db.code.nodes.iter().enumerate() {
+        if node.exclusive.iter().all(|&v| v == 0) {
+            continue;
+        }
+        let p = path(&db, &db.code, i as u32);
+        if p.iter().any(|n| n.starts_with(".omp_outlined.")) {
+            let mut it = p.iter();
+            assert!(
+                it.any(|n| n == "main") && it.any(|n| n == "left" || n == "right"),
+                "outlined code not below main -> left or right: {p:?}"
+            );
+            assert!(
+                !(p.iter().any(|n| n == "left") && p.iter().any(|n| n == "right")),
+                "one region below the other: {p:?}"
+            );
+        }
+    }
+
+    let out = run(Command::new(tool("hpcprof-rs"))
+        .arg("export")
+        .arg(&db_dir)
+        .args(["--format", "hatchet", "--view", "code"]));
+    let text = ok_stdout(&out, "hpcprof-rs export --format hatchet");
+    let roots: serde_json::Value = serde_json::from_str(&text).expect("a Hatchet literal");
+    let roots = roots.as_array().expect("a list of roots");
+    let (left, right) = (
+        hatchet_inclusive(roots, "left"),
+        hatchet_inclusive(roots, "right"),
+    );
+    eprintln!("Hatchet: left {left}, right {right}");
+    assert!(
+        ratio(left, right) <= 1.5,
+        "left {left} against right {right} in the Hatchet export"
+    );
+}

@@ -46,6 +46,14 @@
 //! heap objects and static variables that are not a runtime's
 //! ([`DataObject::runtime`], `crate::runtimes`), not thread stacks, and not
 //! the `<...>` buckets (small heap objects, unknown addresses, sections).
+//! It fails only on a rise beyond sampling noise: an object whose samples
+//! rose by more than the percentage and whose row is a change beyond
+//! noise with a growing share (the row's verdict, [`Row::beyond_noise`]
+//! and `z > 0`), or the application objects' total, risen by more than
+//! the percentage and by more than `3 sqrt(before + after)` samples
+//! ([`beyond_noise`], the totals' test). Two runs of the same build do
+//! not fail, whatever percentage is given, but about once in 370 diffs
+//! per object.
 //!
 //! ```
 //! use formats::database::Database;
@@ -638,25 +646,30 @@ fn noise_warnings(t: &Total) -> Vec<String> {
 }
 
 /// Reasons to fail `--fail-if-worse PCT`: the memory time of the
-/// application's objects, or the samples of a matched application object
-/// ([`is_application_object`]) holding at least `min_share` of either run,
-/// rose by more than `pct` percent. Thread stacks, runtime objects and
-/// the `<...>` buckets are not judged. Empty when nothing got worse.
+/// application's objects rose by more than `pct` percent and by more than
+/// its sampling noise ([`beyond_noise`]), or a matched application object
+/// ([`is_application_object`]) holding at least `min_share` of either run
+/// rose by more than `pct` percent and its row changed beyond noise with
+/// a growing share ([`Row::beyond_noise`], `z > 0`: the row's verdict).
+/// Thread stacks, runtime objects and the `<...>` buckets are not judged.
+/// Empty when nothing got worse beyond noise.
 pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
     let mut out = Vec::new();
     let limit = 1.0 + pct / 100.0;
     let (tb, ta) = (d.total.application_before, d.total.application_after);
-    if ta as f64 > tb as f64 * limit && ta > 0 {
+    if ta as f64 > tb as f64 * limit && ta > 0 && beyond_noise(tb, ta) {
         out.push(format!(
-            "total memory time rose from {tb} to {ta} samples in the application's objects ({})",
-            pct_text(change_pct(tb, ta))
+            "total memory time rose from {tb} to {ta} samples in the application's objects ({}), \
+             beyond sampling noise ({:.0} samples)",
+            pct_text(change_pct(tb, ta)),
+            NOISE_SIGMAS * ((ta + tb) as f64).sqrt()
         ));
     }
     for r in &d.objects {
         let (Some(b), Some(a)) = (r.before, r.after) else {
             continue;
         };
-        if !r.application {
+        if !r.application || !r.beyond_noise || r.z <= 0.0 {
             continue;
         }
         if b.share.max(a.share) < min_share {
@@ -664,7 +677,8 @@ pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
         }
         if a.samples as f64 > b.samples as f64 * limit {
             out.push(format!(
-                "object {} ({}) rose from {} to {} samples ({})",
+                "object {} ({}) rose from {} to {} samples ({}), its share from {:.1}% to {:.1}% \
+                 (z {:+.1}, beyond sampling noise)",
                 r.name,
                 if r.site.is_empty() {
                     r.kind.as_str()
@@ -673,7 +687,10 @@ pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
                 },
                 b.samples,
                 a.samples,
-                pct_text(r.change_pct)
+                pct_text(r.change_pct),
+                100.0 * b.share,
+                100.0 * a.share,
+                r.z
             ));
         }
     }

@@ -348,6 +348,64 @@ pub fn priority_score(share: f64, mem_time_share: Option<f64>) -> f64 {
     share * mem_time_share.unwrap_or(1.0)
 }
 
+/// What places a row in bottleneck order ([`bottleneck_order`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BottleneckRank {
+    /// An MPI library's or OpenMP runtime's row ([`BottleneckRow::runtime`]).
+    pub runtime: bool,
+    pub quadrant: Quadrant,
+    /// Share of the primary metric.
+    pub share: f64,
+    /// The memory-boundness proxy (`None` without `cpu_samples`).
+    pub mem_time_share: Option<f64>,
+}
+
+impl BottleneckRow<'_> {
+    /// This row's place in bottleneck order.
+    pub fn rank(&self) -> BottleneckRank {
+        BottleneckRank {
+            runtime: self.runtime,
+            quadrant: self.quadrant,
+            share: self.share,
+            mem_time_share: self.mem_time_share,
+        }
+    }
+}
+
+/// The bottleneck order, the one of `hpcprof-rs export --view
+/// bottleneck` ([`bottleneck`]), the viewer's `b` order and `hpcview-tui
+/// --report`: the program's rows before the runtimes' (MPI libraries'
+/// and OpenMP runtimes' objects and functions, which the user does not
+/// optimise), then by quadrant (optimise first, low priority, little
+/// benefit, no need), then by [`priority_score`] and then by share, the
+/// largest first. `Less` when `a` comes first; rows equal here are
+/// ordered by name by their callers.
+///
+/// ```
+/// use formats::views::{bottleneck_order, BottleneckRank, Quadrant};
+/// let program = BottleneckRank {
+///     runtime: false,
+///     quadrant: Quadrant::NoNeed,
+///     share: 0.1,
+///     mem_time_share: Some(0.1),
+/// };
+/// let library = BottleneckRank {
+///     runtime: true,
+///     quadrant: Quadrant::OptimiseFirst,
+///     share: 0.8,
+///     mem_time_share: Some(0.9),
+/// };
+/// assert!(bottleneck_order(&program, &library).is_lt());
+/// ```
+pub fn bottleneck_order(a: &BottleneckRank, b: &BottleneckRank) -> std::cmp::Ordering {
+    let score = |r: &BottleneckRank| priority_score(r.share, r.mem_time_share);
+    a.runtime
+        .cmp(&b.runtime)
+        .then_with(|| a.quadrant.cmp(&b.quadrant))
+        .then_with(|| score(b).total_cmp(&score(a)))
+        .then_with(|| b.share.total_cmp(&a.share))
+}
+
 /// Memory samples per function that were not cache-resident, from the
 /// samples per (object, accessing function) `accessors`: a heap or static
 /// object's samples at a function count as cache-resident (compute, not
@@ -422,9 +480,9 @@ fn memory_samples<'a>(
 ///
 /// Both are in [0, 1]. A region is memory bound when `mem_time_share >=
 /// thresholds.mem_time_share`, has a high share when its share of the
-/// primary metric is `>= thresholds.share`. Rows are sorted by quadrant
-/// (optimise first, low priority, little benefit, no need), then by
-/// `share x mem_time_share`, then by share, then by name. Without a
+/// primary metric is `>= thresholds.share`. Rows are sorted in
+/// [`bottleneck_order`] (the program's rows before the runtimes', then by
+/// quadrant, `share x mem_time_share` and share), then by name. Without a
 /// `cpu_samples` column `mem_time_share` and `memory_bound` are `None` and
 /// regions are ranked as if memory bound (every sample is a memory access).
 pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_>> {
@@ -531,14 +589,7 @@ pub fn bottleneck(db: &Database, thresholds: Thresholds) -> Vec<BottleneckRow<'_
             runtime: crate::runtimes::of_module(f.module).is_some(),
         });
     }
-    let weight = |r: &BottleneckRow<'_>| priority_score(r.share, r.mem_time_share);
-    rows.sort_by(|a, b| {
-        a.quadrant
-            .cmp(&b.quadrant)
-            .then_with(|| weight(b).total_cmp(&weight(a)))
-            .then_with(|| b.share.total_cmp(&a.share))
-            .then_with(|| a.name.cmp(b.name))
-    });
+    rows.sort_by(|a, b| bottleneck_order(&a.rank(), &b.rank()).then_with(|| a.name.cmp(b.name)));
     rows
 }
 

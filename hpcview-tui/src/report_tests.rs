@@ -322,3 +322,97 @@ fn runtime_rows_of_the_bottleneck_table_are_not_advice_for_the_program() {
         assert!(l.contains(RUNTIME_ADVICE), "{text}");
     }
 }
+
+/// `hpcprof-rs export --view bottleneck`, the report's bottleneck table
+/// and the viewer's `b` order list rows in one order
+/// (`formats::views::bottleneck_order`): the MPI library's buffer and
+/// `MPI_Sendrecv`, which rank first by their figures alone, come after
+/// every row of the program in all three.
+#[test]
+fn export_report_and_viewer_share_the_bottleneck_order() {
+    use crate::state::model::Model;
+    use crate::state::tree::{Pane, PaneKind, Sort, SortKey};
+    use formats::views::{Quadrant, Region};
+    let db = crate::fixtures::abc_mpi();
+    let export = formats::export::build(&db, formats::export::View::Bottleneck, None);
+    let rows = export.bottleneck.expect("bottleneck rows");
+    let runtime = |name: &str| name.starts_with("Open MPI") || name.starts_with("MPI_");
+    let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+    let first = names.iter().position(|n| runtime(n)).expect("runtime rows");
+    assert!(first > 0, "{names:?}");
+    assert!(names[first..].iter().all(|n| runtime(n)), "{names:?}");
+    // By their figures alone (quadrant, score) the library's rows would
+    // come first: `MPI_Sendrecv` and the buffer are memory bound with a
+    // large share, and score above `compute`.
+    let by_figures = formats::views::bottleneck(&db, Default::default());
+    let program_first = by_figures.iter().find(|r| !r.runtime).unwrap().rank();
+    for r in by_figures.iter().filter(|r| r.runtime && r.share > 0.0) {
+        assert_eq!(r.quadrant, Quadrant::OptimiseFirst, "{}", r.name);
+        let figures = formats::views::BottleneckRank {
+            runtime: false,
+            ..r.rank()
+        };
+        assert!(
+            formats::views::bottleneck_order(&figures, &program_first).is_lt(),
+            "{}",
+            r.name
+        );
+    }
+    // The CSV export lists the same rows in the same order.
+    let csv = formats::export::to_csv(&db, formats::export::View::Bottleneck, None);
+    let csv_names: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap())
+        .collect();
+    assert_eq!(csv_names, names);
+
+    // Objects and functions with samples, in export order, against the
+    // report's two tables and the viewer's data and flat panes.
+    let model = Model::new(db.clone(), None);
+    let text = render(&db, Tables::Bottleneck, 40);
+    for (kind, is) in [
+        (
+            PaneKind::Data,
+            (|r: &Region| matches!(r, Region::Object(_))) as fn(&Region) -> bool,
+        ),
+        (PaneKind::Flat, |r: &Region| *r == Region::Function),
+    ] {
+        let exported: Vec<&str> = by_figures
+            .iter()
+            .filter(|r| is(&r.region) && r.share > 0.0)
+            .map(|r| r.name)
+            .collect();
+        let mut pane = Pane::new(&model, kind);
+        pane.set_sort(
+            &model,
+            Sort {
+                key: SortKey::Bottleneck,
+                descending: true,
+            },
+        );
+        let viewer: Vec<String> = pane
+            .roots
+            .iter()
+            .filter(|&&id| pane.bottleneck(&model, id).share > 0.0)
+            .map(|&id| pane.items[id as usize].label.clone())
+            .collect();
+        assert_eq!(viewer.len(), exported.len(), "{viewer:?} {exported:?}");
+        for (v, e) in viewer.iter().zip(&exported) {
+            assert!(
+                v.starts_with(e),
+                "{kind:?}: viewer {viewer:?}, export {exported:?}"
+            );
+        }
+        // The report: each exported name on a row, in this order.
+        let mut at = 0;
+        for e in &exported {
+            let line = text
+                .lines()
+                .skip(at)
+                .position(|l| l.ends_with(&format!("  {e}")));
+            let line = line.unwrap_or_else(|| panic!("{e} not after line {at}: {text}"));
+            at += line + 1;
+        }
+    }
+}

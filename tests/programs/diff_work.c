@@ -5,7 +5,8 @@
  * about 67% against 33%: the change `hpcprof-rs diff` must tell from
  * noise.
  *
- * Arguments: WORK (1) and repetitions (20000). Prints the sums' total
+ * Arguments: WORK (YS_WORK, 1 unless built with -DYS_WORK=N: a build
+ * with a hotter `ys`) and repetitions (20000). Prints the sums' total
  * (the same with and without the profiler).
  *
  * Build: gcc -O2 -g diff_work.c
@@ -14,6 +15,10 @@
 #include <stdlib.h>
 
 #define N (16 * 1024)
+
+#ifndef YS_WORK
+#define YS_WORK 1
+#endif
 
 __attribute__((noipa)) static double sum(const double *a, long n)
 {
@@ -25,7 +30,7 @@ __attribute__((noipa)) static double sum(const double *a, long n)
 
 int main(int argc, char **argv)
 {
-    int work = argc > 1 ? atoi(argv[1]) : 1;
+    int work = argc > 1 ? atoi(argv[1]) : YS_WORK;
     int reps = argc > 2 ? atoi(argv[2]) : 20000;
     double *xs = malloc(N * sizeof(double));
     double *ys = malloc(N * sizeof(double));

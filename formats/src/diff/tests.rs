@@ -89,11 +89,12 @@ fn row_keys_are_the_matching_keys() {
 
 #[test]
 fn worse_names_the_total_and_objects_above_the_floor() {
-    let before = db("/a", &[("A", 12, 10), ("B", 13, 90), ("N", 14, 1)]);
-    let after = db("/a", &[("A", 12, 30), ("B", 13, 95), ("N", 14, 3)]);
+    let before = db("/a", &[("A", 12, 1000), ("B", 13, 9000), ("N", 14, 100)]);
+    let after = db("/a", &[("A", 12, 3000), ("B", 13, 9500), ("N", 14, 300)]);
     let d = diff(&before, &after);
-    // A: +200%; B: +5.6%; N: +200% but below 1% in both... it is 1/101
-    // before and 3/128 after (2.3%), so it is checked at 1%, not at 5%.
+    // A: +200%; B: +5.6%; N: +200% but below 1% in both... it is
+    // 100/10,100 before and 300/12,800 after (2.3%), so it is checked at
+    // 1%, not at 5%. Every change is beyond sampling noise.
     let at1 = worse(&d, 10.0, 0.01);
     assert!(at1.iter().any(|r| r.contains("total")), "{at1:?}");
     assert!(at1.iter().any(|r| r.contains("object A")), "{at1:?}");
@@ -248,8 +249,10 @@ fn fail_if_worse_judges_application_objects_only() {
         "{:?}",
         worse(&d, 10.0, 0.01)
     );
-    // The application's object rising is still caught.
-    let mut worse_a = db("/a", &[("A", 12, 200)]);
+    // The application's object rising beyond noise is still caught.
+    let mut before = db("/a", &[("A", 12, 1000), ("B", 13, 1000)]);
+    extra(&mut before, [10, 10, 10]);
+    let mut worse_a = db("/a", &[("A", 12, 2000), ("B", 13, 1000)]);
     extra(&mut worse_a, [10, 10, 10]);
     let reasons = worse(&diff(&before, &worse_a), 10.0, 0.01);
     assert!(
@@ -258,6 +261,54 @@ fn fail_if_worse_judges_application_objects_only() {
     );
     assert!(
         reasons.iter().any(|r| r.contains("application's objects")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().all(|r| !r.contains("object B")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn fail_if_worse_ignores_rises_within_noise() {
+    // A rises 20% (100 -> 120 samples) and so does the total: more than
+    // 10%, but within sampling noise (3 sqrt(220) = 44 samples; A's share
+    // 50% -> 55% of 200 -> 220 samples, z about 0.6).
+    let before = db("/a", &[("A", 12, 100), ("B", 13, 100)]);
+    let after = db("/a", &[("A", 12, 120), ("B", 13, 100)]);
+    let d = diff(&before, &after);
+    let a = d.objects.iter().find(|r| r.name == "A").unwrap();
+    assert!(!a.beyond_noise, "{a:?}");
+    assert!(
+        worse(&d, 10.0, 0.01).is_empty(),
+        "{:?}",
+        worse(&d, 10.0, 0.01)
+    );
+    // With ten times the samples a rise of 40% is beyond noise: A's share
+    // 50% -> 58% of 2,000 -> 2,400 samples (z about 3.7), the total rises
+    // by 400 against 3 sqrt(4,400) = 199.
+    let before = db("/a", &[("A", 12, 1000), ("B", 13, 1000)]);
+    let after = db("/a", &[("A", 12, 1400), ("B", 13, 1000)]);
+    let d = diff(&before, &after);
+    let reasons = worse(&d, 10.0, 0.01);
+    assert!(
+        reasons.iter().any(|r| r.contains("object A")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("application's objects")),
+        "{reasons:?}"
+    );
+    // A share that fell is no reason, even when the samples rose: B
+    // (1000 -> 1100) lost share to A (1000 -> 1600).
+    let after = db("/a", &[("A", 12, 1600), ("B", 13, 1100)]);
+    let reasons = worse(&diff(&before, &after), 5.0, 0.01);
+    assert!(
+        reasons.iter().all(|r| !r.contains("object B")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("object A")),
         "{reasons:?}"
     );
 }

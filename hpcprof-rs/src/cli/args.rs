@@ -170,7 +170,7 @@ pub(crate) enum DiffFormatArg {
     name = "hpcprof-rs diff",
     bin_name = "hpcprof-rs diff",
     version,
-    after_help = "Exit status: 0, or 1 with --fail-if-worse when something got worse; 2 on errors."
+    after_help = "Exit status: 0, or 1 with --fail-if-worse when something got worse beyond sampling noise; 2 on errors."
 )]
 pub(crate) struct DiffArgs {
     /// Database of the run before the change.
@@ -197,8 +197,11 @@ pub(crate) struct DiffArgs {
 
     /// Exit with status 1 when the memory time of the application's
     /// objects, or the samples of a matched application object, rose by
-    /// more than PCT percent (for CI). Thread stacks, MPI and OpenMP
-    /// runtime objects and the <...> buckets are not judged.
+    /// more than PCT percent and beyond sampling noise (for CI): the total
+    /// by more than 3 sqrt(before + after) samples, an object when its row
+    /// is a change beyond noise with a growing share (verdict "changed",
+    /// z > 0). Two runs of the same build pass. Thread stacks, MPI and
+    /// OpenMP runtime objects and the <...> buckets are not judged.
     #[arg(long, value_name = "PCT")]
     pub(crate) fail_if_worse: Option<f64>,
 

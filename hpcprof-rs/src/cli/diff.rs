@@ -2,7 +2,8 @@
 //! (`formats::diff`: each row judged against sampling noise, rows within
 //! noise listed last or, with `--hide-noise`, only counted), with the
 //! noise warnings on stderr and, with
-//! `--fail-if-worse`, exit status 1 when something got worse.
+//! `--fail-if-worse`, exit status 1 when something got worse beyond
+//! sampling noise.
 
 use std::process::ExitCode;
 

@@ -636,6 +636,7 @@ pub(crate) mod cxx;
 pub mod exec;
 mod fds;
 pub mod labels;
+pub(crate) mod ompt;
 pub(crate) mod openmp;
 mod thread_create;
 

@@ -27,11 +27,15 @@
 //! runtime}` and their `nonmonotonic`/`maybe_nonmonotonic` variants,
 //! `GOMP_parallel_sections` and `GOMP_teams_reg`. Not hooked: the
 //! pre-4.9 `GOMP_parallel_start`/`_end` pair, `GOMP_parallel_reductions`
-//! (libgomp reads the reductions through the data pointer), tasks, and
-//! LLVM's `__kmpc_fork_call`: their threads stay below their creator.
+//! (libgomp reads the reductions through the data pointer) and tasks:
+//! their threads stay below their creator. LLVM's runtime (libomp,
+//! `__kmpc_fork_call`) publishes the same region records through its tool
+//! interface instead of a trampoline ([`super::ompt`]): its paths are cut
+//! at `__kmp_invoke_microtask`'s call of the outlined function
+//! ([`MICROTASK_FRAME`]).
 
 use std::ffi::{c_uint, c_void, CStr};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::{guarded, Caller, READY};
@@ -54,19 +58,34 @@ type Outlined = extern "C" fn(*mut c_void);
 /// trampoline reads them) and the master's call path of the region,
 /// innermost first.
 #[repr(C)]
-struct Region {
+pub(super) struct Region {
     outlined: Outlined,
     data: *mut c_void,
     /// The index of the thread that entered the region.
-    master: u32,
-    len: usize,
-    path: [u64; REGION_FRAMES],
+    pub(super) master: u32,
+    pub(super) len: usize,
+    pub(super) path: [u64; REGION_FRAMES],
+    /// The region the master was running when it entered this one (0:
+    /// none): what it runs again when this one ends.
+    pub(super) outer: u64,
+    /// Regions of the tool interface ([`super::ompt`]): the threads that
+    /// have it published, plus one until the region ends; the last to
+    /// let go frees it. 0 for libgomp's (freed by their `GOMP_*` call).
+    pub(super) refs: AtomicUsize,
 }
+
+/// The outlined function of a region record that no trampoline runs.
+extern "C" fn no_outlined(_: *mut c_void) {}
 
 /// The lookup address (return address - 1) of the trampoline's call of
 /// the outlined function, as unwinding reports that frame; 0 until the
 /// first region (then the handler has no region to look for).
 static TRAMPOLINE_FRAME: AtomicU64 = AtomicU64::new(0);
+
+/// The lookup address of libomp's call of the outlined function (in
+/// `__kmp_invoke_microtask`), where a libomp region's paths are cut; 0
+/// until the tool interface found it ([`super::ompt`]).
+pub(super) static MICROTASK_FRAME: AtomicU64 = AtomicU64::new(0);
 
 /// Runs `region.outlined(region.data)` with `region` published as the
 /// calling thread's current region, and the previous one restored after.
@@ -161,10 +180,13 @@ fn trampoline_frame() -> u64 {
 pub(crate) fn region_of<'a>(state: &'a ThreadState, frames: &[u64]) -> Option<(usize, &'a [u64])> {
     let region = state.omp_region.load(Ordering::Relaxed);
     let frame = TRAMPOLINE_FRAME.load(Ordering::Relaxed);
-    if region == 0 || frame == 0 {
+    let microtask = MICROTASK_FRAME.load(Ordering::Relaxed);
+    if region == 0 || (frame == 0 && microtask == 0) {
         return None;
     }
-    let at = frames.iter().position(|&f| f == frame)?;
+    let at = frames
+        .iter()
+        .position(|&f| f != 0 && (f == frame || f == microtask))?;
     // SAFETY: a published region stays alive until the thread unpublishes
     // it (module overview), and only its master wrote it, before any
     // thread could publish it.
@@ -241,6 +263,8 @@ fn begin(outlined: Outlined, data: *mut c_void, caller: Option<Caller>) -> Optio
         master: state.index,
         len: 0,
         path: [0; REGION_FRAMES],
+        outer: state.omp_region.load(Ordering::Relaxed),
+        refs: AtomicUsize::new(0),
     });
     // Without the caller's registers: unwind from here, on the program's
     // stack (this library's frames are left out of the path).
@@ -254,6 +278,21 @@ fn begin(outlined: Outlined, data: *mut c_void, caller: Option<Caller>) -> Optio
         recorded = true;
     });
     recorded.then_some(region)
+}
+
+/// The record of a region the calling thread is entering through the
+/// tool interface ([`super::ompt`]): its path unwound from here, from the
+/// program's call of the runtime (the frame of lookup address
+/// `call_frame`) on when that is on the path. `None` when the profiler is
+/// not measuring this thread.
+pub(super) fn begin_here(call_frame: u64) -> Option<Box<Region>> {
+    let mut region = begin(no_outlined, std::ptr::null_mut(), None)?;
+    let len = region.len;
+    if let Some(at) = region.path[..len].iter().position(|&f| f == call_frame) {
+        region.path.copy_within(at..len, 0);
+        region.len = len - at;
+    }
+    Some(region)
 }
 
 /// Where a region's path is unwound from: the hook's caller, or a point

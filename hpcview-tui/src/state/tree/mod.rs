@@ -46,7 +46,6 @@ use std::cmp::Ordering;
 
 use formats::database::{NodeKind, ObjectKind, Tree};
 
-use super::bottleneck::Quadrant;
 use super::bottleneck::{self, ratio, Bottleneck};
 use super::model::Model;
 use functions::Group;
@@ -443,27 +442,36 @@ impl Pane {
                     v(ia).cmp(&v(ib)).then_with(|| w(ia).cmp(&w(ib)))
                 }
                 SortKey::Bottleneck => {
-                    // Quadrant first (optimise first = 1 sorts last
-                    // ascending, so first descending), then the score.
-                    let (ba, bb) = (self.bottleneck(model, *a), self.bottleneck(model, *b));
-                    let q = |q: Quadrant| std::cmp::Reverse(q.priority());
-                    q(ba.quadrant)
-                        .cmp(&q(bb.quadrant))
-                        .then_with(|| ba.score.total_cmp(&bb.score))
-                        .then_with(|| primary(ia).cmp(&primary(ib)))
+                    // The shared bottleneck order (export and report
+                    // too): the program's rows before the runtimes'
+                    // (MPI, OpenMP), then quadrant, score and share.
+                    // Descending is that order; ascending keeps the
+                    // program's rows first and reverses the rest.
+                    let rank = |id: u32, item: &Item| {
+                        let b = self.bottleneck(model, id);
+                        formats::views::BottleneckRank {
+                            runtime: item.runtime,
+                            quadrant: b.quadrant,
+                            share: b.share,
+                            mem_time_share: b.mem,
+                        }
+                    };
+                    let (ra, rb) = (rank(*a, ia), rank(*b, ib));
+                    let ord = if sort.descending {
+                        formats::views::bottleneck_order(&ra, &rb)
+                    } else {
+                        ia.runtime
+                            .cmp(&ib.runtime)
+                            .then_with(|| formats::views::bottleneck_order(&rb, &ra))
+                    };
+                    return ord
+                        .then_with(|| primary(ib).cmp(&primary(ia)))
+                        .then_with(|| ia.label.cmp(&ib.label))
+                        .then(a.cmp(b));
                 }
             };
             let ord = if sort.descending { ord.reverse() } else { ord };
-            // In bottleneck order the program's rows come before the
-            // runtimes' (MPI, OpenMP): what the user can optimise first.
-            let program_first = match sort.key {
-                SortKey::Bottleneck => ia.runtime.cmp(&ib.runtime),
-                SortKey::Column(_) | SortKey::Name => Ordering::Equal,
-            };
-            program_first
-                .then(ord)
-                .then_with(|| ia.label.cmp(&ib.label))
-                .then(a.cmp(b))
+            ord.then_with(|| ia.label.cmp(&ib.label)).then(a.cmp(b))
         };
         ids.sort_by(cmp);
     }
