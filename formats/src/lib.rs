@@ -47,6 +47,7 @@ pub mod envelope;
 pub mod export;
 pub mod hatchet;
 pub mod inspect;
+pub mod manifest;
 pub mod measurement;
 pub mod notes;
 pub mod patterns;
