@@ -240,7 +240,8 @@ fn spawn_helper(interval: Duration, pid: u32) {
     // library's heap instead.
     let spawned = sys::spawn_thread(
         256 << 10,
-        c"hpcrun-ckpt",
+        // (Under a filter from before start, no optional call.)
+        (!crate::sandbox::filtered_at_start()).then_some(c"hpcrun-ckpt"),
         Box::new(move || crate::guard::without_hooks(|| run(interval, pid))),
     );
     sys::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);

@@ -28,6 +28,7 @@ pub fn flush_all() {
     for state in threads::all().filter(|s| s.pid == pid && s.index == 0) {
         writer::finish(state);
     }
+    crate::manifest::exit(threads::all().filter(|s| s.pid == pid).count() as u32);
     // Messages that found no place when they were said (the open-file
     // limit reached).
     run::flush_messages();

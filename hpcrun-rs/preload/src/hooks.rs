@@ -12,7 +12,8 @@
 //! errno is preserved across the bookkeeping. Anonymous mappings are
 //! tracked like heap blocks; file-backed and shared ones (files,
 //! `shm_open` and `memfd_create` objects, System V segments) too, at a
-//! site labelled with the file's name (or the segment's key).
+//! site labelled with the file's name (or the segment's key). `prctl` and
+//! `syscall` are watched for seccomp filters ([`seccomp`]).
 
 #![allow(unsafe_code)]
 
@@ -137,6 +138,7 @@ fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
     if ptr.is_null()
         || !READY.load(Ordering::Acquire)
+        || sys::heap::short_of_memory()
         || sys::heap::serving_libc()
         || real::in_allocator()
     {
@@ -340,7 +342,7 @@ fn program_path(
 /// `name` (called only when it is big enough to track), unwinding its
 /// call path from here.
 fn record_mapping(ptr: u64, size: usize, name: impl FnOnce() -> MapName) {
-    if !READY.load(Ordering::Acquire) {
+    if !READY.load(Ordering::Acquire) || sys::heap::short_of_memory() {
         return;
     }
     timed(|| {
@@ -628,6 +630,7 @@ unsafe extern "C" fn posix_memalign_at(
 pub(crate) mod cxx;
 mod fds;
 pub(crate) mod openmp;
+mod seccomp;
 mod thread_create;
 
 /// # Safety

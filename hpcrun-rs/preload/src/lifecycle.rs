@@ -10,7 +10,7 @@ use crate::code::modules;
 use crate::run::{self, code_only};
 use crate::{
     anchors, checkpoint, config, exec, exit, guard, handler, numa, objects, pages, pmu, sampling,
-    signals, soft, sys, threads, writer,
+    sandbox, signals, soft, sys, threads, writer,
 };
 
 crate::on_load!(init);
@@ -43,6 +43,9 @@ fn init() {
         exec::resolve();
         // The program's allocator, which the malloc hooks forward to.
         sys::real::resolve();
+        // Memory for when the kernel refuses the library's heap a mapping.
+        sys::heap::map_reserve();
+        sandbox::init();
         crate::hooks::cxx::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
@@ -106,6 +109,7 @@ fn init() {
             threads::set_exit_key(key);
         }
         writer::init_process_info();
+        crate::manifest::start(writer::rank_from_env());
         sys::at_exit(at_exit);
         for signal in FATAL_SIGNALS {
             sys::install_fatal_handler(signal, handler::on_fatal);
@@ -149,6 +153,11 @@ fn is_launcher() -> bool {
 
 /// Process exit: write every profile that was not written yet.
 extern "C" fn at_exit() {
+    // Under a filter that may kill at a refused call, everything was
+    // written when it went in: no call of the profiler's now.
+    if sandbox::quiet() {
+        return;
+    }
     guard::without_hooks(exit::flush_all);
 }
 
@@ -182,12 +191,16 @@ extern "C" fn after_fork_in_child() {
         // The parent's perf events are the parent's: do not touch them.
         threads::reset_after_fork();
         crate::notices::reset_after_fork();
+        crate::manifest::start(writer::rank_from_env());
         sampling::start_thread(threads::next_index());
     });
 }
 
 /// The thread-exit key's destructor: writes the exiting thread's profile.
 extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
+    if sandbox::quiet() {
+        return;
+    }
     guard::without_hooks(|| {
         if let Some(state) = threads::current() {
             checkpoint::thread_exited(state);

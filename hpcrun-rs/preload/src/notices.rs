@@ -170,6 +170,9 @@ pub fn process_wide(stats: &mut SampleStats) {
     stats.short_lived_cpu_ns = UNWRITTEN_CPU_NS.load(Relaxed);
     stats.timer_period_ns = timer_period_ns();
     stats.signal_blocks = signals::BLOCKS.load(Relaxed);
+    for notice in crate::sandbox::notices() {
+        stats.notices.insert(notice, 1);
+    }
     stats.program_signals = signals::FORWARDED.load(Relaxed) + signals::HELD_BACK.load(Relaxed);
     let waited = signals::WAIT_DROPPED.load(Relaxed);
     if waited > 0 {

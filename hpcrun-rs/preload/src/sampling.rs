@@ -25,7 +25,9 @@ const FAULT_RING_PAGES: usize = 8;
 
 /// Sets up the calling thread: state, exit hook, sampling.
 pub fn start_thread(index: u32) {
-    if !run::active() {
+    // Short of memory (the heap lives on its reserve): threads started
+    // from now on are not measured (`sandbox::notices` says so).
+    if !run::active() || sys::heap::short_of_memory() {
         return;
     }
     let Some(state) = threads::start_current(index, run::tree_capacity()) else {

@@ -42,7 +42,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Run settings, per-thread state, the profiler's signal bookkeeping.
     (
         "state",
-        &["config", "run", "creators", "threads", "signals"],
+        &["config", "run", "creators", "threads", "signals", "sandbox"],
     ),
     // Sampling, the writer, the signal handler, the C entry points.
     (
@@ -51,6 +51,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "sampling",
             "notices",
             "profile_file",
+            "manifest",
             "writer",
             "checkpoint",
             "exit",
