@@ -400,7 +400,7 @@ pub fn check(manifest: &Manifest, present: &[Present]) -> Vec<Loss> {
                 ),
             ));
         }
-        for (index, _) in &p.finals {
+        for index in p.finals.keys() {
             if told.contains(index) || mine.iter().any(|f| f.index == *index) {
                 continue;
             }

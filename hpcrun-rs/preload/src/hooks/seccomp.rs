@@ -25,7 +25,12 @@ fn before_filter(filter: Option<*const libc::sock_fprog>) {
     if !READY.load(Ordering::Acquire) || config::get().out_dir.is_none() {
         return;
     }
-    let kills = filter.is_none_or(sys::seccomp::filter_refuses_by_killing);
+    let kills = match filter {
+        None => true,
+        // SAFETY: the program's own filter argument, which the kernel
+        // reads right after (null or a valid `sock_fprog`).
+        Some(prog) => unsafe { sys::seccomp::filter_refuses_by_killing(prog) },
+    };
     if sandbox::installing(kills) {
         without_hooks(crate::exit::flush_all);
         READY.store(false, Ordering::Release);

@@ -38,13 +38,16 @@ pub fn mode_from_status() -> u32 {
 /// a supervisor's decision, or a value computed at run time. Then a call
 /// the program did not expect ends it, and the profiler must make none.
 /// An unreadable program counts as killing.
-pub fn filter_refuses_by_killing(prog: *const libc::sock_fprog) -> bool {
+///
+/// # Safety
+/// `prog` is null or points to a `sock_fprog` whose `filter` holds `len`
+/// instructions (what the kernel is about to read).
+pub unsafe fn filter_refuses_by_killing(prog: *const libc::sock_fprog) -> bool {
     if prog.is_null() {
         return true;
     }
-    // SAFETY: the program passes a valid `sock_fprog` to the call it is
-    // making (the kernel reads the same memory right after); a null
-    // filter pointer was handled above.
+    // SAFETY: a valid `sock_fprog`, per the caller's contract (null was
+    // handled above).
     let (len, filter) = unsafe { ((*prog).len as usize, (*prog).filter) };
     if filter.is_null() || len == 0 {
         return true;
