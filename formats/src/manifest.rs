@@ -263,8 +263,8 @@ pub struct Loss {
     /// rank).
     pub thread: Option<u32>,
     /// "checkpoint" (only a checkpoint remains), "unwritten" (no profile
-    /// at all), "unfinished" (the process never wrote its final
-    /// profiles), "missing-rank" (no profile of an MPI rank).
+    /// of the thread, or of the whole process, remains), "missing-rank"
+    /// (an MPI rank left neither manifest nor profile).
     pub kind: String,
     /// Why, when known ("No space left on device (os error 28)").
     pub reason: String,
