@@ -58,6 +58,15 @@ pub struct DbInfo {
     /// `DataObject::by_thread` refers to it by index.
     #[serde(default)]
     pub thread_list: Vec<ThreadRef>,
+    /// What the measurements lack by the run manifest
+    /// (`crate::manifest::check`): threads whose final profile is
+    /// missing, processes killed before writing, MPI ranks with nothing.
+    #[serde(default)]
+    pub losses: Vec<crate::manifest::Loss>,
+    /// False when the measurements had no manifest (an older hpcrun-rs):
+    /// losses could not be checked.
+    #[serde(default)]
+    pub manifest: bool,
 }
 
 /// One measured thread.

@@ -85,6 +85,14 @@ pub struct Export<'a> {
     /// `--view threads`: distribution rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributions: Option<Vec<DistOut<'a>>>,
+    /// What the measurements lack by the run manifest (every view; left
+    /// out when nothing is lost).
+    #[serde(skip_serializing_if = "no_losses")]
+    pub losses: &'a [crate::manifest::Loss],
+}
+
+fn no_losses(losses: &&[crate::manifest::Loss]) -> bool {
+    losses.is_empty()
 }
 
 /// Thresholds of the bottleneck rule.
@@ -478,6 +486,7 @@ pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Option
         thresholds: None,
         bottleneck: None,
         distributions: None,
+        losses: &db.info.losses,
     };
     match view {
         View::Data => {

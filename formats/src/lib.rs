@@ -49,6 +49,7 @@ pub mod envelope;
 pub mod export;
 pub mod hatchet;
 pub mod inspect;
+pub mod manifest;
 pub mod measurement;
 pub mod notes;
 pub mod object_access;

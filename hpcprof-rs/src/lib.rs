@@ -37,6 +37,7 @@ pub mod advise;
 pub mod db;
 #[cfg(feature = "mpi")]
 pub mod distributed;
+pub mod losses;
 pub mod merge;
 pub mod name;
 pub mod read;

@@ -305,6 +305,7 @@ pub fn run(args: &Args) -> Result<Ended> {
     // SAFETY: the closure only calls pthread_sigmask, which is
     // async-signal-safe.
     unsafe { command.pre_exec(signals::unblock_in_child) };
+    let started_ns = now_unix_ns();
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -335,6 +336,7 @@ pub fn run(args: &Args) -> Result<Ended> {
         }
     };
     let ended = Ended::of(status);
+    write_run_record(&out, started_ns, ended);
 
     // One closing line per run: the last launcher of the run says it
     // (without flock, rank 0), when every rank's files are there.
@@ -361,6 +363,34 @@ pub fn run(args: &Args) -> Result<Ended> {
         ));
     }
     Ok(ended)
+}
+
+fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The launcher's line of the run manifest (`formats::manifest`): when
+/// the program ran and how it ended, from which hpcprof-rs tells how much
+/// of the run a killed process's checkpoint covers. Best effort: a
+/// directory that cannot take it only loses that share.
+fn write_run_record(out: &Path, started_ns: u64, ended: Ended) {
+    let status = match ended {
+        Ended::Exited(code) => format!("exit {code}"),
+        Ended::Signalled(sig) => format!("signal {sig}"),
+    };
+    let record = formats::manifest::Record::Run {
+        start_ns: started_ns,
+        end_ns: now_unix_ns(),
+        status,
+    };
+    let path = out.join(format!(
+        "{}run.{}",
+        formats::manifest::PREFIX,
+        std::process::id()
+    ));
+    let _ = std::fs::write(path, record.line());
 }
 
 /// The closing line's end when the run left no profile: why that happens

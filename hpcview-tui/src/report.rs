@@ -269,6 +269,19 @@ pub fn header(db: &Database) -> String {
         line.push_str("\nWarning: ");
         line.push_str(&untracked);
     }
+    // What the run manifest says is missing (`formats::manifest`).
+    for loss in &info.losses {
+        line.push_str("\nLost: ");
+        line.push_str(&loss.text);
+    }
+    for notice in s
+        .notices
+        .keys()
+        .filter(|n| n.starts_with("measurement limited"))
+    {
+        line.push_str("\nWarning: ");
+        line.push_str(notice);
+    }
     line
 }
 

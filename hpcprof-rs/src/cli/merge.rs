@@ -69,6 +69,11 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
         progress.finish_and_clear();
         (merged, chosen.files.len(), chosen.notes)
     };
+    // What the run manifest says is missing.
+    let present = read::find(&args.measurements).unwrap_or_default();
+    let (losses, manifest) = hpcprof_rs::losses::check(&args.measurements, &present);
+    merged.db.info.losses = losses;
+    merged.db.info.manifest = manifest;
     let db = &mut merged.db;
     hpcprof_rs::name::name_objects(&mut db.objects, &db.frames, &db.alloc_paths, &wrappers);
     let skipped = merged.db.info.skipped.len();
@@ -105,6 +110,15 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
     }
     for line in summary::notes(&merged.db.info) {
         eprintln!("{line}");
+    }
+    if !merged.db.info.manifest {
+        eprintln!(
+            "hpcprof-rs: note: {} has no run manifest (measurements of an older hpcrun-rs): missing profiles cannot be told",
+            args.measurements.display()
+        );
+    }
+    for loss in &merged.db.info.losses {
+        eprintln!("hpcprof-rs: warning: lost: {}", loss.text);
     }
     if args.strict && skipped > 0 {
         return Ok(ExitCode::from(1));

@@ -341,6 +341,8 @@ pub(super) fn finish(
             stats: info.stats,
             commands: info.commands.into_iter().collect(),
             thread_list,
+            losses: Vec::new(),
+            manifest: false,
         },
         frames,
         code,

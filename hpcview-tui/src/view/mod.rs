@@ -121,9 +121,23 @@ fn status_bar(app: &AppState, theme: Theme) -> Line<'static> {
         theme.dim(),
     );
     // Losses of the measurement stay in sight.
-    match formats::notes::untracked_blocks_short(&app.model.db.info.stats.untracked_blocks) {
-        Some(lost) => Line::from(vec![Span::styled(format!(" {lost} "), theme.alert()), keys]),
-        None => Line::from(keys),
+    let info = &app.model.db.info;
+    let mut lost: Vec<String> = Vec::new();
+    match info.losses.as_slice() {
+        [] => {}
+        [one] => lost.push(format!("lost: {}", one.text)),
+        [first, rest @ ..] => lost.push(format!("lost: {} (+{} more)", first.text, rest.len())),
+    }
+    lost.extend(formats::notes::untracked_blocks_short(
+        &info.stats.untracked_blocks,
+    ));
+    if lost.is_empty() {
+        Line::from(keys)
+    } else {
+        Line::from(vec![
+            Span::styled(format!(" {} ", lost.join("; ")), theme.alert()),
+            keys,
+        ])
     }
 }
 

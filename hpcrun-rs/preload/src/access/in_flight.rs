@@ -1,7 +1,7 @@
 //! Loads in flight together: the share of a stalled load's period that
 //! belongs to the other memory streams of its loop.
 //!
-//! [`crate::blame`] names the access the thread waited for when the timer
+//! [`crate::access::blame`] names the access the thread waited for when the timer
 //! fired. In a loop that reads several arrays, that access is often not
 //! the only one that missed: an out-of-order core issues the loads of the
 //! coming iterations while the oldest waits, and the retirement stalls at

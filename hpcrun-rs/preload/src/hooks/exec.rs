@@ -24,8 +24,10 @@
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 
+use crate::output::exit;
+use crate::sys;
+use crate::threads;
 use crate::threads::guard::{without_hooks, READY};
-use crate::{output::exit, sys, threads};
 
 type Argv = *const *const c_char;
 

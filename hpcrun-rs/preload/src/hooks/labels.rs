@@ -30,7 +30,10 @@
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::{hooks, objects, sys, threads::guard};
+use crate::hooks;
+use crate::objects;
+use crate::sys;
+use crate::threads::guard;
 
 /// The name at `name`, cut to the label limit.
 ///

@@ -19,7 +19,8 @@
 //! errno is preserved across the bookkeeping. Anonymous mappings are
 //! tracked like heap blocks; file-backed and shared ones (files,
 //! `shm_open` and `memfd_create` objects, System V segments) too, at a
-//! site labelled with the file's name (or the segment's key).
+//! site labelled with the file's name (or the segment's key). `prctl` and
+//! `syscall` are watched for seccomp filters ([`seccomp`]).
 
 #![allow(unsafe_code)]
 
@@ -30,11 +31,13 @@ use formats::measurement::HOOK_TIME_EVERY;
 
 use crate::code::modules::CodeOwner;
 use crate::code::{modules, unwind};
+use crate::objects;
 use crate::objects::mapping::{self, MapName};
 use crate::objects::small_sites::SmallSite;
 use crate::sys::{self, real};
+use crate::threads;
+use crate::threads::config;
 use crate::threads::guard::{guarded, without_hooks, READY};
-use crate::{objects, threads, threads::config};
 
 /// The caller's (pc, sp, bp), read where this is inlined.
 #[inline(always)]
@@ -144,6 +147,7 @@ fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
     if ptr.is_null()
         || !READY.load(Ordering::Acquire)
+        || sys::heap::short_of_memory()
         || sys::heap::serving_libc()
         || real::in_allocator()
     {
@@ -347,7 +351,7 @@ fn program_path(
 /// `name` (called only when it is big enough to track), unwinding its
 /// call path from here.
 fn record_mapping(ptr: u64, size: usize, name: impl FnOnce() -> MapName) {
-    if !READY.load(Ordering::Acquire) {
+    if !READY.load(Ordering::Acquire) || sys::heap::short_of_memory() {
         return;
     }
     timed(|| {
@@ -638,6 +642,7 @@ mod fds;
 pub mod labels;
 pub(crate) mod ompt;
 pub(crate) mod openmp;
+mod seccomp;
 mod thread_create;
 
 /// # Safety

@@ -40,8 +40,9 @@ use std::sync::OnceLock;
 
 use super::{guarded, Caller, READY};
 use crate::code::{modules, unwind};
+use crate::sys;
+use crate::threads::config;
 use crate::threads::{self, ThreadState};
-use crate::{sys, threads::config};
 
 /// The marker "frame" at the root end of a call path continued by its
 /// region's path: the path is complete, from the process's first frame.

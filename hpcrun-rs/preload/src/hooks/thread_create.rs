@@ -9,7 +9,9 @@ use std::sync::atomic::Ordering;
 
 use super::{guarded, program_path, without_hooks, Caller, READY};
 use crate::code::{modules, unwind};
-use crate::{sys, threads, threads::config};
+use crate::sys;
+use crate::threads;
+use crate::threads::config;
 
 type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 type PthreadCreate = unsafe extern "C" fn(

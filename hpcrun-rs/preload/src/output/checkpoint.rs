@@ -42,8 +42,10 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
 use std::time::{Duration, Instant};
 
+use crate::output::writer;
+use crate::sys;
+use crate::threads::config;
 use crate::threads::{self, ThreadState};
-use crate::{output::writer, sys, threads::config};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -244,7 +246,8 @@ fn spawn_helper(interval: Duration, pid: u32) {
     // library's heap instead.
     let spawned = sys::spawn_thread(
         256 << 10,
-        c"hpcrun-ckpt",
+        // (Under a filter from before start, no optional call.)
+        (!crate::threads::sandbox::filtered_at_start()).then_some(c"hpcrun-ckpt"),
         Box::new(move || crate::threads::guard::without_hooks(|| run(interval, pid))),
     );
     sys::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);

@@ -3,7 +3,12 @@
 //! the fatal-signal handler, before a forwarded signal's default action
 //! ends the process).
 
-use crate::{output::checkpoint, output::writer, sys, threads, threads::run, threads::sampling};
+use crate::output::checkpoint;
+use crate::output::writer;
+use crate::sys;
+use crate::threads;
+use crate::threads::run;
+use crate::threads::sampling;
 
 /// Stops every thread's sampling, then writes every profile of this
 /// process that was not written yet (process exit, fatal signal, exec).
@@ -28,6 +33,7 @@ pub fn flush_all() {
     for state in threads::all().filter(|s| s.pid == pid && s.index == 0) {
         writer::finish(state);
     }
+    crate::output::manifest::exit(threads::all().filter(|s| s.pid == pid).count() as u32);
     // Messages that found no place when they were said (the open-file
     // limit reached).
     run::flush_messages();

@@ -18,6 +18,7 @@
 
 pub mod checkpoint;
 pub mod exit;
+pub mod manifest;
 pub mod notices;
 pub mod profile_file;
 pub mod writer;

@@ -28,8 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use formats::measurement::SampleStats;
 
+use crate::sys;
+use crate::threads::config;
+use crate::threads::signals;
 use crate::threads::{self, ThreadState};
-use crate::{sys, threads::config, threads::signals};
 
 /// A thread is reported when it should have had at least this many
 /// samples and got less than a tenth of them.
@@ -170,6 +172,9 @@ pub fn process_wide(stats: &mut SampleStats) {
     stats.short_lived_cpu_ns = UNWRITTEN_CPU_NS.load(Relaxed);
     stats.timer_period_ns = timer_period_ns();
     stats.signal_blocks = signals::BLOCKS.load(Relaxed);
+    for notice in crate::threads::sandbox::notices() {
+        stats.notices.insert(notice, 1);
+    }
     stats.program_signals = signals::FORWARDED.load(Relaxed) + signals::HELD_BACK.load(Relaxed);
     let waited = signals::WAIT_DROPPED.load(Relaxed);
     if waited > 0 {

@@ -41,6 +41,20 @@ fn base_name(dir: &str, profile: &ThreadProfile) -> String {
 /// this thread wrote before; returns the bytes written (0 on failure,
 /// which is warned about, never fatal).
 pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
+    let written = write_file(state, dir, profile);
+    // The run manifest tells final profiles written and lost (a failed
+    // checkpoint is not a loss yet: a later one or the final may land).
+    if profile.stats.checkpoints == 0 {
+        match &written {
+            Ok(_) => crate::output::manifest::wrote_final(state.index, state.tid),
+            Err(reason) => crate::output::manifest::lost(state.index, state.tid, reason),
+        }
+    }
+    written.unwrap_or(0)
+}
+
+/// [`write`]'s file; the reason (warned about) on failure.
+fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result<usize, String> {
     let base = base_name(dir, profile);
     let stem = base.rsplit('/').next().unwrap_or("profile");
     let tmp = format!("{dir}/.{stem}.w{}.tmp", sys::gettid());
@@ -52,16 +66,16 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
                 state.tid
             ));
             let _ = std::fs::remove_file(&tmp);
-            return 0;
+            return Err(e);
         }
     };
     if let Some(path) = state.file.get() {
         if let Err(e) = std::fs::rename(&tmp, path) {
             warn(&format!("could not rename {tmp} to {path}: {e}"));
             let _ = std::fs::remove_file(&tmp);
-            return 0;
+            return Err(e.to_string());
         }
-        return written;
+        return Ok(written);
     }
     for attempt in 0..100 {
         let path = if attempt == 0 {
@@ -73,7 +87,7 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
             Ok(()) => {
                 let _ = std::fs::remove_file(&tmp);
                 let _ = state.file.set(path);
-                return written;
+                return Ok(written);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             // A file system without hard links: take the name if it is
@@ -83,17 +97,17 @@ pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
                 if let Err(e) = std::fs::rename(&tmp, &path) {
                     warn(&format!("could not rename {tmp} to {path}: {e}"));
                     let _ = std::fs::remove_file(&tmp);
-                    return 0;
+                    return Err(e.to_string());
                 }
                 let _ = state.file.set(path);
-                return written;
+                return Ok(written);
             }
             Err(_) => continue,
         }
     }
     let _ = std::fs::remove_file(&tmp);
     warn(&format!("could not find a free file name for {base}"));
-    0
+    Err(format!("no free file name for {base}"))
 }
 
 /// Encodes `profile` into a new file at `path` through a 64 KiB buffer

@@ -14,9 +14,15 @@ use formats::measurement::{
     ThreadProfile, UnknownRegion, WatchStats,
 };
 
+use crate::access::regions;
+use crate::cct;
 use crate::code::modules;
+use crate::objects;
+use crate::sys;
+use crate::threads::config;
+use crate::threads::run;
+use crate::threads::sampling;
 use crate::threads::{self, ThreadState};
-use crate::{access::regions, cct, objects, sys, threads::config, threads::run, threads::sampling};
 
 /// This process's description, read once per process (at load time, in a
 /// forked child at its first write): a checkpoint thread must not read the
@@ -122,6 +128,20 @@ pub fn finish(state: &ThreadState) -> bool {
     true
 }
 
+/// This process's MPI rank, from the launchers' variables (at load time:
+/// the environment is read before the program can change it).
+pub fn rank_from_env() -> Option<u32> {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "MV2_COMM_WORLD_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
 fn read_process_info() -> ProcessInfo {
     let command: Vec<String> = std::fs::read("/proc/self/cmdline")
         .map(|b| {
@@ -134,19 +154,10 @@ fn read_process_info() -> ProcessInfo {
     let exe = std::fs::read_link("/proc/self/exe")
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let rank = [
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "MV2_COMM_WORLD_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse().ok());
     ProcessInfo {
         pid: sys::getpid(),
         host: sys::hostname(),
-        rank,
+        rank: rank_from_env(),
         exe,
         command,
         run_id: config::get().run_id.clone(),

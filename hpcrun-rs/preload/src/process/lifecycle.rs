@@ -6,13 +6,26 @@
 
 use std::sync::atomic::Ordering::*;
 
+use crate::access::anchors;
+use crate::access::numa;
+use crate::access::pages;
+use crate::access::soft;
 use crate::code::modules;
+use crate::hooks::exec;
+use crate::objects;
+use crate::output::checkpoint;
+use crate::output::exit;
+use crate::output::writer;
+use crate::pmu;
+use crate::sample::handler;
+use crate::sys;
+use crate::threads;
+use crate::threads::config;
+use crate::threads::guard;
 use crate::threads::run::{self, code_only};
-use crate::{
-    access::anchors, access::numa, access::pages, access::soft, hooks::exec, objects,
-    output::checkpoint, output::exit, output::writer, pmu, sample::handler, sys, threads,
-    threads::config, threads::guard, threads::sampling, threads::signals,
-};
+use crate::threads::sampling;
+use crate::threads::sandbox;
+use crate::threads::signals;
 
 crate::on_load!(init);
 
@@ -44,6 +57,9 @@ fn init() {
         exec::resolve();
         // The program's allocator, which the malloc hooks forward to.
         sys::real::resolve();
+        // Memory for when the kernel refuses the library's heap a mapping.
+        sys::heap::map_reserve();
+        sandbox::init();
         crate::hooks::cxx::resolve();
         let cfg = config::get();
         if cfg.out_dir.is_none() {
@@ -107,6 +123,7 @@ fn init() {
             threads::set_exit_key(key);
         }
         writer::init_process_info();
+        crate::output::manifest::start(writer::rank_from_env());
         sys::at_exit(at_exit);
         for signal in FATAL_SIGNALS {
             sys::install_fatal_handler(signal, handler::on_fatal);
@@ -150,6 +167,11 @@ fn is_launcher() -> bool {
 
 /// Process exit: write every profile that was not written yet.
 extern "C" fn at_exit() {
+    // Under a filter that may kill at a refused call, everything was
+    // written when it went in: no call of the profiler's now.
+    if sandbox::quiet() {
+        return;
+    }
     guard::without_hooks(exit::flush_all);
 }
 
@@ -183,12 +205,16 @@ extern "C" fn after_fork_in_child() {
         // The parent's perf events are the parent's: do not touch them.
         threads::reset_after_fork();
         crate::output::notices::reset_after_fork();
+        crate::output::manifest::start(writer::rank_from_env());
         sampling::start_thread(threads::next_index());
     });
 }
 
 /// The thread-exit key's destructor: writes the exiting thread's profile.
 extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
+    if sandbox::quiet() {
+        return;
+    }
     guard::without_hooks(|| {
         if let Some(state) = threads::current() {
             checkpoint::thread_exited(state);

@@ -12,7 +12,8 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use crate::{sys, threads::signals};
+use crate::sys;
+use crate::threads::signals;
 
 /// `dlsym(RTLD_NEXT, name)`, resolved once.
 fn next(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {

@@ -29,8 +29,9 @@ use std::sync::atomic::Ordering::*;
 
 use crate::access::soft::Regs;
 use crate::code::modules::{self, Snapshot};
+use crate::sys;
+use crate::threads::run;
 use crate::threads::{self, ThreadState};
-use crate::{sys, threads::run};
 
 pub mod call_path;
 pub mod classify;

@@ -12,8 +12,16 @@
 //! free what another allocated); larger ones are mappings of their own.
 //! One spin lock guards the lists; it is never taken in a signal handler
 //! (the handler does not allocate) and is reset in a forked child.
+//!
+//! When the kernel refuses a mapping (a seccomp filter that makes `mmap`
+//! fail, an address-space limit reached), memory comes from a reserve of
+//! [`RESERVE`] bytes of address space mapped at load ([`map_reserve`],
+//! no memory until touched), and [`refused`] says so from then on: the
+//! layers above stop taking new work (the hooks stop tracking blocks) so
+//! that the reserve lasts until the profiles are written. Only when the
+//! reserve is spent too does an allocation fail.
 
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 
 use super::mem::{raw_mmap, raw_mremap, raw_munmap};
 
@@ -107,16 +115,88 @@ fn class_of(size: usize, align: usize) -> Option<usize> {
     (CLASSES[c] % align.max(16) == 0 || align <= 16).then_some(c)
 }
 
+/// Bytes of address space kept for when the kernel refuses mappings.
+pub const RESERVE: usize = 16 << 20;
+
+/// The reserve: [next, end) still free (0, 0 before [`map_reserve`]).
+static RESERVE_NEXT: AtomicUsize = AtomicUsize::new(0);
+static RESERVE_END: AtomicUsize = AtomicUsize::new(0);
+
+/// The errno of the first refused mapping (0: none refused yet), and
+/// when (CLOCK_MONOTONIC ns).
+static REFUSED_ERRNO: AtomicI32 = AtomicI32::new(0);
+static REFUSED_AT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Maps the reserve (once, at load; without it a refused mapping is a
+/// failed allocation). `MAP_NORESERVE`: address space only, until used.
+pub fn map_reserve() {
+    if RESERVE_END.load(Acquire) != 0 {
+        return;
+    }
+    if let Some(p) = raw_mmap(
+        0,
+        RESERVE,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    ) {
+        RESERVE_NEXT.store(p as usize, Release);
+        RESERVE_END.store(p as usize + RESERVE, Release);
+    }
+}
+
+/// The errno of the first mapping the kernel refused the heap and when
+/// it happened (CLOCK_MONOTONIC ns), if one was.
+pub fn refused() -> Option<(i32, u64)> {
+    let errno = REFUSED_ERRNO.load(Relaxed);
+    (errno != 0).then(|| (errno, REFUSED_AT_NS.load(Relaxed)))
+}
+
+/// True once a mapping was refused: callers that can do without memory
+/// (tracking one more block) should.
+#[inline]
+pub fn short_of_memory() -> bool {
+    REFUSED_ERRNO.load(Relaxed) != 0
+}
+
+/// `bytes` (page multiple) from the reserve, page-aligned; null when
+/// it is spent.
+fn from_reserve(bytes: usize) -> *mut u8 {
+    let mut next = RESERVE_NEXT.load(Acquire);
+    loop {
+        let end = RESERVE_END.load(Acquire);
+        if next == 0 || end - next < bytes {
+            return std::ptr::null_mut();
+        }
+        match RESERVE_NEXT.compare_exchange_weak(next, next + bytes, AcqRel, Acquire) {
+            Ok(_) => return next as *mut u8,
+            Err(now) => next = now,
+        }
+    }
+}
+
 fn map(bytes: usize) -> *mut u8 {
-    raw_mmap(
+    match raw_mmap(
         0,
         bytes,
         libc::PROT_READ | libc::PROT_WRITE,
         libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
         -1,
         0,
-    )
-    .unwrap_or(std::ptr::null_mut())
+    ) {
+        Some(p) => p,
+        None => {
+            let errno = super::errno();
+            if REFUSED_ERRNO
+                .compare_exchange(0, errno.max(1), Relaxed, Relaxed)
+                .is_ok()
+            {
+                REFUSED_AT_NS.store(super::monotonic_ns(), Relaxed);
+            }
+            from_reserve(bytes)
+        }
+    }
 }
 
 fn page_round(bytes: usize) -> Option<usize> {
@@ -233,8 +313,10 @@ pub unsafe fn realloc(p: *mut u8, size: usize, align: usize, new_size: usize) ->
             if old == new {
                 return p;
             }
-            return raw_mremap(p as u64, old, new, libc::MREMAP_MAYMOVE, 0)
-                .unwrap_or(std::ptr::null_mut());
+            // (Refused: a new block and a copy, perhaps from the reserve.)
+            if let Some(moved) = raw_mremap(p as u64, old, new, libc::MREMAP_MAYMOVE, 0) {
+                return moved;
+            }
         }
         _ => {}
     }

@@ -31,6 +31,9 @@
 //!   registration, `exit_group`, current CPU.
 //! * [`publish`]: [`Published`], the publication primitive, and the read
 //!   sections ([`reading`]) after which a replaced value is freed.
+//! * [`seccomp`]: the seccomp mode at start, what a filter does to the
+//!   calls it refuses, the raw system call the interposed `syscall` and
+//!   `prctl` forward to.
 //! * [`stack`]: each thread's handler stack ([`HandlerStack`]: its
 //!   alternate signal stack, and a stack switch), `sigaltstack` as the
 //!   program sees it.
@@ -46,6 +49,7 @@ pub mod messages;
 pub mod perf;
 pub mod proc;
 pub mod publish;
+pub mod seccomp;
 pub mod signal;
 pub mod stack;
 pub mod timer;

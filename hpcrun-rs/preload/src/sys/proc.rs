@@ -137,24 +137,32 @@ pub fn arm_thread_exit(key: libc::pthread_key_t) {
 }
 
 /// Starts a detached thread of the library's own (`stack_bytes` of
-/// stack, named `name`) running `f`; glibc's allocations on it come from
-/// the library's heap (`heap::serve_libc_on_this_thread`). A plain
-/// pthread: a std thread would allocate with glibc's `calloc` at its
-/// start, before `f` runs. Returns the errno of `pthread_create`.
+/// stack, named `name` if given) running `f`; glibc's allocations on it
+/// come from the library's heap (`heap::serve_libc_on_this_thread`). A
+/// plain pthread: a std thread would allocate with glibc's `calloc` at its
+/// start, before `f` runs. The thread names itself
+/// (`prctl(PR_SET_NAME)`): `pthread_setname_np` from the creator would
+/// open `/proc/self/task/<tid>/comm`, a descriptor and a call the program
+/// never made. Returns the errno of `pthread_create`.
 pub fn spawn_thread(
     stack_bytes: usize,
-    name: &std::ffi::CStr,
+    name: Option<&'static std::ffi::CStr>,
     f: Box<dyn FnOnce() + Send>,
 ) -> Result<(), i32> {
-    type Job = Box<dyn FnOnce() + Send>;
+    type Job = (Option<&'static std::ffi::CStr>, Box<dyn FnOnce() + Send>);
     extern "C" fn start(arg: *mut c_void) -> *mut c_void {
         super::heap::serve_libc_on_this_thread();
         // SAFETY: `arg` is the Box leaked below, handed to this thread only.
-        let job = unsafe { Box::from_raw(arg as *mut Job) };
+        let (name, job) = *unsafe { Box::from_raw(arg as *mut Job) };
+        if let Some(name) = name {
+            // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most
+            // 16 bytes (longer ones are cut).
+            unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+        }
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
         std::ptr::null_mut()
     }
-    let arg = Box::into_raw(Box::new(f));
+    let arg = Box::into_raw(Box::new((name, f)));
     // SAFETY: `attr` is initialised before use and destroyed after; the
     // new thread owns `arg` once pthread_create succeeds, else it is
     // reclaimed here.
@@ -170,7 +178,6 @@ pub fn spawn_thread(
             drop(Box::from_raw(arg));
             return Err(rc);
         }
-        libc::pthread_setname_np(thread, name.as_ptr());
     }
     Ok(())
 }

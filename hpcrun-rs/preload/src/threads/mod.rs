@@ -36,6 +36,7 @@ pub mod creators;
 pub mod guard;
 pub mod run;
 pub mod sampling;
+pub mod sandbox;
 pub mod signals;
 
 use std::cell::{Cell, UnsafeCell};

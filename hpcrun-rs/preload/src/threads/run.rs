@@ -7,7 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
 
 use formats::measurement::HistogramLayout;
 
-use crate::{access::numa, cct, pmu, sys, threads::config};
+use crate::access::numa;
+use crate::cct;
+use crate::pmu;
+use crate::sys;
+use crate::threads::config;
 
 /// Nodes per thread (all four trees) without an address-space limit.
 pub const TREE_CAPACITY: usize = 1 << 16;

@@ -18,14 +18,20 @@
 
 use std::sync::atomic::Ordering::*;
 
-use crate::{pmu, sys, threads, threads::config, threads::run};
+use crate::pmu;
+use crate::sys;
+use crate::threads;
+use crate::threads::config;
+use crate::threads::run;
 
 /// Pages of each thread's page-fault ring (a power of two).
 const FAULT_RING_PAGES: usize = 8;
 
 /// Sets up the calling thread: state, exit hook, sampling.
 pub fn start_thread(index: u32) {
-    if !run::active() {
+    // Short of memory (the heap lives on its reserve): threads started
+    // from now on are not measured (`sandbox::notices` says so).
+    if !run::active() || sys::heap::short_of_memory() {
         return;
     }
     let Some(state) = threads::start_current(index, run::tree_capacity()) else {

@@ -4,11 +4,12 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering::*;
 
+use crate::access::handler_time;
+use crate::access::numa;
 use crate::access::soft::{self, Regs};
 use crate::access::stride;
 use crate::cct;
 use crate::threads::{self, ThreadState};
-use crate::{access::handler_time, access::numa};
 
 use super::call_path::call_path_owning;
 use super::classify::classify;

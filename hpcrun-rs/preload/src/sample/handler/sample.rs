@@ -5,12 +5,13 @@
 use std::sync::atomic::Ordering::*;
 
 use crate::access::blame::Rule;
+use crate::access::numa;
 use crate::access::soft::{Access, Regs};
 use crate::access::stride::{self, Decoded};
 use crate::cct;
 use crate::sample::attribute::{analyse, Analysis, Source};
+use crate::threads::run;
 use crate::threads::{self, ThreadState};
-use crate::{access::numa, threads::run};
 
 use super::call_path::call_path_owning;
 use super::classify::{classify, Target};

@@ -5,8 +5,10 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering::*;
 
+use crate::access::handler_time;
+use crate::sys;
+use crate::threads::run;
 use crate::threads::{self, ThreadState};
-use crate::{access::handler_time, sys, threads::run};
 
 use super::enter;
 use super::forward::program_signal;

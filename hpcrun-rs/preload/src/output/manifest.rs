@@ -1,0 +1,134 @@
+//! This process's part of the run manifest (`formats::manifest`): a
+//! file of its own in the output directory, created at start with
+//! `formats::manifest::RESERVED` bytes of zeros after its `process`
+//! record, then one record per final profile written (`final`), per
+//! profile that could not be written (`lost`, with the reason) and at the
+//! end (`exit`). Records are written in place into the reserved bytes
+//! (the file is opened for each and closed again: the program's
+//! descriptors stay its own), so they fit on a disk that filled up
+//! meanwhile. Never from a signal handler but the fatal one (which
+//! writes profiles anyway), never once a killing seccomp filter is in
+//! (`sandbox::quiet`).
+
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Mutex;
+
+use formats::manifest::{Record, PREFIX, RESERVED};
+
+use crate::sys;
+use crate::threads::config;
+use crate::threads::sandbox;
+
+/// The file of this process (None: not measured, or not created), and
+/// its pid (a forked child creates its own).
+static FILE: Mutex<Option<(u32, String)>> = Mutex::new(None);
+/// Where the next record goes.
+static OFFSET: AtomicU64 = AtomicU64::new(0);
+
+/// The size of the MPI job this process belongs to, from the launchers'
+/// variables.
+fn world_size() -> Option<u32> {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMIX_SIZE",
+        "PMI_SIZE",
+        "MV2_COMM_WORLD_SIZE",
+        "SLURM_NTASKS",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
+/// Creates this process's manifest with its `process` record (at load,
+/// and in a forked child). `rank`: the process's MPI rank, if any.
+pub fn start(rank: Option<u32>) {
+    let Some(dir) = config::get().out_dir.as_deref() else {
+        return;
+    };
+    let pid = sys::getpid();
+    let start_ns = sys::now_unix_ns();
+    let host = sys::hostname();
+    let path = format!("{dir}/{PREFIX}{host}.{pid}.{start_ns}");
+    let first = Record::Process {
+        host,
+        pid,
+        rank,
+        world: world_size(),
+        start_ns,
+    }
+    .line();
+    let mut bytes = first.clone().into_bytes();
+    bytes.resize(first.len() + RESERVED as usize, 0);
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map(sys::file_above_floor)
+        .and_then(|f| f.write_all_at(&bytes, 0));
+    let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+    match created {
+        Ok(()) => {
+            OFFSET.store(first.len() as u64, Relaxed);
+            *file = Some((pid, path));
+        }
+        Err(e) => {
+            *file = None;
+            crate::threads::run::warn(&format!(
+                "could not create the run manifest {path}: {e}; hpcprof-rs will not be able to tell which profiles are missing"
+            ));
+        }
+    }
+}
+
+/// Appends `record` in place (best effort: a manifest that cannot take
+/// it is said once).
+fn write(record: Record) {
+    if sandbox::quiet() {
+        return;
+    }
+    let path = {
+        let file = FILE.lock().unwrap_or_else(|e| e.into_inner());
+        match &*file {
+            Some((pid, path)) if *pid == sys::getpid() => path.clone(),
+            _ => return,
+        }
+    };
+    let line = record.line();
+    let at = OFFSET.fetch_add(line.len() as u64, Relaxed);
+    let done = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .map(sys::file_above_floor)
+        .and_then(|f| f.write_all_at(line.as_bytes(), at));
+    if let Err(e) = done {
+        crate::threads::run::warn_once(&format!("could not write to the run manifest {path}: {e}"));
+    }
+}
+
+/// Thread `index` (tid) wrote its final profile.
+pub fn wrote_final(index: u32, tid: u32) {
+    write(Record::Final {
+        index,
+        tid,
+        end_ns: sys::now_unix_ns(),
+    });
+}
+
+/// Thread `index`'s final profile could not be written, because `reason`.
+pub fn lost(index: u32, tid: u32, reason: &str) {
+    write(Record::Lost {
+        index,
+        tid,
+        end_ns: sys::now_unix_ns(),
+        reason: reason.to_string(),
+    });
+}
+
+/// The process wrote its profiles at its end (`threads` measured).
+pub fn exit(threads: u32) {
+    write(Record::Exit {
+        end_ns: sys::now_unix_ns(),
+        threads,
+    });
+}

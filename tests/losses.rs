@@ -1,0 +1,212 @@
+//! Losses reach the database: the run manifest hpcrun-rs writes beside
+//! the profiles lets hpcprof-rs list what is missing, and the JSON export
+//! and the report's header show it.
+//!
+//! * A program that fills the disk of its measurements directory (a
+//!   small tmpfs, mounted here; the test says so and passes where mounting
+//!   is not allowed, outside CI): its main thread's final profile cannot
+//!   be written; its checkpoint remains, and the manifest, whose space was
+//!   reserved at start, says why.
+//! * A threaded program killed with SIGKILL mid-way: every thread's
+//!   profile is a checkpoint.
+//! * Two MPI ranks, one of whose profiles are gone from the directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pipeline_tests::*;
+
+/// `hpcview-tui DB --report`'s text.
+fn report(db: &Path) -> String {
+    let out = run(Command::new(tool("hpcview-tui")).arg(db).arg("--report"));
+    ok_stdout(&out, "hpcview-tui --report")
+}
+
+/// The `losses` of the database's JSON export.
+fn losses(db: &Path) -> Vec<serde_json::Value> {
+    export_json(db, "data")["losses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A tmpfs of `size` mounted at `at` for as long as it lives.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let out = run(Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at));
+        if !out.status.success() {
+            let why = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "cannot mount a tmpfs in CI: {why}"
+            );
+            eprintln!("skipped: cannot mount a tmpfs here (needs root): {why}");
+            return None;
+        }
+        Some(Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_final_profile_lost_to_a_full_disk_is_in_the_database() {
+    let dir = scratch("losses-full-disk");
+    let exe = compile_test_program("fill_disk.c", &dir, &[]);
+    let Some(disk) = Tmpfs::mount(&dir.join("disk"), "4m") else {
+        return;
+    };
+    let measurements = disk.0.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&measurements)
+        .arg(&exe)
+        .arg(&disk.0));
+    assert_eq!(
+        ok_stdout(&out, "fill_disk under hpcrun-rs"),
+        "full\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (merged, db) = merge(&dir, &measurements);
+    let said = String::from_utf8_lossy(&merged.stderr);
+    let lost = losses(&db);
+    let main = lost
+        .iter()
+        .find(|l| l["thread"] == 0)
+        .unwrap_or_else(|| panic!("no loss of the main thread: {lost:?}\n{said}"));
+    assert_eq!(main["kind"], "checkpoint", "{main}");
+    let reason = main["reason"].as_str().unwrap();
+    assert!(reason.contains("No space left on device"), "{main}");
+    // The checkpoint (due 1 s after the start) covers part of the run.
+    let (kept, ran) = (
+        main["kept_s"].as_f64().unwrap(),
+        main["run_s"].as_f64().unwrap(),
+    );
+    assert!(kept > 0.5 && kept < ran, "{main}");
+    let text = main["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "process: main thread's final profile could not be written: No space left on device"
+        ),
+        "{text}"
+    );
+    assert!(said.contains(&format!("lost: {text}")), "{said}");
+    let header = report(&db);
+    assert!(header.contains(&format!("Lost: {text}")), "{header}");
+}
+
+#[test]
+fn a_run_killed_mid_way_has_its_checkpoints_told() {
+    let dir = scratch("losses-killed");
+    let exe = compile_test_program("threads_killed.c", &dir, &["-pthread"]);
+    let measurements = dir.join("measurements");
+    let mut child = Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&measurements)
+        .arg(&exe)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start hpcrun-rs");
+    // The first checkpoint is due 1 s after the start: wait for the nine
+    // profiles (main thread and 8 workers), at most 20 s on a loaded
+    // machine.
+    let start = std::time::Instant::now();
+    let count = || {
+        std::fs::read_dir(&measurements)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "hpcrun"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    while start.elapsed() < std::time::Duration::from_secs(20) && count() < 9 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pids = run(Command::new("pgrep").args(["-P", &child.id().to_string()]));
+    for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+        run(Command::new("kill").args(["-KILL", pid]));
+    }
+    let _ = child.wait();
+    assert_eq!(count(), 9, "checkpoints of the main thread and 8 workers");
+    let (_, db) = merge(&dir, &measurements);
+    let lost = losses(&db);
+    assert_eq!(lost.len(), 9, "{lost:?}");
+    assert!(lost.iter().all(|l| l["kind"] == "checkpoint"), "{lost:?}");
+    let main = lost.iter().find(|l| l["thread"] == 0).expect("main thread");
+    let text = main["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("process: main thread's final profile missing (checkpoint at "),
+        "{text}"
+    );
+    assert!(text.ends_with(" s used)"), "{text}");
+    let (kept, ran) = (
+        main["kept_s"].as_f64().unwrap(),
+        main["run_s"].as_f64().unwrap(),
+    );
+    assert!(kept > 0.0 && kept <= ran, "{main}");
+    let header = report(&db);
+    assert!(header.contains(&format!("Lost: {text}")), "{header}");
+}
+
+#[test]
+fn an_mpi_rank_whose_profiles_are_gone_is_told() {
+    if !have_tool("mpicc", "openmpi-bin and libopenmpi-dev") {
+        return;
+    }
+    let dir = scratch("losses-mpi");
+    let exe = compile_mpi(
+        "mpicc",
+        "examples/mpi_stencil/mpi_stencil.c",
+        &dir,
+        &["-fopenmp"],
+    );
+    let measurements = dir.join("measurements");
+    let out = run(Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMPI_MCA_orte_tmpdir_base", scratch("losses-mpi-session"))
+        .arg(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&measurements)
+        .arg(&exe)
+        .arg("4"));
+    ok_stdout(&out, "mpirun hpcrun-rs");
+    // Rank 1's profiles go missing (a node's files not copied back).
+    let mut removed = 0;
+    for entry in std::fs::read_dir(&measurements).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".hpcrun") && name.contains(".r1.") {
+            std::fs::remove_file(entry.path()).unwrap();
+            removed += 1;
+        }
+    }
+    assert!(removed > 0, "no profile of rank 1 to remove");
+    let (merged, db) = merge(&dir, &measurements);
+    let said = String::from_utf8_lossy(&merged.stderr);
+    let lost = losses(&db);
+    assert!(!lost.is_empty(), "{said}");
+    assert!(lost.iter().all(|l| l["rank"] == 1), "{lost:?}");
+    let main = lost
+        .iter()
+        .find(|l| l["thread"] == 0)
+        .unwrap_or_else(|| panic!("rank 1's main thread: {lost:?}"));
+    let text = main["text"].as_str().unwrap();
+    assert_eq!(
+        text,
+        "rank 1: main thread's profile missing (written, not in the directory)"
+    );
+    assert!(report(&db).contains(&format!("Lost: {text}")));
+}

@@ -1,0 +1,84 @@
+//! Programs that sandbox themselves with seccomp (raw BPF filters
+//! installed after start), natively and under the real `hpcrun-rs`: the
+//! same output and exit status, and a notice in the measurements that
+//! the measurement was limited.
+//!
+//! * `seccomp_mmap.c`: `mmap` fails with EPERM after start; the program
+//!   allocates 64 MiB in 1 KiB blocks and runs a thread on a stack of its
+//!   own. The profiler's heap is refused mappings: it goes on from its
+//!   reserve, stops tracking blocks and writes its profiles.
+//! * `seccomp_allow.c`: an allow-list that kills the process on any
+//!   other call (SECCOMP_RET_KILL_PROCESS). The profiler sees the filter
+//!   coming (its `prctl`), writes its profiles before it is in place and
+//!   makes no call of its own after it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use pipeline_tests::*;
+
+fn native(exe: &Path) -> Output {
+    run(&mut Command::new(exe))
+}
+
+/// `hpcrun-rs -o DIR/measurements exe`, then `hpcprof-rs` on its output:
+/// (the program's run, hpcprof-rs's stderr).
+fn measured(dir: &Path, exe: &Path) -> (Output, String) {
+    let measurements = dir.join("measurements");
+    let out = run(Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&measurements)
+        .arg(exe));
+    let (merged, _db) = merge(dir, &measurements);
+    (out, String::from_utf8_lossy(&merged.stderr).into_owned())
+}
+
+fn assert_same(got: &Output, want: &Output, what: &str) {
+    assert_eq!(
+        String::from_utf8_lossy(&got.stdout),
+        String::from_utf8_lossy(&want.stdout),
+        "{what}: stdout differs; stderr: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert_eq!(
+        got.status.code(),
+        want.status.code(),
+        "{what}: exit status differs; stderr: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+}
+
+#[test]
+fn a_program_refused_new_mappings_runs_as_natively() {
+    let dir = scratch("seccomp-mmap");
+    let exe = compile_test_program("seccomp_mmap.c", &dir, &["-pthread"]);
+    let want = native(&exe);
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    let stdout = String::from_utf8_lossy(&want.stdout);
+    assert!(stdout.contains("mmap EPERM"), "{stdout}");
+    assert!(stdout.contains("blocks 65536 "), "{stdout}");
+    let (got, summary) = measured(&dir, &exe);
+    assert_same(&got, &want, "seccomp_mmap under hpcrun-rs");
+    assert!(
+        summary.contains("measurement limited: the program installed a seccomp filter"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("measurement limited: the kernel refused the profiler memory"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_program_that_kills_on_unlisted_calls_runs_as_natively() {
+    let dir = scratch("seccomp-allow");
+    let exe = compile_test_program("seccomp_allow.c", &dir, &["-pthread"]);
+    let want = native(&exe);
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    let (got, summary) = measured(&dir, &exe);
+    assert_same(&got, &want, "seccomp_allow under hpcrun-rs");
+    assert!(
+        summary.contains("measurement limited: the program installed a seccomp filter that kills"),
+        "{summary}"
+    );
+}
