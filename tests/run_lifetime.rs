@@ -223,3 +223,70 @@ fn a_daemon_that_outlives_the_program_is_waited_for_and_merged() {
         .unwrap_or_else(|| panic!("no object at daemonize.c:{line}: {objects:#?}"));
     assert!(samples(table) > 0, "{table:#}");
 }
+
+/// The same daemon working for a minute: SIGTERM to hpcrun-rs while it
+/// waits (as `timeout` or a batch system sends it) stops the waiting
+/// without passing it on; hpcrun-rs ends with the program's status, its
+/// closing line names the daemon still running, and the directory stays:
+/// the daemon, ended later, writes its profile there.
+#[test]
+fn sigterm_to_the_launcher_stops_the_waiting_and_the_daemon_writes_later() {
+    let dir = scratch("lifetime-handover");
+    let exe = compile_test_program("daemonize.c", &dir, &[]);
+    let measurements = dir.join("measurements");
+    let mut launcher = Command::new(tool("hpcrun-rs"))
+        .args(["-e", "mem:soft", "-o"])
+        .arg(&measurements)
+        .arg(&exe)
+        .arg(dir.join("result"))
+        .arg("60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hpcrun-rs");
+    let mut stderr = BufReader::new(launcher.stderr.take().unwrap());
+    let mut text = String::new();
+    let mut line = String::new();
+    while !text.contains("waiting for 1 process of the run") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "{text}");
+        text.push_str(&line);
+    }
+    let kill = run(Command::new("kill").args(["-TERM", &launcher.id().to_string()]));
+    assert!(kill.status.success());
+    // Up to the closing line (not to the end of the pipe: the daemon
+    // holds the library's duplicate of the launcher's standard error).
+    while !text.contains("exit status 3;") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "{text}");
+        text.push_str(&line);
+    }
+    let status = launcher.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("of the run still running (pid ") && text.contains("(daemonize)"),
+        "{text}"
+    );
+    assert!(measurements.is_dir(), "{text}");
+    let daemon: u32 = text
+        .split("still running (pid ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text}"));
+    // The daemon itself still runs (its own SIGTERM ends it; its profile
+    // is written first).
+    assert!(Path::new(&format!("/proc/{daemon}")).exists(), "{text}");
+    let kill = run(Command::new("kill").args(["-TERM", &daemon.to_string()]));
+    assert!(kill.status.success());
+    let start = std::time::Instant::now();
+    let pid_written = || {
+        read_profiles(&measurements)
+            .iter()
+            .any(|p| p.process.pid == daemon)
+    };
+    while !pid_written() && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(pid_written(), "the daemon's profile never came: {text}");
+}

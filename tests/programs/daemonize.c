@@ -5,7 +5,7 @@
  * working directory /) sums a table of its own for about 2 s of CPU
  * time, then writes the sum into the file named by the first argument
  * (written under a temporary name, then renamed: the file is whole once
- * it exists) and exits.
+ * it exists) and exits. A second argument gives other seconds of work.
  * gcc -O2 -g -o daemonize daemonize.c && ./daemonize /tmp/result */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -24,18 +24,18 @@ static double cpu_seconds(void) {
 }
 
 /* The daemon's work: sweeps over its table for 2 s of CPU time. */
-static __attribute__((noipa)) double daemon_work(double *daemon_table) {
+static __attribute__((noipa)) double daemon_work(double *daemon_table, double seconds) {
     double sum = 0;
     for (long i = 0; i < N; i++)
         daemon_table[i] = (double)(i % 1000);
     double start = cpu_seconds();
-    while (cpu_seconds() - start < 2.0)
+    while (cpu_seconds() - start < seconds)
         for (long i = 0; i < N; i += 8)
             sum += daemon_table[(i * 97) % N];
     return sum;
 }
 
-static int run_daemon(const char *result) {
+static int run_daemon(const char *result, double seconds) {
     int null = open("/dev/null", O_RDWR);
     dup2(null, 0);
     dup2(null, 1);
@@ -47,7 +47,7 @@ static int run_daemon(const char *result) {
     double *daemon_table = malloc(N * sizeof *daemon_table);
     if (!daemon_table)
         return 1;
-    double sum = daemon_work(daemon_table);
+    double sum = daemon_work(daemon_table, seconds);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", result);
     FILE *f = fopen(tmp, "w");
@@ -80,5 +80,5 @@ int main(int argc, char **argv) {
     pid_t daemon = fork();
     if (daemon != 0)
         exit(daemon < 0);
-    exit(run_daemon(argv[1]));
+    exit(run_daemon(argv[1], argc > 2 ? atof(argv[2]) : 2.0));
 }
