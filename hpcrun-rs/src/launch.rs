@@ -3,8 +3,9 @@
 //! interpreter there, not static), the output directory is taken with the
 //! run marker ([`crate::marker`]), the program runs with the preload
 //! library and the `HPCRUN_*` variables, signals to the launcher are
-//! forwarded to it ([`crate::signals`]), and the last launcher of the run
-//! prints the closing line.
+//! forwarded to it ([`crate::signals`]); the processes of the run that
+//! outlive it are waited for ([`crate::descendants`]), and the last
+//! launcher of the run prints the closing line.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -15,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use hpcrun_abi::env;
 use object::Object;
 
+use crate::descendants;
 use crate::events;
 use crate::marker;
 use crate::signals::{self, Ended};
@@ -306,11 +308,14 @@ pub fn run(args: &Args) -> Result<Ended> {
     // async-signal-safe.
     unsafe { command.pre_exec(signals::unblock_in_child) };
     let started_ns = now_unix_ns();
+    // Daemons and background jobs of the program come back to the
+    // launcher when their parent ends, not to init.
+    descendants::become_subreaper();
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             // Nothing ran: leave no marker behind.
-            marker.finish();
+            marker.finish(false);
             let why = match (e.raw_os_error(), interpreter(&resolved)) {
                 (Some(libc::ENOENT), Some(interp)) => format!(
                     "its interpreter {} (its #! line) cannot be run",
@@ -330,18 +335,22 @@ pub fn run(args: &Args) -> Result<Ended> {
             Ok(s) => break s,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                marker.finish();
+                marker.finish(false);
                 return Err(e).with_context(|| format!("cannot wait for {program}"));
             }
         }
     };
     let ended = Ended::of(status);
     write_run_record(&out, started_ns, ended);
+    // The processes of the run that outlived the program write their
+    // profiles when they end: waited for, unless a signal says not to.
+    signals::program_ended();
+    let running = descendants::wait_for_the_rest(program);
 
     // One closing line per run: the last launcher of the run says it
     // (without flock, rank 0), when every rank's files are there.
     let files = marker::profiles_in(&out);
-    let last = marker.finish().unwrap_or(speaks);
+    let last = marker.finish(!running.is_empty()).unwrap_or(speaks);
     if last {
         for line in crate::notices::lines(&out) {
             say(&line);
@@ -349,10 +358,21 @@ pub fn run(args: &Args) -> Result<Ended> {
         for line in crate::notices::message_file_lines(&out) {
             say(&line);
         }
-        let place = if files == 0 {
-            NO_PROFILE.to_string()
-        } else {
-            format!("{files} profile(s) in {}", out.display())
+        let place = match (files, running.is_empty()) {
+            (0, true) => NO_PROFILE.to_string(),
+            (0, false) => format!(
+                "no profile yet: {} of the run still running ({}) write theirs into {} when they end",
+                descendants::processes(running.len()),
+                descendants::list(&running),
+                out.display()
+            ),
+            (_, true) => format!("{files} profile(s) in {}", out.display()),
+            (_, false) => format!(
+                "{files} profile(s) in {} so far; {} of the run still running ({}) add theirs when they end",
+                out.display(),
+                descendants::processes(running.len()),
+                descendants::list(&running)
+            ),
         };
         say(&format!(
             "hpcrun-rs: {} ({}{}): {}{place}",

@@ -12,6 +12,7 @@
 //! hpcrun-rs -e mem:soft -o measurements ./app args...
 //! ```
 
+mod descendants;
 mod events;
 mod launch;
 mod marker;

@@ -414,8 +414,9 @@ impl Marker {
     /// After the program ended: whether this is the last launcher of the
     /// run (None: cannot tell, no `flock`). The last one removes the
     /// marker of a run that wrote no measurement file, and the directory
-    /// if this launch created it and it is empty.
-    pub fn finish(self) -> Option<bool> {
+    /// if this launch created it and it is empty, unless processes of the
+    /// run still run (`live`: they may write there yet).
+    pub fn finish(self, live: bool) -> Option<bool> {
         if !self.lockable {
             return None;
         }
@@ -428,7 +429,7 @@ impl Marker {
             Some(n) if n > 1 => count_finished(&self.dir).map_or(last, |k| k >= n),
             _ => last,
         };
-        if last && profiles_in(&self.dir) == 0 {
+        if last && !live && profiles_in(&self.dir) == 0 {
             let path = self.dir.join(RUN_MARKER);
             if same_file(&self.file, &path) {
                 let _ = std::fs::remove_file(&path);
@@ -514,10 +515,10 @@ mod tests {
         let (b, _) = acquire(&dir, "run-a", None).unwrap();
         let err = format!("{:#}", acquire(&dir, "run-b", None).unwrap_err());
         assert!(err.contains("is measuring into"), "{err}");
-        assert_eq!(b.finish(), Some(false));
+        assert_eq!(b.finish(false), Some(false));
         // The last one with no profile removes the marker and the
         // directory it created.
-        assert_eq!(a.finish(), Some(true));
+        assert_eq!(a.finish(false), Some(true));
         assert!(!dir.exists());
     }
 
@@ -530,7 +531,7 @@ mod tests {
         std::fs::write(dir.join("a.hpcrun"), b"x").unwrap();
         let err = format!("{:#}", acquire(&dir, "run-b", None).unwrap_err());
         assert!(err.contains("is measuring into"), "{err}");
-        assert_eq!(a.finish(), Some(true));
+        assert_eq!(a.finish(false), Some(true));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -542,14 +543,14 @@ mod tests {
         // Rank 0 again: a second launch in its task.
         let err = format!("{:#}", acquire(&dir, "slurm-1.0.5", Some(0)).unwrap_err());
         assert!(err.contains("rank 0 already ran hpcrun-rs"), "{err}");
-        assert_eq!(r1.finish(), Some(false));
+        assert_eq!(r1.finish(false), Some(false));
         // Nothing measured: the last one removes the marker, the ranks
         // and the directory.
-        assert_eq!(r0.finish(), Some(true));
+        assert_eq!(r0.finish(false), Some(true));
         assert!(!dir.exists());
         // The same job step again (nothing was left): taken afresh.
         let (again, _) = acquire(&dir, "slurm-1.0.5", Some(0)).unwrap();
-        assert_eq!(again.finish(), Some(true));
+        assert_eq!(again.finish(false), Some(true));
         assert!(!dir.exists());
     }
 
@@ -561,7 +562,7 @@ mod tests {
         let (m, acquired) = acquire(&dir, "new", None).unwrap();
         assert!(acquired.note.unwrap().contains("reclaimed"));
         std::fs::write(dir.join("a.hpcrun"), b"x").unwrap();
-        assert_eq!(m.finish(), Some(true));
+        assert_eq!(m.finish(false), Some(true));
         // Measured: kept, and another run is refused.
         let err = format!("{:#}", acquire(&dir, "newer", None).unwrap_err());
         assert!(err.contains("already holds measurements"), "{err}");

@@ -11,6 +11,10 @@
 //! foreground process group (Ctrl-C, a hang-up: `si_code` `SI_KERNEL`)
 //! reached the program already and is not sent twice.
 //!
+//! Once the program has ended and the launcher waits for processes of
+//! the run that outlived it ([`crate::descendants`]), SIGINT, SIGTERM and
+//! SIGHUP stop that waiting instead ([`program_ended`], [`stop_waiting`]).
+//!
 //! [`exit_like`] ends the launcher the way the program ended: with its
 //! exit code, or by the same signal (default action, no core file).
 
@@ -77,6 +81,22 @@ pub fn block() {
     }
 }
 
+/// Set once the program has ended (the launcher waits for the rest of
+/// the run), and once a signal said to stop that waiting.
+static PROGRAM_ENDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static STOP_WAITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The program has ended: from now on SIGINT, SIGTERM and SIGHUP to the
+/// launcher stop its waiting for the processes that outlived it.
+pub fn program_ended() {
+    PROGRAM_ENDED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// True once SIGINT, SIGTERM or SIGHUP came after the program ended.
+pub fn stop_waiting() -> bool {
+    STOP_WAITING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Starts the thread that forwards the blocked signals to process `pid`.
 pub fn forward_to(pid: u32) {
     let pid = pid as libc::pid_t;
@@ -92,6 +112,14 @@ pub fn forward_to(pid: u32) {
                 let sig = unsafe { libc::sigwaitinfo(&set, info.as_mut_ptr()) };
                 if sig < 0 {
                     continue; // EINTR
+                }
+                if PROGRAM_ENDED.load(std::sync::atomic::Ordering::SeqCst)
+                    && [libc::SIGINT, libc::SIGTERM, libc::SIGHUP].contains(&sig)
+                {
+                    // Also from the terminal: the processes still
+                    // running left its process group (a daemon).
+                    STOP_WAITING.store(true, std::sync::atomic::Ordering::SeqCst);
+                    continue;
                 }
                 // SAFETY: sigwaitinfo filled it.
                 let code = unsafe { info.assume_init() }.si_code;

@@ -294,6 +294,13 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
         eh_frame_hdr: range(".eh_frame_hdr"),
         got: range(".got"),
     };
+    if is_self {
+        // The library's own code and data are never the program's: its
+        // samples are dropped as the profiler's, its frames skipped, so
+        // its symbols (thousands) are not read: a short-lived process
+        // starts faster.
+        return data;
+    }
     let bias = loaded.bias;
     let mut add = |sym: &object::Symbol<'_, '_>| {
         if sym.size() == 0 || sym.is_undefined() {

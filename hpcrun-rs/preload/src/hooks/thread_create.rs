@@ -34,7 +34,16 @@ extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
     // SAFETY: `raw` is the Box we leaked in pthread_create below.
     let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
     crate::threads::signals::set_blocked_bits(tramp.blocked);
-    without_hooks(|| crate::threads::sampling::start_thread(tramp.index));
+    without_hooks(|| {
+        crate::threads::sampling::start_thread(tramp.index);
+        // A second thread of the program runs: the checkpoint helper
+        // starts (on the profiler's stack: the program's may be small).
+        if let Some(state) = threads::current() {
+            state
+                .handler_stack
+                .run(&mut crate::output::checkpoint::thread_started);
+        }
+    });
     (tramp.start)(tramp.arg)
 }
 
@@ -73,9 +82,6 @@ unsafe extern "C" fn pthread_create_at(
         // SAFETY: forwarding the caller's arguments.
         return unsafe { real(thread, attr, start, arg) };
     }
-    // The program's second thread: checkpoints move to a helper thread
-    // (none in a single-threaded program).
-    crate::output::checkpoint::program_goes_multithreaded();
     let index = threads::next_index();
     // SAFETY: the entry's stack pointer, per this function's contract.
     let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };

@@ -4,14 +4,19 @@
 //! time limit, the OOM killer) leaves what was measured up to the last
 //! checkpoint.
 //!
-//! No thread is added to a single-threaded program (`unshare` of a user
-//! namespace needs a single thread, and programs count their threads):
-//! there the sample handler notes when a checkpoint is due ([`tick`],
-//! atomics only) and the program's next allocation writes it on its own
-//! thread ([`poll`], from the allocation hooks; a program that no longer
-//! allocates writes none until its exit). A helper thread takes over
-//! once the program creates its second thread ([`program_goes_multithreaded`],
-//! from `pthread_create`).
+//! No thread of the profiler runs while the program has a single thread
+//! (`unshare` of a user namespace needs a single thread, and programs
+//! count their threads): there the sample handler notes when a
+//! checkpoint is due ([`tick`], atomics only) and the program's next
+//! allocation writes it on its own thread ([`poll`], from the allocation
+//! hooks; a program that no longer allocates writes none until its
+//! exit). A helper thread takes over while two or more of the program's
+//! threads run: started when the second one starts ([`thread_started`],
+//! in the new thread before the program's start routine), stopped when
+//! the program is down to one thread again ([`thread_ended`], in the
+//! ending thread's exit, which waits until the kernel has reaped the
+//! helper: a program that joins its threads finds itself alone, as
+//! natively). Forked children do the same for themselves.
 //!
 //! Soundness: the helper never stops or signals the program's threads. It
 //! reads their data the way the final writer at process exit reads the
@@ -32,7 +37,7 @@
 //! in progress and then replaces it): a profile that remains marked as a
 //! checkpoint (`stats.checkpoints = 1`) is from a run that did not finish.
 //! Threads whose counters did not move since their last checkpoint are
-//! skipped. Forked children (which lose the helper) write at exit only.
+//! skipped.
 //!
 //! The same two places (the helper's 50 ms polls, else [`poll`]) name
 //! the regions of unknown addresses the handler noted since
@@ -40,7 +45,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::output::writer;
 use crate::sys;
@@ -50,15 +55,32 @@ use crate::threads::{self, ThreadState};
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// The checkpoint interval (ms; 0: no checkpoints) and the process they
-/// are for (a forked child writes at exit only).
+/// are for (a forked child sets up its own: [`reset_after_fork`]).
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(0);
 static PID: AtomicU32 = AtomicU32::new(0);
 
-/// Set once the helper thread was started (or tried).
+/// The program's measured threads that run (started, not yet at their
+/// exit): the helper runs while there are two or more.
+static LIVE: AtomicU32 = AtomicU32::new(0);
+
+/// Set while a helper thread runs (from just before it is started until
+/// the kernel has reaped it).
 static HELPER: AtomicBool = AtomicBool::new(false);
 
-/// Without the helper: when the next checkpoint is due (monotonic ns),
-/// and whether the sample handler found it due.
+/// The helper's generation (a futex word): a helper runs while it holds
+/// the value it started with; stopping it adds one and wakes it.
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+
+/// The running helper's thread id (0 before it ran).
+static HELPER_TID: AtomicU32 = AtomicU32::new(0);
+
+/// Held while the helper is started or stopped (a spin lock: reset in a
+/// forked child, never taken in a signal handler nor by the helper).
+static CHANGING: AtomicBool = AtomicBool::new(false);
+
+/// When the next checkpoint is due (monotonic ns; the helper keeps it
+/// too, so that checkpoints go on when it stops), and whether the sample
+/// handler found it due while there is no helper.
 static NEXT_DUE_NS: AtomicU64 = AtomicU64::new(0);
 static DUE: AtomicBool = AtomicBool::new(false);
 
@@ -153,52 +175,14 @@ pub fn report() {
     ));
 }
 
-/// Set when the main thread ended with `pthread_exit` while others run.
-static MAIN_EXITED: AtomicBool = AtomicBool::new(false);
-
-/// Called at the exit of a measured thread. glibc ends the process with
-/// `exit(0)` when its last thread ends, but the helper is a thread too:
-/// once the main thread has gone, the helper watches for the moment it is
-/// the only live thread left and then does what glibc would have done.
-pub fn thread_exited(state: &ThreadState) {
-    if state.index == 0 {
-        MAIN_EXITED.store(true, SeqCst);
-    }
-}
-
-/// True if every thread of this process but the caller has ended (the
-/// main thread, gone with `pthread_exit`, stays as a zombie task).
-fn only_helper_left() -> bool {
-    let me = sys::gettid().to_string();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return false;
-    };
-    for task in tasks.flatten() {
-        let name = task.file_name();
-        if name.to_string_lossy() == me {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
-            continue; // Gone meanwhile.
-        };
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-        if !matches!(state, Some('Z') | Some('X')) {
-            return false;
-        }
-    }
-    true
-}
-
 /// The first checkpoint is due this soon after start (ms) at the latest,
 /// whatever the interval: a run killed a few seconds in (a batch job's
 /// limit, a user's SIGKILL) keeps what it measured.
 pub const FIRST_MS: u64 = 1000;
 
-/// Sets checkpoints up (at load time): the first is due after one
-/// interval or [`FIRST_MS`], whichever is shorter; no thread is started
-/// yet.
+/// Sets checkpoints up (at load time, and in a forked child): the first
+/// is due after one interval or [`FIRST_MS`], whichever is shorter; no
+/// thread is started yet.
 pub fn start() {
     let cfg = config::get();
     if cfg.checkpoint_ms == 0 || cfg.out_dir.is_none() {
@@ -210,25 +194,117 @@ pub fn start() {
     NEXT_DUE_NS.store(sys::monotonic_ns() + first * 1_000_000, Relaxed);
 }
 
-/// Starts the helper thread once, when the program is about to create
-/// its second thread (from `pthread_create`, in the creating thread).
-pub fn program_goes_multithreaded() {
-    let interval = INTERVAL_MS.load(Relaxed);
-    let pid = sys::getpid();
-    if interval == 0
-        || pid != PID.load(Relaxed)
-        || HELPER.load(Relaxed)
-        || HELPER.swap(true, AcqRel)
-    {
-        return;
-    }
-    DUE.store(false, Relaxed);
-    SPAWNING.with(|s| s.set(true));
-    crate::threads::guard::without_hooks(|| spawn_helper(Duration::from_millis(interval), pid));
-    SPAWNING.with(|s| s.set(false));
+/// A measured thread of the program starts (the main thread at load
+/// time or after fork, others in their start trampoline, before the
+/// program's start routine): with a second one running, the helper
+/// starts.
+pub fn thread_started() {
+    LIVE.fetch_add(1, SeqCst);
+    settle();
 }
 
-fn spawn_helper(interval: Duration, pid: u32) {
+/// A measured thread of the program ends (its exit, after its profile
+/// was written): with one thread left, the helper stops, and this
+/// returns once the kernel has reaped it (the ending thread's
+/// `pthread_join` in the program returns after that).
+pub fn thread_ended() {
+    let _ = LIVE.fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1));
+    settle();
+}
+
+/// True if a helper should run now.
+fn helper_wanted() -> bool {
+    LIVE.load(SeqCst) >= 2
+        && INTERVAL_MS.load(Relaxed) != 0
+        && !STOP.load(SeqCst)
+        && sys::getpid() == PID.load(Relaxed)
+}
+
+/// Starts or stops the helper until it runs exactly when wanted. A
+/// thread that starts while another stops the helper may find it still
+/// running and return; the stopping thread then sees the new count after
+/// the helper is gone, and starts a new one.
+fn settle() {
+    if INTERVAL_MS.load(Relaxed) == 0 || helper_wanted() == HELPER.load(SeqCst) {
+        return;
+    }
+    lock_changes();
+    // A few rounds at most: a helper that cannot start is not retried
+    // in a loop.
+    for _ in 0..4 {
+        let (wanted, running) = (helper_wanted(), HELPER.load(SeqCst));
+        if wanted == running {
+            break;
+        }
+        if wanted {
+            start_helper();
+        } else {
+            stop_helper();
+        }
+    }
+    CHANGING.store(false, Release);
+}
+
+/// Takes [`CHANGING`] (its holder may be waiting a few ms for a helper
+/// to finish the checkpoint it is writing).
+fn lock_changes() {
+    let mut spins = 0u32;
+    while CHANGING.swap(true, Acquire) {
+        spins += 1;
+        if spins < 64 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+/// Starts a helper (under [`CHANGING`]).
+fn start_helper() {
+    let interval = Duration::from_millis(INTERVAL_MS.load(Relaxed));
+    let pid = PID.load(Relaxed);
+    let generation = GENERATION.load(SeqCst);
+    HELPER_TID.store(0, SeqCst);
+    HELPER.store(true, SeqCst);
+    DUE.store(false, Relaxed);
+    SPAWNING.with(|s| s.set(true));
+    let spawned = crate::threads::guard::without_hooks(|| {
+        spawn_helper(move || run(interval, pid, generation))
+    });
+    SPAWNING.with(|s| s.set(false));
+    if let Err(errno) = spawned {
+        HELPER.store(false, SeqCst);
+        crate::threads::run::warn_once(&format!(
+            "could not start the checkpoint thread (errno {errno}); checkpoints are written at the program's allocations"
+        ));
+    }
+}
+
+/// Stops the helper (under [`CHANGING`]) and waits until the kernel has
+/// reaped it: at most [`STOP_WAIT_MS`] (it finishes the thread's
+/// checkpoint it is writing first), then it is left to end on its own.
+fn stop_helper() {
+    GENERATION.fetch_add(1, SeqCst);
+    sys::futex_wake_all(&GENERATION);
+    let deadline = sys::monotonic_ns() + STOP_WAIT_MS * 1_000_000;
+    let mut pause_us = 20;
+    loop {
+        // 0: not yet run (it will see the new generation at its start).
+        let tid = HELPER_TID.load(SeqCst);
+        let gone = tid != 0 && !sys::task_alive(tid);
+        if gone || sys::monotonic_ns() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(pause_us));
+        pause_us = (pause_us * 2).min(2_000);
+    }
+    HELPER.store(false, SeqCst);
+}
+
+/// The longest a thread's exit waits for the helper to end (ms).
+const STOP_WAIT_MS: u64 = 10_000;
+
+fn spawn_helper(job: impl FnOnce() + Send + 'static) -> Result<(), i32> {
     // The helper inherits this mask: every signal blocked but glibc's
     // internal SIGCANCEL and SIGSETXID (32, 33).
     let mut all = sys::empty_sigset();
@@ -248,33 +324,55 @@ fn spawn_helper(interval: Duration, pid: u32) {
         256 << 10,
         // (Under a filter from before start, no optional call.)
         (!crate::threads::sandbox::filtered_at_start()).then_some(c"hpcrun-ckpt"),
-        Box::new(move || crate::threads::guard::without_hooks(|| run(interval, pid))),
+        Box::new(move || crate::threads::guard::without_hooks(job)),
     );
     sys::raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
-    if let Err(errno) = spawned {
-        crate::threads::run::warn(&format!(
-            "could not start the checkpoint thread (errno {errno}); no checkpoints"
-        ));
-    }
+    spawned
 }
 
 /// Stops checkpointing (process exit, fatal signal): no checkpoint starts
-/// after this.
+/// after this, and the helper ends.
 pub fn stop() {
     STOP.store(true, SeqCst);
+    GENERATION.fetch_add(1, SeqCst);
+    sys::futex_wake_all(&GENERATION);
 }
 
-fn run(interval: Duration, pid: u32) {
-    let step = Duration::from_millis(50).min(interval);
-    // The first round when it is due (`start`), the next every interval.
-    let due_in = NEXT_DUE_NS
-        .load(Relaxed)
-        .saturating_sub(sys::monotonic_ns());
-    let mut next = Instant::now() + Duration::from_nanos(due_in).min(interval);
+/// In a forked child (its only thread, before it is measured): no
+/// helper (the parent's is not here), and checkpoints of its own.
+pub fn reset_after_fork() {
+    CHANGING.store(false, Release);
+    HELPER.store(false, SeqCst);
+    HELPER_TID.store(0, SeqCst);
+    LIVE.store(0, SeqCst);
+    DUE.store(false, Relaxed);
+    for counter in [&ROUNDS, &FILES, &BYTES, &CPU_NS] {
+        counter.store(0, Relaxed);
+    }
+    if INTERVAL_MS.load(Relaxed) != 0 && !STOP.load(SeqCst) {
+        start();
+    }
+}
+
+/// The helper: checkpoints when due, and in between (every 50 ms) the
+/// housekeeping of threads that never allocate; it returns when its
+/// generation ends ([`stop_helper`], [`stop`]).
+fn run(interval: Duration, pid: u32, generation: u32) {
+    // First: the thread that stops the helper waits for this thread id
+    // to leave the process.
+    HELPER_TID.store(sys::gettid(), SeqCst);
+    let current = || GENERATION.load(SeqCst) == generation && !STOP.load(SeqCst);
+    let step_ns = (interval.as_nanos() as u64).min(50_000_000);
+    let interval_ns = interval.as_nanos() as u64;
     loop {
-        while Instant::now() < next {
-            if STOP.load(SeqCst) {
+        loop {
+            if !current() {
                 return;
+            }
+            let now = sys::monotonic_ns();
+            let due = NEXT_DUE_NS.load(Relaxed);
+            if now >= due {
+                break;
             }
             if !crate::threads::signals::WITHDRAWN.load(Relaxed)
                 && crate::threads::signals::handler_taken()
@@ -292,36 +390,26 @@ fn run(interval: Duration, pid: u32) {
                     state.tree.grow_if_wanted();
                 }
             }
-            if MAIN_EXITED.load(SeqCst) && only_helper_left() {
-                // The program's last thread has ended: end the process as
-                // glibc would have (atexit handlers, then the profiles),
-                // with the signals unblocked as in a program thread.
-                sys::raw_sigmask(libc::SIG_SETMASK, Some(&sys::empty_sigset()), None);
-                std::process::exit(0);
-            }
-            std::thread::sleep(step.min(next.saturating_duration_since(Instant::now())));
+            sys::futex_wait(&GENERATION, generation, step_ns.min(due - now));
         }
-        if STOP.load(SeqCst) || sys::getpid() != pid {
+        if !current() || sys::getpid() != pid {
             return;
         }
         let Some(dir) = config::get().out_dir.as_deref() else {
             return;
         };
+        // The next one is due an interval from now (a round that took
+        // longer than the interval does not make the next ones pile up).
+        NEXT_DUE_NS.store(sys::monotonic_ns() + interval_ns, Relaxed);
         let cpu = sys::thread_cpu_ns();
         for state in threads::all().filter(|s| s.pid == pid) {
-            if STOP.load(SeqCst) {
+            if !current() {
                 return;
             }
             checkpoint(state, dir);
         }
         ROUNDS.fetch_add(1, Relaxed);
         CPU_NS.fetch_add(sys::thread_cpu_ns().saturating_sub(cpu), Relaxed);
-        next += interval;
-        let now = Instant::now();
-        if next < now {
-            // Writing took longer than the interval: start counting again.
-            next = now + interval;
-        }
     }
 }
 

@@ -137,6 +137,9 @@ fn init() {
         checkpoint::start();
         guard::READY.store(true, Release);
         sampling::start_thread(threads::next_index());
+        if threads::current().is_some() {
+            checkpoint::thread_started();
+        }
     });
 }
 
@@ -206,7 +209,11 @@ extern "C" fn after_fork_in_child() {
         threads::reset_after_fork();
         crate::output::notices::reset_after_fork();
         crate::output::manifest::start(writer::rank_from_env());
+        checkpoint::reset_after_fork();
         sampling::start_thread(threads::next_index());
+        if threads::current().is_some() {
+            checkpoint::thread_started();
+        }
     });
 }
 
@@ -217,7 +224,6 @@ extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
     }
     guard::without_hooks(|| {
         if let Some(state) = threads::current() {
-            checkpoint::thread_exited(state);
             let finished_here = writer::finish(state);
             threads::clear_current();
             // Finished: no handler of this thread uses its stack any more.
@@ -226,6 +232,8 @@ extern "C" fn on_thread_exit(_value: *mut libc::c_void) {
                 // Its tables and caches go to the next thread.
                 threads::recycle(state);
             }
+            // Down to one thread: the checkpoint helper goes.
+            checkpoint::thread_ended();
         }
     });
 }

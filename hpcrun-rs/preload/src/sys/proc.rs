@@ -182,6 +182,54 @@ pub fn spawn_thread(
     Ok(())
 }
 
+/// Waits on the futex `word` while it holds `expected`, at most
+/// `timeout_ns` (a wake-up, a signal or a spurious return end it early:
+/// the caller checks its condition again).
+pub fn futex_wait(word: &std::sync::atomic::AtomicU32, expected: u32, timeout_ns: u64) {
+    const FUTEX_WAIT_PRIVATE: c_int = 128;
+    let timeout = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a futex wait on an aligned u32 this process owns (an atomic
+    // lives as long as the reference), with a relative timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            FUTEX_WAIT_PRIVATE,
+            expected,
+            &timeout as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes every thread waiting on the futex `word` ([`futex_wait`]).
+pub fn futex_wake_all(word: &std::sync::atomic::AtomicU32) {
+    const FUTEX_WAKE_PRIVATE: c_int = 129;
+    // SAFETY: a futex wake on an aligned u32 this process owns.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            FUTEX_WAKE_PRIVATE,
+            c_int::MAX,
+        )
+    };
+}
+
+/// True while thread `tid` of this process is in its thread group (its
+/// `/proc/self/task` entry goes when the kernel has reaped it: only
+/// then does the process count one thread less, for `unshare` and for
+/// `/proc/self/status`).
+pub fn task_alive(tid: u32) -> bool {
+    let mut path = [0u8; 40];
+    let mut text = std::io::Cursor::new(&mut path[..]);
+    let _ = std::io::Write::write_fmt(&mut text, format_args!("/proc/self/task/{tid}\0"));
+    // SAFETY: a NUL-terminated path in a local buffer.
+    unsafe { libc::access(path.as_ptr() as *const libc::c_char, libc::F_OK) == 0 }
+}
+
 /// Host name of the machine.
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
