@@ -558,7 +558,9 @@ mod tests {
             choose(&[format!("mem:soft@{floor}")], false).unwrap().0[0].period,
             floor
         );
-        let listed = render(&probe_with(std::path::Path::new("/nonexistent"), |_| Err(0)));
+        let listed = render(&probe_with(std::path::Path::new("/nonexistent"), |_| {
+            Err(0)
+        }));
         for name in ["mem:soft", "cpu-time"] {
             let line = listed
                 .lines()

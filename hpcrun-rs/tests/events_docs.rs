@@ -91,7 +91,10 @@ fn guide_table_span() -> (PathBuf, String, std::ops::Range<usize>) {
     let guide = std::fs::read_to_string(&path).expect("read docs/GUIDE.md");
     let start = guide.find(START).expect("the events table's start marker");
     let start = start + guide[start..].find('\n').expect("a line after the marker") + 1;
-    let end = start + guide[start..].find(END).expect("the events table's end marker");
+    let end = start
+        + guide[start..]
+            .find(END)
+            .expect("the events table's end marker");
     (path, guide, start..end)
 }
 
@@ -108,8 +111,7 @@ fn guide_table_is_written_from_the_event_table() {
         return;
     }
     assert_eq!(
-        &guide[span],
-        want,
+        &guide[span], want,
         "docs/GUIDE.md's event table is not event_doc::guide_table(): run `just guide-events`"
     );
 }
@@ -148,7 +150,10 @@ fn help_and_list_events_describe_every_event_from_the_table() {
     let full = hpcrun("--help");
     let events = full.split("\nEVENTS:\n").nth(1).expect("EVENTS");
     for line in events.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80 columns: {line:?}");
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80 columns: {line:?}"
+        );
     }
 }
 

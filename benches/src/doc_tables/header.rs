@@ -110,7 +110,9 @@ impl Header {
         // "GenuineIntel family 6 model 167, AVX-512 yes, 2"
         let parts: Vec<&str> = machine.split(", ").collect();
         let [id, avx, cores] = parts[..] else {
-            return Err(bad("the machine is not `VENDOR family F model M, AVX-512 yes|no, N`"));
+            return Err(bad(
+                "the machine is not `VENDOR family F model M, AVX-512 yes|no, N`",
+            ));
         };
         let words: Vec<&str> = id.split(' ').collect();
         let [vendor, "family", family, "model", model] = words[..] else {

@@ -223,7 +223,10 @@ impl Table {
     /// Reads the text between the markers.
     pub fn parse(body: &str) -> Result<Table, Error> {
         let (header, tables) = sections(body)?;
-        let is_context = |t: &[&str]| t.first().is_some_and(|h| h.starts_with("| workload | samples |"));
+        let is_context = |t: &[&str]| {
+            t.first()
+                .is_some_and(|h| h.starts_with("| workload | samples |"))
+        };
         let (agreement, context) = match &tables[..] {
             [a, c] if !is_context(a) && is_context(c) => (Some(a), Some(c)),
             [c] if is_context(c) => (None, Some(c)),

@@ -709,7 +709,10 @@ fn main() -> Result<()> {
         if let Some(note) = &args.note {
             details.push_str(&format!("; {note}"));
         }
-        let table = doc_table(&series, benches::doc_tables::Header::this_machine(&commit, &details));
+        let table = doc_table(
+            &series,
+            benches::doc_tables::Header::this_machine(&commit, &details),
+        );
         println!("{}", benches::doc_tables::start("overhead", &args.label));
         print!("{}", table.render());
         println!("{}\n", benches::doc_tables::END);

@@ -46,7 +46,6 @@ pub struct Run {
     pub hook_ns: u64,
 }
 
-
 /// Everything measured for one workload: runs[tool][round].
 pub struct Series {
     pub name: String,
@@ -73,7 +72,6 @@ pub fn median(values: &mut [f64]) -> f64 {
         (values[n / 2 - 1] + values[n / 2]) / 2.0
     }
 }
-
 
 pub fn med(runs: &[Run], f: fn(&Run) -> f64) -> f64 {
     let mut v: Vec<f64> = runs.iter().map(f).collect();

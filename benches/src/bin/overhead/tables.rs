@@ -47,7 +47,6 @@ pub fn print_table(rows: &Table, markdown: bool) {
     println!();
 }
 
-
 /// Times (wall or CPU) and overheads against native: the ratio of the
 /// medians and the median of the per-round ratios with its bootstrap 95%
 /// interval.
@@ -106,7 +105,6 @@ pub fn paired_ratios(series: &[Series], tool: Tool, f: fn(&Run) -> f64) -> Vec<f
     }
     all
 }
-
 
 /// The overhead over all workloads at once: the median of every per-round
 /// ratio and its bootstrap 95% interval. One workload's median moves with
@@ -196,7 +194,6 @@ pub fn against_baseline(series: &[Series]) -> Table {
     }
     rows
 }
-
 
 /// The table of docs/PERFORMANCE.md: per workload the ratios to native
 /// (median of the per-round ratios, bootstrap 95% interval) and
