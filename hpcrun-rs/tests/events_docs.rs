@@ -2,9 +2,9 @@
 //! section, `hpcrun-rs --list-events` and the event table of docs/GUIDE.md
 //! ("Events and which machines support them") name the same events in the
 //! same order, each with the description of `hpcrun_abi::event_doc`, and
-//! every default period that `--list-events` prints (`default: NAME@N`, N >
-//! 1) is stated in the help's entry and in the GUIDE's row (as `N` or with
-//! thousands separators, `2,000,000`). The GUIDE's table between its
+//! every default period that `--list-events` prints (`default: NAME@N`,
+//! N above one) is stated in the help's entry and in the GUIDE's row (as
+//! `N` or with thousands separators, `2,000,000`). The GUIDE's table between its
 //! `<!-- table: events` markers is exactly `event_doc::guide_table()`;
 //! `HPCRUN_UPDATE_DOCS=1` (`just guide-events`) rewrites it.
 
