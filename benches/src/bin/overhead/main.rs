@@ -568,6 +568,9 @@ fn main() -> Result<()> {
             hpcrun.display()
         );
     }
+    // Workloads run in their own directories: a relative --hpcrun must
+    // not be read from there.
+    let hpcrun = hpcrun.canonicalize()?;
     std::fs::create_dir_all(&args.dir)?;
     let dir = args.dir.canonicalize()?;
     // Workloads run in their own directories: the baseline's path must not
