@@ -29,6 +29,10 @@
 //! the program with the same timer (`--timer`), signal and arming as
 //! hpcrun-rs, and an empty handler.
 //!
+//! `--markdown` prints the table of docs/PERFORMANCE.md between its
+//! markers, after a header line naming the build and this machine
+//! (`benches::doc_tables`).
+//!
 //! `--only` and `--skip` take the first word of a workload's name
 //! (`--only lulesh_proxy` runs both thread counts).
 //!
@@ -42,6 +46,7 @@
 //! target/release/overhead --lulesh-src ~/LULESH --only lulesh --rounds 15  # LULESH 2.0 itself
 //! target/release/overhead --amg-src ~/AMG --only amg --rounds 15         # hypre's AMG
 //! target/release/overhead --only hpcc --baseline /tmp/old/target/release/hpcrun-rs  # before/after
+//! target/release/overhead --only abc --rounds 3 --markdown --label abc   # docs/PERFORMANCE.md's table
 //! ```
 
 use std::path::{Path, PathBuf};
