@@ -22,6 +22,11 @@ ci:
 viewer-docs:
     HPCVIEW_UPDATE_DOCS=1 cargo test -q -p hpcview-tui --test doc_captures
 
+# Rewrite docs/GUIDE.md's event table from hpcrun-rs/abi/src/event_doc.rs
+# (hpcrun-rs/tests/events_docs.rs checks that it matches)
+guide-events:
+    HPCRUN_UPDATE_DOCS=1 cargo test -q -p hpcrun-rs --test events_docs guide_table
+
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings

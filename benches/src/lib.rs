@@ -18,6 +18,8 @@
 //! p.validate().unwrap();
 //! ```
 
+pub mod doc_tables;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -295,50 +295,23 @@ pub fn probe_with(
     };
     let (latency_missing, latency_via) = hardware(pmu::sysfs::MemEvent::Latency);
     let (stores_missing, stores_via) = hardware(pmu::sysfs::MemEvent::Stores);
-    vec![
-        Availability {
-            name: "mem:soft",
-            what: "software memory-access sampling (CPU-time timer or task-clock event, decoded instruction, data address from registers); always records misaligned accesses and strides per access site (no extra event: the same decode, cached per instruction); period at least 20000 ns (20 us)",
-            missing: software.clone(),
-            via: None,
-        },
-        Availability {
-            name: "cpu-time",
-            what: "plain timer sampling, code-centric only; period at least 20000 ns (20 us)",
-            missing: software.clone(),
-            via: None,
-        },
-        Availability {
-            name: "mem:latency",
-            what: "hardware load-latency sampling (Intel PEBS, AMD IBS, Arm SPE)",
-            missing: latency_missing,
-            via: latency_via,
-        },
-        Availability {
-            name: "mem:stores",
-            what: "hardware store sampling (Intel PEBS, AMD IBS, Arm SPE)",
-            missing: stores_missing,
-            via: stores_via,
-        },
-        Availability {
-            name: "page-faults",
-            what: "page-fault sampling with data addresses: first-touch thread per object (software event)",
-            missing: software.clone(),
-            via: None,
-        },
-        Availability {
-            name: "sharing",
-            what: "true and false sharing between threads, per object and cache line: each sample arms hardware watchpoints on its cache line in up to 4 other threads (3 debug registers each); costs about 2 us per armed thread and one signal per trap (sharing@N: every N-th sample)",
-            missing: watchpoints.clone(),
-            via: None,
-        },
-        Availability {
-            name: "reuse",
-            what: "temporal reuse per object: a watchpoint on the sampled word in the same thread times the next touch (1 debug register, one signal per trap; reuse@N: every N-th sample)",
-            missing: watchpoints,
-            via: None,
-        },
-    ]
+    hpcrun_abi::event_doc::DOCS
+        .iter()
+        .map(|d| {
+            let (missing, via) = match d.event {
+                Event::MemSoft | Event::CpuTime | Event::PageFaults => (software.clone(), None),
+                Event::MemLatency => (latency_missing.clone(), latency_via.clone()),
+                Event::MemStores => (stores_missing.clone(), stores_via.clone()),
+                Event::Sharing | Event::Reuse => (watchpoints.clone(), None),
+            };
+            Availability {
+                name: d.event.name(),
+                what: d.what,
+                missing,
+                via,
+            }
+        })
+        .collect()
 }
 
 /// The `--list-events` table.
@@ -352,8 +325,10 @@ fn default_line(name: &str) -> Option<String> {
     let period = event.default_period()?;
     let what = match event {
         Event::MemSoft | Event::CpuTime => format!(
-            "every {period} ns = {} ms of each thread's user CPU time",
-            period as f64 / 1e6
+            "every {period} ns = {} ms of each thread's user CPU time); period at least {} ns ({} us",
+            period as f64 / 1e6,
+            hpcrun_abi::event::MIN_TIMER_PERIOD_NS,
+            hpcrun_abi::event::MIN_TIMER_PERIOD_NS / 1000
         ),
         Event::PageFaults if period == 1 => "every fault".to_string(),
         Event::PageFaults => {
@@ -583,10 +558,15 @@ mod tests {
             choose(&[format!("mem:soft@{floor}")], false).unwrap().0[0].period,
             floor
         );
-        let listed = probe_with(std::path::Path::new("/nonexistent"), |_| Err(0));
+        let listed = render(&probe_with(std::path::Path::new("/nonexistent"), |_| {
+            Err(0)
+        }));
         for name in ["mem:soft", "cpu-time"] {
-            let what = listed.iter().find(|a| a.name == name).unwrap().what;
-            assert!(what.contains(&format!("at least {floor} ns")), "{what}");
+            let line = listed
+                .lines()
+                .find(|l| l.contains(&format!("default: {name}@")))
+                .unwrap();
+            assert!(line.contains(&format!("at least {floor} ns")), "{line}");
         }
     }
 

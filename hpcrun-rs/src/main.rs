@@ -28,12 +28,41 @@ use clap::Parser;
 /// The public C header for labels from the program (`--print-header`).
 const HEADER: &str = include_str!("../include/hpcrun.h");
 
+/// The end of `--help`: the events (from `hpcrun_abi::event_doc`, the
+/// table `--list-events` and docs/GUIDE.md are written from), the output,
+/// the forwarded signals and the exit status, in 80 columns.
+fn long_help() -> String {
+    let mut text = hpcrun_abi::event_doc::help_section(80);
+    text.push_str(
+        "\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun.\n  \
+         Merge them with `hpcprof-rs DIR`.\n\nSIGNALS:\n  SIGTERM, SIGINT, SIGHUP, SIGUSR1 and \
+         SIGUSR2 sent to hpcrun-rs are forwarded to\n  the command.\n\nEXIT STATUS:\n  The \
+         command's exit status; killed by the same signal if the command was (a\n  shell shows \
+         128+N); 2 for usage errors and commands that cannot start.",
+    );
+    text
+}
+
+/// The end of `-h`: the events' names (`--help` describes them).
+fn short_help() -> String {
+    let names: Vec<&str> = hpcrun_abi::event_doc::DOCS
+        .iter()
+        .map(|d| d.event.name())
+        .collect();
+    format!(
+        "EVENTS: {} (--help describes them; --list-events tells what this machine supports)",
+        names.join(", ")
+    )
+}
+
 /// Measure a program: which data its memory accesses go to, and from where.
 #[derive(Debug, Parser)]
 #[command(
     name = "hpcrun-rs",
     version,
-    after_help = "EVENTS:\n  mem:soft[@NS]     software memory-access sampling: a timer (default every 2000000 ns = 2 ms of thread\n                    user CPU time; --timer); the instruction before the interrupted one is decoded and its\n                    data address computed from the registers. Works without a hardware PMU.\n  cpu-time[@NS]     plain timer sampling, code-centric only (default every 2000000 ns, as mem:soft).\n  mem:latency[@N]   hardware load-latency sampling (Intel PEBS mem-loads with a 30-cycle threshold,\n                    AMD IBS op); every N qualifying loads (PEBS) or ops (IBS). Where the machine\n                    has no such PMU it falls back to mem:soft with a note on stderr (--strict: an error).\n  mem:stores[@N]    hardware store sampling (Intel PEBS mem-stores, AMD IBS op); same fallback.\n  page-faults[@N]   page faults with their data addresses (default: every 256th fault, about 2% on a\n                    fault-bound phase; page-faults@1: every fault, exact page counts, about 35 us a\n                    fault): which thread first touched each object's pages (first_touch) and from\n                    where. Combine with a timer source: -e mem:soft -e page-faults.\n  sharing[@N]       true and false sharing between threads per cache line: hardware watchpoints armed\n                    on the sampled line in other threads (every N-th sample; default every one).\n  reuse[@N]         temporal reuse per object: a watchpoint on the sampled word times its next touch.\n                    Both run on a memory source's samples (mem:soft unless another is given).\n  hpcrun-rs --list-events tells what this machine supports, and why not.\n\nOUTPUT:\n  One file per thread, DIR/<exe>.<host>[.r<rank>].<pid>.<tid>.hpcrun. Merge them with `hpcprof-rs DIR`.\n\nSIGNALS:\n  SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 sent to hpcrun-rs are forwarded to the command.\n\nEXIT STATUS:\n  The command's exit status; killed by the same signal if the command was (a shell shows 128+N);\n  2 for usage errors and commands that cannot start."
+    term_width = 80,
+    after_help = short_help(),
+    after_long_help = long_help()
 )]
 struct Args {
     /// Sample source, optionally with a period; repeatable (one timer source

@@ -1,9 +1,12 @@
 //! The event lists agree: `hpcrun-rs --help`'s EVENTS
 //! section, `hpcrun-rs --list-events` and the event table of docs/GUIDE.md
 //! ("Events and which machines support them") name the same events in the
-//! same order, and every default period that `--list-events` prints
-//! (`default: NAME@N`, N > 1) is stated in the help's entry and in the
-//! GUIDE's row (as `N` or with thousands separators, `2,000,000`).
+//! same order, each with the description of `hpcrun_abi::event_doc`, and
+//! every default period that `--list-events` prints (`default: NAME@N`,
+//! N above one) is stated in the help's entry and in the GUIDE's row (as
+//! `N` or with thousands separators, `2,000,000`). The GUIDE's table between its
+//! `<!-- table: events` markers is exactly `event_doc::guide_table()`;
+//! `HPCRUN_UPDATE_DOCS=1` (`just guide-events`) rewrites it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -78,10 +81,85 @@ fn listed_events() -> Vec<(String, String)> {
     out
 }
 
-/// (event, its row) from GUIDE's event table.
-fn guide_events() -> Vec<(String, String)> {
+const START: &str = "<!-- table: events";
+const END: &str = "<!-- end table -->";
+
+/// docs/GUIDE.md, and the byte range of its event table (between the
+/// line of the start marker and the end marker).
+fn guide_table_span() -> (PathBuf, String, std::ops::Range<usize>) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/GUIDE.md");
     let guide = std::fs::read_to_string(&path).expect("read docs/GUIDE.md");
+    let start = guide.find(START).expect("the events table's start marker");
+    let start = start + guide[start..].find('\n').expect("a line after the marker") + 1;
+    let end = start
+        + guide[start..]
+            .find(END)
+            .expect("the events table's end marker");
+    (path, guide, start..end)
+}
+
+/// The GUIDE's table is the one `event_doc` writes (rewritten first under
+/// `HPCRUN_UPDATE_DOCS=1`).
+#[test]
+fn guide_table_is_written_from_the_event_table() {
+    let (path, guide, span) = guide_table_span();
+    let want = hpcrun_abi::event_doc::guide_table();
+    if std::env::var_os("HPCRUN_UPDATE_DOCS").is_some() && guide[span.clone()] != want {
+        let mut text = guide.clone();
+        text.replace_range(span.clone(), &want);
+        std::fs::write(&path, text).expect("write docs/GUIDE.md");
+        return;
+    }
+    assert_eq!(
+        &guide[span], want,
+        "docs/GUIDE.md's event table is not event_doc::guide_table(): run `just guide-events`"
+    );
+}
+
+/// Words of `text` joined by single spaces.
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every event's description, word for word, in `--help` (wrapped) and
+/// `--list-events` (one line), and the help in 80 columns.
+#[test]
+fn help_and_list_events_describe_every_event_from_the_table() {
+    let help = help_events();
+    let listed = listed_events();
+    for d in &hpcrun_abi::event_doc::DOCS {
+        let name = d.event.name();
+        let h = &help
+            .iter()
+            .find(|e| e.0 == name)
+            .unwrap_or_else(|| panic!("{name} missing from --help"))
+            .1;
+        assert!(
+            words(h).contains(&words(d.what)),
+            "--help's {name} is not the table's description:\n{h}\n{}",
+            d.what
+        );
+        assert!(h.starts_with(&d.usage()), "{h}");
+        let l = &listed
+            .iter()
+            .find(|e| e.0 == name)
+            .unwrap_or_else(|| panic!("{name} missing from --list-events"))
+            .1;
+        assert!(l.contains(d.what), "--list-events' {name}: {l}");
+    }
+    let full = hpcrun("--help");
+    let events = full.split("\nEVENTS:\n").nth(1).expect("EVENTS");
+    for line in events.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "wider than 80 columns: {line:?}"
+        );
+    }
+}
+
+/// (event, its row) from GUIDE's event table.
+fn guide_events() -> Vec<(String, String)> {
+    let (_, guide, _) = guide_table_span();
     let section = guide
         .split("### Events and which machines support them")
         .nth(1)

@@ -6,6 +6,8 @@
 //!   ([`config::RunConfig`]) and the grammars of their values;
 //! * [`event`]: the events (`-e`, `HPCRUN_EVENTS`): [`event::Event`] with
 //!   its names and default periods, the `NAME[@PERIOD]` list grammar;
+//! * [`event_doc`]: what each event does, the one table that `--help`,
+//!   `--list-events` and docs/GUIDE.md's event table are written from;
 //! * [`histogram`]: the offset-histogram layout grammar (`--histogram`,
 //!   `HPCRUN_HISTOGRAM`);
 //! * [`pmu`]: hardware PMU discovery in sysfs, probing, and the
@@ -19,5 +21,6 @@
 pub mod config;
 pub mod env;
 pub mod event;
+pub mod event_doc;
 pub mod histogram;
 pub mod pmu;

@@ -29,6 +29,10 @@
 //! the program with the same timer (`--timer`), signal and arming as
 //! hpcrun-rs, and an empty handler.
 //!
+//! `--markdown` prints the table of docs/PERFORMANCE.md between its
+//! markers, after a header line naming the build and this machine
+//! (`benches::doc_tables`).
+//!
 //! `--only` and `--skip` take the first word of a workload's name
 //! (`--only lulesh_proxy` runs both thread counts).
 //!
@@ -42,6 +46,7 @@
 //! target/release/overhead --lulesh-src ~/LULESH --only lulesh --rounds 15  # LULESH 2.0 itself
 //! target/release/overhead --amg-src ~/AMG --only amg --rounds 15         # hypre's AMG
 //! target/release/overhead --only hpcc --baseline /tmp/old/target/release/hpcrun-rs  # before/after
+//! target/release/overhead --only abc --rounds 3 --markdown --label abc   # docs/PERFORMANCE.md's table
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -51,7 +56,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 
+mod series;
+mod tables;
 mod workloads;
+use series::{median, Run, Series, Tool};
+use tables::{against_baseline, doc_table, print_table, report};
 use workloads::{compile, which, Workload};
 
 /// Overhead of hpcrun-rs and perf record against native runs.
@@ -123,59 +132,29 @@ struct Args {
     /// The examples directory [default: ./examples].
     #[arg(long, default_value = "examples")]
     examples: PathBuf,
-    /// Print the tables as Markdown.
+    /// Print the results as the table of docs/PERFORMANCE.md, between its
+    /// markers, with a header line naming the build (--commit) and this
+    /// machine (`benches::doc_tables::overhead`); with --attribute, the
+    /// shares as a Markdown table.
     #[arg(long)]
     markdown: bool,
+    /// The name in the table's start marker (`<!-- table: overhead NAME
+    /// -->`).
+    #[arg(long, default_value = "run")]
+    label: String,
+    /// Added to the header line's details (e.g. what else ran).
+    #[arg(long)]
+    note: Option<String>,
+    /// The commit the measured hpcrun-rs was built from, for the header
+    /// line [default: the repository's HEAD, `-dirty` with changes].
+    #[arg(long)]
+    commit: Option<String>,
     /// Instead of timing runs, profile each tool's run with `perf record -e
     /// cpu-clock -F 9999` and report which share of the program's CPU time
     /// went to the kernel and to the sampler's handler (one run per round;
     /// immune to run-to-run noise).
     #[arg(long)]
     attribute: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tool {
-    Native,
-    Hpcrun,
-    Perf,
-    /// Same event and signal as hpcrun-rs, empty handler.
-    Floor,
-    /// Another hpcrun-rs build (`--baseline`), run the same way as
-    /// hpcrun-rs: a change's before and after in the same rounds.
-    Baseline,
-}
-
-impl Tool {
-    fn name(self) -> &'static str {
-        match self {
-            Tool::Native => "native",
-            Tool::Hpcrun => "hpcrun-rs",
-            Tool::Perf => "perf",
-            Tool::Floor => "floor",
-            Tool::Baseline => "baseline",
-        }
-    }
-
-    /// An hpcrun-rs build (this one or the baseline): its own period, and
-    /// its profiles are read for samples, handler and hook time.
-    fn is_hpcrun(self) -> bool {
-        matches!(self, Tool::Hpcrun | Tool::Baseline)
-    }
-}
-
-/// One run's measurements.
-#[derive(Debug, Clone, Copy, Default)]
-struct Run {
-    wall: f64,
-    cpu: f64,
-    samples: u64,
-    bytes: u64,
-    /// hpcrun-rs only: the profiler's own time inside the program, from
-    /// the profiles' counters (ns): every sample's handler, and the
-    /// allocation hooks (estimated from one call in 16).
-    handler_ns: u64,
-    hook_ns: u64,
 }
 
 /// What one hpcrun-rs output directory holds.
@@ -202,18 +181,6 @@ fn children_cpu() -> f64 {
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
     t(usage.ru_utime) + t(usage.ru_stime)
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    let n = values.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
 }
 
 fn dir_files(dir: &Path) -> Vec<PathBuf> {
@@ -423,236 +390,6 @@ fn run_once(
     })
 }
 
-/// Everything measured for one workload: runs[tool][round].
-struct Series {
-    name: String,
-    runs: Vec<(Tool, Vec<Run>)>,
-}
-
-impl Series {
-    fn of(&self, tool: Tool) -> Option<&[Run]> {
-        self.runs
-            .iter()
-            .find(|(t, _)| *t == tool)
-            .map(|(_, r)| &r[..])
-    }
-}
-
-fn pct(x: f64) -> String {
-    if x.is_nan() {
-        "n/a".into()
-    } else {
-        format!("{:+.1}%", x * 100.0)
-    }
-}
-
-/// One table: a header row and the data rows.
-type Table = Vec<Vec<String>>;
-
-fn print_table(rows: &Table, markdown: bool) {
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
-        .collect();
-    for (i, row) in rows.iter().enumerate() {
-        if markdown {
-            println!("| {} |", row.join(" | "));
-            if i == 0 {
-                let align: Vec<&str> = (0..row.len())
-                    .map(|c| if c == 0 { "---" } else { "---:" })
-                    .collect();
-                println!("|{}|", align.join("|"));
-            }
-        } else {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(c, (v, w))| {
-                    if c == 0 {
-                        format!("{v:<w$}")
-                    } else {
-                        format!("{v:>w$}")
-                    }
-                })
-                .collect();
-            println!("{}", cells.join("  "));
-        }
-    }
-    println!();
-}
-
-fn med(runs: &[Run], f: fn(&Run) -> f64) -> f64 {
-    let mut v: Vec<f64> = runs.iter().map(f).collect();
-    median(&mut v)
-}
-
-/// Times (wall or CPU) and overheads against native: the ratio of the
-/// medians and the median of the per-round ratios with its bootstrap 95%
-/// interval.
-fn time_table(series: &[Series], tools: &[Tool], what: &str, f: fn(&Run) -> f64) -> Table {
-    let mut header = vec!["workload".to_string()];
-    header.extend(tools.iter().map(|t| format!("{} {what} s", t.name())));
-    for t in &tools[1..] {
-        header.push(format!("{} %", t.name()));
-        header.push(format!("{} paired %", t.name()));
-    }
-    let mut rows = vec![header];
-    for s in series {
-        let Some(native) = s.of(Tool::Native) else {
-            continue;
-        };
-        let base = med(native, f);
-        let mut row = vec![s.name.clone()];
-        for t in tools {
-            row.push(
-                s.of(*t)
-                    .map_or("n/a".into(), |r| format!("{:.2}", med(r, f))),
-            );
-        }
-        for t in &tools[1..] {
-            let Some(runs) = s.of(*t) else {
-                row.extend(["n/a".into(), "n/a".into()]);
-                continue;
-            };
-            row.push(pct(med(runs, f) / base - 1.0));
-            row.push(paired_median(runs, native, f));
-        }
-        rows.push(row);
-    }
-    rows
-}
-
-/// The median of the per-round ratios `runs / against - 1` and its
-/// bootstrap 95% interval, as "+m% (lo .. hi)".
-fn paired_median(runs: &[Run], against: &[Run], f: fn(&Run) -> f64) -> String {
-    let mut paired: Vec<f64> = runs
-        .iter()
-        .zip(against)
-        .map(|(r, a)| f(r) / f(a) - 1.0)
-        .collect();
-    let (lo, hi) = bootstrap_median_ci(&paired);
-    format!("{} ({} .. {})", pct(median(&mut paired)), pct(lo), pct(hi))
-}
-
-/// Every per-round ratio (tool / native - 1) of `tool`, over all workloads.
-fn paired_ratios(series: &[Series], tool: Tool, f: fn(&Run) -> f64) -> Vec<f64> {
-    let mut all = Vec::new();
-    for s in series {
-        if let (Some(native), Some(runs)) = (s.of(Tool::Native), s.of(tool)) {
-            all.extend(runs.iter().zip(native).map(|(r, n)| f(r) / f(n) - 1.0));
-        }
-    }
-    all
-}
-
-/// The 2.5th and 97.5th percentiles of the median of `values`, by a
-/// percentile bootstrap of 2,000 resamples (fixed-seed [`benches::Rng`]:
-/// the same input gives the same interval).
-fn bootstrap_median_ci(values: &[f64]) -> (f64, f64) {
-    if values.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let mut rng = benches::Rng::new(0x9e37_79b9_7f4a_7c15);
-    let mut medians: Vec<f64> = (0..2000)
-        .map(|_| {
-            let mut sample: Vec<f64> = (0..values.len())
-                .map(|_| values[rng.below(values.len() as u64) as usize])
-                .collect();
-            median(&mut sample)
-        })
-        .collect();
-    medians.sort_by(|a, b| a.total_cmp(b));
-    (medians[50], medians[1949])
-}
-
-/// The overhead over all workloads at once: the median of every per-round
-/// ratio and its bootstrap 95% interval. One workload's median moves with
-/// the machine's noise (several percent on a shared VM); pooling all
-/// rounds of all workloads narrows that.
-fn pooled_table(series: &[Series], tools: &[Tool], f: fn(&Run) -> f64) -> Table {
-    let header = ["tool", "paired runs", "pooled median %", "95% interval"];
-    let mut rows = vec![header.iter().map(|h| h.to_string()).collect()];
-    for t in &tools[1..] {
-        let mut ratios = paired_ratios(series, *t, f);
-        let (lo, hi) = bootstrap_median_ci(&ratios);
-        rows.push(vec![
-            t.name().to_string(),
-            ratios.len().to_string(),
-            pct(median(&mut ratios)),
-            format!("{} .. {}", pct(lo), pct(hi)),
-        ]);
-    }
-    rows
-}
-
-/// Samples taken and megabytes written (medians); for hpcrun-rs also the
-/// time its handler and its allocation hooks took inside the program.
-fn output_table(series: &[Series], tools: &[Tool]) -> Table {
-    let mut header = vec!["workload".to_string()];
-    for t in &tools[1..] {
-        header.push(format!("{} samples", t.name()));
-        if *t != Tool::Floor {
-            header.push(format!("{} MB", t.name()));
-        }
-        if t.is_hpcrun() {
-            header.push(format!("{} handler ms", t.name()));
-            header.push(format!("{} hooks ms", t.name()));
-        }
-    }
-    let mut rows = vec![header];
-    for s in series {
-        let mut row = vec![s.name.clone()];
-        for t in &tools[1..] {
-            let runs = s.of(*t).unwrap_or(&[]);
-            row.push(format!("{:.0}", med(runs, |r| r.samples as f64)));
-            if *t != Tool::Floor {
-                row.push(format!("{:.2}", med(runs, |r| r.bytes as f64) / 1e6));
-            }
-            if t.is_hpcrun() {
-                row.push(format!("{:.1}", med(runs, |r| r.handler_ns as f64) / 1e6));
-                row.push(format!("{:.1}", med(runs, |r| r.hook_ns as f64) / 1e6));
-            }
-        }
-        rows.push(row);
-    }
-    rows
-}
-
-fn report(series: &[Series], tools: &[Tool], markdown: bool) {
-    println!("## wall time\n");
-    print_table(&time_table(series, tools, "wall", |r| r.wall), markdown);
-    println!("## CPU time (user + system, whole process tree)\n");
-    print_table(&time_table(series, tools, "CPU", |r| r.cpu), markdown);
-    println!("## all workloads pooled: wall time\n");
-    print_table(&pooled_table(series, tools, |r| r.wall), markdown);
-    println!("## all workloads pooled: CPU time\n");
-    print_table(&pooled_table(series, tools, |r| r.cpu), markdown);
-    if tools.contains(&Tool::Baseline) {
-        println!("## hpcrun-rs against the baseline (paired by round)\n");
-        print_table(&against_baseline(series), markdown);
-    }
-    println!("## samples and output\n");
-    print_table(&output_table(series, tools), markdown);
-}
-
-/// Per workload, hpcrun-rs's wall and CPU time against the baseline's in
-/// the same round (hpcrun-rs / baseline - 1): the median and its bootstrap
-/// 95% interval; negative means this build costs less.
-fn against_baseline(series: &[Series]) -> Table {
-    let header = ["workload", "rounds", "wall, paired %", "CPU, paired %"];
-    let mut rows = vec![header.iter().map(|h| h.to_string()).collect()];
-    for s in series {
-        let (Some(now), Some(before)) = (s.of(Tool::Hpcrun), s.of(Tool::Baseline)) else {
-            continue;
-        };
-        let mut row = vec![s.name.clone(), now.len().to_string()];
-        row.push(paired_median(now, before, |r| r.wall));
-        row.push(paired_median(now, before, |r| r.cpu));
-        rows.push(row);
-    }
-    rows
-}
-
 /// Processes that launch or measure the program, left out of the shares.
 const LAUNCHERS: [&str; 6] = [
     "hpcrun-rs",
@@ -836,6 +573,9 @@ fn main() -> Result<()> {
             hpcrun.display()
         );
     }
+    // Workloads run in their own directories: a relative --hpcrun must
+    // not be read from there.
+    let hpcrun = hpcrun.canonicalize()?;
     std::fs::create_dir_all(&args.dir)?;
     let dir = args.dir.canonicalize()?;
     // Workloads run in their own directories: the baseline's path must not
@@ -959,11 +699,42 @@ fn main() -> Result<()> {
     loads.push(load_average());
     let lo = loads.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if args.markdown {
+        let commit = args.commit.clone().unwrap_or_else(|| {
+            benches::doc_tables::header::git_head(args.examples.parent().unwrap_or(&args.dir))
+        });
+        let mut details = format!(
+            "{}, {} at {period_ns} ns ({} timer{}), 1-min load average {lo:.1}-{hi:.1}",
+            benches::doc_tables::header::today(),
+            args.event,
+            args.timer,
+            if args.with.is_empty() {
+                String::new()
+            } else {
+                format!(", with {}", args.with.join(","))
+            },
+        );
+        if let Some(note) = &args.note {
+            details.push_str(&format!("; {note}"));
+        }
+        let table = doc_table(
+            &series,
+            benches::doc_tables::Header::this_machine(&commit, &details),
+        );
+        println!("{}", benches::doc_tables::start("overhead", &args.label));
+        print!("{}", table.render());
+        println!("{}\n", benches::doc_tables::END);
+        if tools.contains(&Tool::Baseline) {
+            println!("hpcrun-rs against the baseline (paired by round):\n");
+            print_table(&against_baseline(&series), true);
+        }
+        return Ok(());
+    }
     println!(
         "# period {period_ns} ns, {} rounds (medians), 1-min load average {lo:.1}-{hi:.1} during the series",
         args.rounds
     );
     println!("# %: the tool's median against the native median; paired %: median of the per-round ratios");
-    report(&series, &tools, args.markdown);
+    report(&series, &tools);
     Ok(())
 }

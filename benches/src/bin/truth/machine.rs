@@ -1,10 +1,9 @@
 //! This machine, for the report and the cache simulator: the CPU's vendor
-//! and model (`/proc/cpuinfo`), its data caches
-//! (`/sys/devices/system/cpu/cpu0/cache/index*`), today's date and the
-//! workspace's commit.
+//! and model (`/proc/cpuinfo`) and its data caches
+//! (`/sys/devices/system/cpu/cpu0/cache/index*`). The header line of the
+//! tables (build, machine, date) is `benches::doc_tables::Header`.
 
 use std::path::Path;
-use std::process::Command;
 
 /// One data (or unified) cache level of cpu0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,65 +119,13 @@ impl Machine {
     }
 }
 
-/// `git rev-parse --short HEAD` in `root` (with `-dirty` when the work
-/// tree has changes), or `unknown`.
-pub fn git_head(root: &Path) -> String {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .current_dir(root)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "--short", "HEAD"]) {
-        Some(h) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{h}-dirty")
-            } else {
-                h
-            }
-        }
-        None => "unknown".into(),
-    }
-}
-
-/// Today's date (UTC) as YYYY-MM-DD.
-pub fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil(secs / 86_400);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
-/// (Howard Hinnant's `civil_from_days`).
-fn civil(days: u64) -> (i64, u32, u32) {
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_dates() {
+    fn sizes() {
         assert_eq!(size("32K"), Some(32 << 10));
         assert_eq!(size("32768K"), Some(32 << 20));
-        assert_eq!(civil(0), (1970, 1, 1));
-        assert_eq!(civil(20_517), (2026, 3, 5));
     }
 }

@@ -64,6 +64,14 @@ struct Args {
     /// Print the report only.
     #[arg(long)]
     no_append: bool,
+    /// Print the Markdown section as docs/ACCURACY.md has it (the tables
+    /// between their markers, with a header line naming the build and this
+    /// machine, then the per-object shares) and do not append it.
+    #[arg(long)]
+    markdown: bool,
+    /// Added to the header line's details (e.g. what else ran).
+    #[arg(long)]
+    note: Option<String>,
     /// The sampling event given to hpcrun-rs.
     #[arg(long, default_value = "mem:soft")]
     event: String,
@@ -133,25 +141,27 @@ fn main() -> Result<()> {
     let commit = args
         .commit
         .clone()
-        .unwrap_or_else(|| machine::git_head(&root));
+        .unwrap_or_else(|| benches::doc_tables::header::git_head(&root));
     // The build is named by its commit, not by where its binary lies: the
     // table goes into docs/ACCURACY.md, which names no local paths.
-    let header = format!(
-        "### {} — {} ({}), {}, hpcrun-rs at {}, event {}, {} run(s)",
-        args.label,
-        machine.model,
-        machine.cache_summary(),
-        machine::today(),
-        commit,
+    let today = benches::doc_tables::header::today();
+    let heading = format!("### {}, {today}, {}", machine.model, args.label);
+    let mut details = format!(
+        "{today}, event {}, {} run(s), caches {}",
         args.event,
         args.runs.max(1),
+        machine.cache_summary(),
     );
-    let mut section = report::markdown(&header, &outcomes);
+    if let Some(note) = &args.note {
+        details.push_str(&format!("; {note}"));
+    }
+    let header = benches::doc_tables::Header::this_machine(&commit, &details);
+    let mut section = report::markdown(&heading, &args.label, header, &outcomes);
     for f in &failed {
         section.push_str(&format!("- not measured: {f}\n"));
     }
     println!("{section}");
-    if !args.no_append {
+    if !args.no_append && !args.markdown {
         let out = root.join(&args.out);
         report::append(&out, &machine.vendor_heading(), &section)?;
         eprintln!("truth: appended to {}", out.display());

@@ -1,12 +1,16 @@
 //! The report: per workload, the agreement of mem:soft with each truth
-//! (a Markdown table), the context columns (where the profiler's samples
-//! went) and the per-object shares, printed and appended to
-//! docs/ACCURACY.md under a heading per CPU vendor.
+//! and the context columns (where the profiler's samples went), as the
+//! tables of `benches::doc_tables::truth` between their markers, and the
+//! per-object shares, printed and appended to docs/ACCURACY.md under a
+//! heading per CPU vendor.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+
+use benches::doc_tables::truth::{AgreementRow, ContextRow, Table, Versus};
+use benches::doc_tables::Header;
 
 use crate::compare::{Agreement, Entry};
 use crate::profile::Profile;
@@ -36,22 +40,6 @@ fn pct(x: f64) -> String {
     }
 }
 
-fn opt(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.2}"))
-}
-
-fn top1(a: &Agreement) -> &'static str {
-    match a.top1() {
-        Some(true) => "yes",
-        Some(false) => "**no**",
-        None => "-",
-    }
-}
-
-fn name(n: &Option<String>) -> String {
-    n.as_deref().map_or("-".into(), |s| format!("`{s}`"))
-}
-
 /// Where the profiler's sampled accesses went, as shares of all sampled
 /// accesses over every object: heap (with a site), other heap (no site:
 /// small blocks), static, stack, unknown.
@@ -71,89 +59,74 @@ fn kinds(p: &Profile) -> [f64; 5] {
     w.map(|x| if total > 0.0 { x / total } else { f64::NAN })
 }
 
-/// The Markdown section for one harness run.
-pub fn markdown(header: &str, outcomes: &[Outcome]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{header}\n");
+/// mem:soft's agreement with one truth, as the docs' table has it.
+fn versus(a: &Agreement) -> Versus {
+    Versus {
+        top: a.truth_top.clone(),
+        top1: a.top1(),
+        rho: a.spearman,
+        tvd: a.tvd,
+    }
+}
+
+/// The docs' tables (agreement, context) of `outcomes` under `header`.
+pub fn table(header: Header, outcomes: &[Outcome]) -> Table {
     let sim = outcomes.iter().any(|o| o.misses.is_some());
-    s.push_str(
-        "| workload | objects | top (DHAT bytes) | top (mem:soft) | top-1 | ρ bytes | TVD bytes | ρ reads | TVD reads |",
-    );
-    if sim {
-        s.push_str(
-            " top (sim. LLC misses) | top-1 | ρ misses | TVD misses | top (sim. stall) | top-1 | ρ stall | TVD stall |",
-        );
-    }
-    s.push_str("\n|---|--:|---|---|---|--:|--:|--:|--:|");
-    if sim {
-        s.push_str("---|---|--:|--:|---|---|--:|--:|");
-    }
-    s.push('\n');
-    for o in outcomes {
-        let a = &o.access;
-        let _ = write!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            o.name,
-            a.objects,
-            name(&a.truth_top),
-            name(&a.prof_top),
-            top1(a),
-            opt(a.spearman),
-            opt(a.tvd),
-            opt(o.reads.spearman),
-            opt(o.reads.tvd),
-        );
-        if sim {
-            for a in [&o.misses, &o.stall] {
-                match a {
-                    Some(m) => {
-                        let _ = write!(
-                            s,
-                            " {} | {} | {} | {} |",
-                            name(&m.truth_top),
-                            top1(m),
-                            opt(m.spearman),
-                            opt(m.tvd)
-                        );
-                    }
-                    None => s.push_str(" - | - | - | - |"),
-                }
+    let agreement = outcomes
+        .iter()
+        .map(|o| AgreementRow {
+            workload: o.name.clone(),
+            objects: o.access.objects as u32,
+            bytes: versus(&o.access),
+            prof_top: o.access.prof_top.clone(),
+            reads: Versus {
+                top: None,
+                top1: None,
+                rho: o.reads.spearman,
+                tvd: o.reads.tvd,
+            },
+            misses: o.misses.as_ref().map(versus).unwrap_or_default(),
+            stall: o.stall.as_ref().map(versus).unwrap_or_default(),
+        })
+        .collect();
+    let context = outcomes
+        .iter()
+        .map(|o| {
+            let p = &o.profile;
+            let k = kinds(p);
+            let ratio = |a: u64, b: u64| (b > 0).then(|| 100.0 * a as f64 / b as f64);
+            let share = |x: f64| (!x.is_nan()).then_some(100.0 * x);
+            ContextRow {
+                workload: o.name.clone(),
+                samples: p.samples,
+                pct: [
+                    ratio(p.loads + p.stores, p.samples),
+                    ratio(p.recovered, p.loads),
+                    share(k[0]),
+                    share(k[1]),
+                    share(k[2]),
+                    share(k[3]),
+                    share(k[4]),
+                ],
             }
-        }
-        s.push('\n');
+        })
+        .collect();
+    Table {
+        header,
+        sim,
+        agreement: Some(agreement),
+        context: Some(context),
     }
-    s.push_str(
-        "\nWhere mem:soft's samples went (shares of its sampled accesses; memory = samples whose \
-         instruction accesses memory, of all samples; recovered = the profiler's own \
-         address_recovered / load samples):\n\n\
-         | workload | samples | memory | recovered | heap (site) | heap (small) | static | stack | unknown |\n\
-         |---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-    );
-    for o in outcomes {
-        let p = &o.profile;
-        let k = kinds(p);
-        let ratio = |a: u64, b: u64| {
-            if b == 0 {
-                f64::NAN
-            } else {
-                a as f64 / b as f64
-            }
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            o.name,
-            p.samples,
-            pct(ratio(p.loads + p.stores, p.samples)),
-            pct(ratio(p.recovered, p.loads)),
-            pct(k[0]),
-            pct(k[1]),
-            pct(k[2]),
-            pct(k[3]),
-            pct(k[4])
-        );
-    }
+}
+
+/// The Markdown section for one harness run: `heading`, the tables between
+/// their markers (`label` names them) and the per-object shares.
+pub fn markdown(heading: &str, label: &str, header: Header, outcomes: &[Outcome]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{heading}\n");
+    let _ = writeln!(s, "{}", benches::doc_tables::start("truth", label));
+    s.push_str(&table(header, outcomes).render());
+    let _ = writeln!(s, "{}", benches::doc_tables::END);
     s.push_str(
         "\nPer object (heap objects by allocation site; each column renormalised over them):\n\n",
     );
