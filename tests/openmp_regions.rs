@@ -74,14 +74,15 @@ fn database(db: &Path) -> Database {
     Database::from_bytes(&bytes).expect("decode the database")
 }
 
-/// Each function's share of the two together is between 30% and 70%
-/// (about 50% each), and nothing of one region sits under the other.
-fn assert_balanced(s: &Shares, what: &str) {
+/// Each function's share of the two together lies in `range` (about
+/// 50% each), and nothing of one region sits under the other. Charged to
+/// the first region, a worker's samples would give `sweep` nearly all.
+fn assert_balanced(s: &Shares, what: &str, range: std::ops::RangeInclusive<f64>) {
     let both = s.sweep + s.checksum;
     assert!(both >= 40, "{what}: too few samples: {s:?}");
     let share = s.sweep as f64 / both as f64;
     assert!(
-        (0.3..=0.7).contains(&share),
+        range.contains(&share),
         "{what}: sweep's share {share:.2} of sweep + checksum: {s:?}"
     );
     assert_eq!(
@@ -109,7 +110,7 @@ fn openmp_workers_hang_below_the_region_that_runs_them() {
     assert_eq!(db.info.threads, 2, "the master and one worker");
     let all = shares(&db);
     eprintln!("both threads: {all:?}");
-    assert_balanced(&all, "both threads");
+    assert_balanced(&all, "both threads", 0.3..=0.7);
 
     // Every outlined function's samples hang below the function that
     // outlined it, called from main.
@@ -154,7 +155,10 @@ fn openmp_workers_hang_below_the_region_that_runs_them() {
         let (_, db) = merge(&sub, &alone);
         let s = shares(&database(&db));
         eprintln!("{what}: {s:?}");
-        assert_balanced(&s, what);
+        // One thread alone is at the mercy of the scheduler on a loaded
+        // machine (the worker gave 0.29 once): a wider range, which still
+        // fails a worker whose samples all hang under the first region.
+        assert_balanced(&s, what, 0.15..=0.85);
     }
 }
 
