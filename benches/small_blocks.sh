@@ -5,6 +5,8 @@
 #   tests/programs/csr_rows.c         500,000 rows of 216 B + 108 B, 30 SpMV
 #   tests/programs/node_containers.cpp  1,000,000 unordered_map nodes of 24 B
 #                                       + 250,000 list nodes, 4 rounds
+#   tests/programs/cg_rows.cpp        a CG solve on 48^3 rows, a new[] per
+#                                       row (331,776 blocks), 60 iterations
 # Usage: sh benches/small_blocks.sh   (heaptrack: apt-get install heaptrack;
 # without it that column says n/a). Prints a Markdown table.
 set -eu
@@ -14,6 +16,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -g -o "$work/csr_rows" tests/programs/csr_rows.c
 g++ -O2 -g -o "$work/node_containers" tests/programs/node_containers.cpp
+g++ -O2 -g -o "$work/cg_rows" tests/programs/cg_rows.cpp
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # time_of FILE CMD...: appends "seconds kilobytes" of one run to FILE.
 time_of() {
@@ -23,7 +26,7 @@ time_of() {
 }
 echo "| program | native s | hpcrun-rs s (x) | heaptrack s (x) | native peak RSS MB | hpcrun-rs RSS (x) | heaptrack RSS (x) |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-for case in "csr_rows 500000 30" "node_containers 1000000 4"; do
+for case in "csr_rows 500000 30" "node_containers 1000000 4" "cg_rows 48 60"; do
     set -- $case
     prog=$1; shift
     : >"$work/n"; : >"$work/h"; : >"$work/k"
