@@ -203,9 +203,13 @@ fn page_faults_are_the_faulting_access_s_time() {
             fresh * 10 >= total * tenths,
             "{order}: fresh {fresh} of {total}: {data:#}"
         );
-        // The faulting reads' samples are memory samples, not `other`.
+        // The faulting reads' samples are memory samples, not `other`:
+        // at most half as many `other` as `fresh` (`other` came to 27% of
+        // `fresh` with the other tests of this file beside it, 38% at a
+        // load average of 17; the old rule gave about as many `other` as
+        // `fresh`).
         assert!(
-            rule(&data, "other") * 4 <= fresh,
+            rule(&data, "other") * 2 <= fresh,
             "{order}: fresh {fresh}: {:#}",
             data["stats"]
         );
