@@ -42,6 +42,36 @@ fn row<'a>(
         .unwrap_or_else(|| panic!("no row {name} of {allocations} blocks in {rows:#?}"))
 }
 
+/// A heap row of the export: (name, allocations, blocks, samples).
+type Row = (String, u64, serde_json::Value, u64);
+
+/// Each of `rows` is a site of small blocks of its size (`max_bytes`),
+/// `blocks` of them live at once.
+fn assert_small_sites(rows: &[(&Row, u64)], blocks: u64) {
+    for (r, size) in rows {
+        assert_eq!(r.2["small"], true, "{r:?}");
+        assert_eq!(r.2["max_bytes"], *size, "{r:?}");
+        assert_eq!(r.2["peak_live"], blocks, "{r:?}");
+    }
+}
+
+/// The heap samples (more than `floor`), of which `<small heap objects>`
+/// holds at most 5%.
+fn assert_bucket_under_5_percent(heap: &[Row], floor: u64) {
+    let heap_samples: u64 = heap.iter().map(|r| r.3).sum();
+    let bucket: u64 = heap
+        .iter()
+        .filter(|r| r.0 == "<small heap objects>")
+        .map(|r| r.3)
+        .sum();
+    eprintln!("<small heap objects> {bucket} of {heap_samples} heap samples");
+    assert!(heap_samples > floor, "too few samples: {heap_samples}");
+    assert!(
+        bucket * 20 <= heap_samples,
+        "<small heap objects> {bucket} of {heap_samples}"
+    );
+}
+
 /// 300,000 rows of a sparse matrix, each row's 27 values (216 B) and 27
 /// column indices (108 B) in blocks of their own, then SpMV over them:
 /// both row sites are named, with exactly one block per row, and
@@ -57,32 +87,15 @@ fn every_csr_row_is_counted_at_its_site() {
     let heap = heap_rows(&export);
     let values = row(&heap, "values[i]", 300_000);
     let indices = row(&heap, "indices[i]", 300_000);
-    for (r, size) in [(values, 216), (indices, 108)] {
-        assert_eq!(r.2["small"], true, "{r:?}");
-        assert_eq!(r.2["max_bytes"], size, "{r:?}");
-        assert_eq!(r.2["peak_live"], 300_000, "{r:?}");
-    }
-    let heap_samples: u64 = heap.iter().map(|r| r.3).sum();
+    assert_small_sites(&[(values, 216), (indices, 108)], 300_000);
     let all: u64 = export["objects"]
         .as_array()
         .unwrap()
         .iter()
         .map(samples)
         .sum();
-    let bucket: u64 = heap
-        .iter()
-        .filter(|r| r.0 == "<small heap objects>")
-        .map(|r| r.3)
-        .sum();
-    eprintln!(
-        "values {} indices {} bucket {bucket} of {heap_samples} heap samples ({all} in all)",
-        values.3, indices.3
-    );
-    assert!(heap_samples > 200, "too few samples: {heap_samples}");
-    assert!(
-        bucket * 20 <= heap_samples,
-        "<small heap objects> {bucket} of {heap_samples}"
-    );
+    eprintln!("values {} indices {} ({all} in all)", values.3, indices.3);
+    assert_bucket_under_5_percent(&heap, 200);
     // The rows are 97 MB read 20 times; x and y (4.8 MB) are the rest.
     assert!(
         (values.3 + indices.3) * 2 > all,
@@ -134,26 +147,9 @@ fn a_per_row_cg_solve_gives_each_row_site_its_share() {
     let rows = 48 * 48 * 48;
     let values = row(&heap, "a.values[row]", rows);
     let indices = row(&heap, "a.local_cols[row]", rows);
-    for (r, size) in [(values, 216), (indices, 108)] {
-        assert_eq!(r.2["small"], true, "{r:?}");
-        assert_eq!(r.2["max_bytes"], size, "{r:?}");
-        assert_eq!(r.2["peak_live"], rows, "{r:?}");
-    }
-    let heap_samples: u64 = heap.iter().map(|r| r.3).sum();
-    let bucket: u64 = heap
-        .iter()
-        .filter(|r| r.0 == "<small heap objects>")
-        .map(|r| r.3)
-        .sum();
-    eprintln!(
-        "values {} indices {} bucket {bucket} of {heap_samples} heap samples",
-        values.3, indices.3
-    );
-    assert!(heap_samples > 500, "too few samples: {heap_samples}");
-    assert!(
-        bucket * 20 <= heap_samples,
-        "<small heap objects> {bucket} of {heap_samples}"
-    );
+    assert_small_sites(&[(values, 216), (indices, 108)], rows);
+    eprintln!("values {} indices {}", values.3, indices.3);
+    assert_bucket_under_5_percent(&heap, 500);
     let top = export["objects"]
         .as_array()
         .unwrap()
