@@ -1,8 +1,10 @@
 //! Tests of the diff: matching, noise warnings, what `--fail-if-worse`
 //! judges, the text and CSV forms.
 
+use super::matching::site_text;
+use super::render::elide_middle;
 use super::*;
-use crate::database::{NodeKind, TreeNode};
+use crate::database::{DataObject, Frame, NodeKind, ObjectKind, TreeNode};
 
 fn frame(function: &str, file: &str, line: u32) -> Frame {
     Frame {
