@@ -44,7 +44,7 @@
 //!
 //! **`--fail-if-worse`** ([`worse`]) judges the application's objects:
 //! heap objects and static variables that are not a runtime's
-//! ([`DataObject::runtime`], `crate::runtimes`), not thread stacks, and not
+//! ([`DataObject::runtime`](crate::database::DataObject::runtime), `crate::runtimes`), not thread stacks, and not
 //! the `<...>` buckets (small heap objects, unknown addresses, sections).
 //! It fails only on a rise beyond sampling noise: an object whose samples
 //! rose by more than the percentage and whose row is a change beyond
