@@ -8,13 +8,20 @@
 //!   be written; its checkpoint remains, and the manifest, whose space was
 //!   reserved at start, says why.
 //! * A threaded program killed with SIGKILL mid-way: every thread's
-//!   profile is a checkpoint.
+//!   profile is a checkpoint; the viewer's status line (drawn with
+//!   ratatui's `TestBackend`) names the first loss with the part of the
+//!   run its checkpoint kept, and how many more there are.
 //! * Two MPI ranks, one of whose profiles are gone from the directory.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use hpcview_tui::state::model::Model;
+use hpcview_tui::state::AppState;
+use hpcview_tui::view::{self, Theme};
 use pipeline_tests::*;
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
 
 /// `hpcview-tui DB --report`'s text.
 fn report(db: &Path) -> String {
@@ -103,6 +110,35 @@ fn a_final_profile_lost_to_a_full_disk_is_in_the_database() {
     assert!(said.contains(&format!("lost: {text}")), "{said}");
     let header = report(&db);
     assert!(header.contains(&format!("Lost: {text}")), "{header}");
+
+    // The viewer's status line (the screen's last line) keeps the losses
+    // in sight: the first one's whole sentence, with the seconds its
+    // checkpoint kept of the run, and the count of the others.
+    let last = viewer_status_line(&db);
+    let first = &lost[0];
+    let (kept, ran) = (
+        first["kept_s"].as_f64().unwrap(),
+        first["run_s"].as_f64().unwrap(),
+    );
+    let share = format!("(checkpoint at {kept:.1} s of {ran:.1} s used)");
+    let first_text = first["text"].as_str().unwrap();
+    assert!(first_text.ends_with(&share), "{first_text}");
+    assert!(
+        last.starts_with(&format!(" lost: {first_text} (+8 more) ")),
+        "status line: {last}"
+    );
+    assert!(last.contains("?:help"), "status line: {last}");
+}
+
+/// The last line of the viewer's first screen on `db`, 250 columns wide
+/// (ratatui's `TestBackend`).
+fn viewer_status_line(db: &Path) -> String {
+    let mut app = AppState::new(Model::open(db).expect("open the database"));
+    let mut term = Terminal::new(TestBackend::new(250, 40)).unwrap();
+    term.draw(|f| view::draw(f, &mut app, Theme { color: false }))
+        .unwrap();
+    let screen = view::text(term.backend().buffer());
+    screen.lines().last().unwrap_or_default().to_string()
 }
 
 #[test]
