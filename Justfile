@@ -27,6 +27,11 @@ viewer-docs:
 guide-events:
     HPCRUN_UPDATE_DOCS=1 cargo test -q -p hpcrun-rs --test events_docs guide_table
 
+# Rewrite the example outputs of docs/GUIDE.md from fresh runs of the
+# bundled programs (tests/doc_examples.rs checks their form)
+guide-examples:
+    UPDATE_DOCS=1 cargo test -q -p pipeline-tests --test doc_examples
+
 lint:
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -- -D warnings
