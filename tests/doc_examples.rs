@@ -7,10 +7,14 @@
 //!   scratch directory, their output with the workspace's path shortened
 //!   to `...` and the host's name written `vm`. The doc's block must have
 //!   the fresh output's *form*: the same paragraphs, each with the same
-//!   set of lines once every number is replaced by `#` (counts, shares,
-//!   times and line numbers vary from run to run) and runs of spaces are
-//!   one (columns widen with their numbers); the order of the lines
-//!   inside a paragraph is not compared (rows of similar counts swap).
+//!   set of lines once every number (with its unit of size or time) is
+//!   replaced by `#` (counts, shares, sizes, times and line numbers vary
+//!   from run to run) and runs of spaces are one (columns widen with
+//!   their numbers); the order of the lines inside a paragraph is not
+//!   compared (rows of similar counts swap), nor a count of rows not
+//!   listed. Blocks: the duplicate-profile note, the untracked-blocks
+//!   warning, csr_rows' rows, the `--baseline` report, the diff, its
+//!   `--fail-if-worse`, the placement and NUMA advice.
 //!   `UPDATE_DOCS=1` (`just guide-examples`) rewrites each block from its
 //!   fresh run instead.
 //! * A block after `<!-- example of the form: NAME -->` was captured from
@@ -91,8 +95,11 @@ fn blocks(doc: &str, marker: &str) -> Vec<Block> {
     out
 }
 
-/// `line` with every number (digits with `,` and `.`, a sign, `%`) as `#`
-/// and its runs of spaces as one.
+/// Units of sizes and times that follow a number.
+const UNITS: [&str; 9] = ["B", "KiB", "MiB", "GiB", "TiB", "ns", "us", "ms", "s"];
+
+/// `line` with every number (digits with `,` and `.`, a sign, `%`, a unit
+/// of [`UNITS`]) as `#` and its runs of spaces as one.
 fn skeleton(line: &str) -> String {
     let mut out = String::new();
     let mut chars = line.chars().peekable();
@@ -114,6 +121,18 @@ fn skeleton(line: &str) -> String {
             }
             if chars.peek() == Some(&'%') {
                 chars.next();
+            }
+            // A unit after the number is part of it: the tools pick the
+            // unit by size (`0 B`, `64.0 MiB`; `333 ns`, `19.2 us`).
+            let rest: String = chars.clone().collect();
+            if let Some(unit) = UNITS.iter().find(|u| {
+                rest.strip_prefix(' ')
+                    .and_then(|r| r.strip_prefix(**u))
+                    .is_some_and(|r| !r.starts_with(|c: char| c.is_alphanumeric()))
+            }) {
+                for _ in 0..=unit.len() {
+                    chars.next();
+                }
             }
             out.push('#');
             prev = '#';
@@ -492,16 +511,77 @@ fn csr_rows_report_is_todays_output() {
         .take(4)
         .map(|l| format!("{l}\n"))
         .collect();
-    check_examples("docs/GUIDE.md", &[("csr-rows", shown(&table))]);
+
+    // Past a tracking cap far below what the blocks need, every surface
+    // says how many went untracked: the report's line.
+    let capped = dir.join("capped");
+    std::fs::create_dir_all(&capped).unwrap();
+    let (out, measurements) = hpcrun_with(
+        &capped,
+        &["--max-tracking-memory", "256KiB"],
+        "mem:soft@200000",
+        &exe,
+        &["100000", "2"],
+    );
+    ok_stdout(&out, "hpcrun-rs --max-tracking-memory 256KiB");
+    let (_, db) = merge(&capped, &measurements);
+    let (report, _) = ok_in(
+        &capped,
+        "hpcview-tui",
+        &[db.to_str().unwrap(), "--report"],
+        &[],
+    );
+    let untracked: String = report
+        .lines()
+        .filter(|l| l.contains("small heap blocks") && l.contains("were not tracked"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(
+        !untracked.is_empty(),
+        "the report does not say so:\n{report}"
+    );
+    check_examples(
+        "docs/GUIDE.md",
+        &[
+            ("csr-rows", shown(&table)),
+            ("untracked-blocks", shown(&untracked)),
+        ],
+    );
+}
+
+/// examples/placement: `advise --fast-mem 512MiB` places the skewed
+/// table's head and most of the uniform table, and compares the simple
+/// strategies.
+#[test]
+fn placement_advice_is_todays_output() {
+    let dir = scratch("doc-examples-placement");
+    let exe = compile_c("placement/placement.c", &dir, &[]);
+    let p = profile(&dir, "mem:soft@100000", &exe, &["3"]);
+    let (advice, _) = ok_in(
+        &dir,
+        "hpcprof-rs",
+        &["advise", p.db.to_str().unwrap(), "--fast-mem", "512MiB"],
+        &[],
+    );
+    let block = format!(
+        "$ hpcrun-rs -e mem:soft@100000 ./placement 3\n\
+         $ hpcprof-rs measurements/\n\
+         $ hpcprof-rs advise db/ --fast-mem 512MiB\n{advice}"
+    );
+    check_examples("docs/GUIDE.md", &[("placement", shown(&block))]);
 }
 
 #[test]
 fn skeletons_hide_numbers_and_widths() {
     assert_eq!(
         skeleton(" 1   56.3%      1313  heap     values[i]   main csr_rows.c:22 (300,000 blocks of 216 B)"),
-        "# # # heap values[i] main csr_rows.c:# (# blocks of # B)"
+        "# # # heap values[i] main csr_rows.c:# (# blocks of #)"
     );
-    assert_eq!(skeleton("-65.6%   +57.0 -> 4.2 s"), "# # -> # s");
+    assert_eq!(skeleton("-65.6%   +57.0 -> 4.2 s"), "# # -> #");
+    assert_eq!(
+        skeleton("bytes 0 B-448.0 MiB of 512.0 MiB, mean 333 ns, 2 blocks"),
+        skeleton("bytes 64.0 MiB-512.0 MiB of 512.0 MiB, mean 19.2 us, 2 blocks")
+    );
     assert_ne!(form("a 1\nb 2\n\nc"), form("a 1\n\nb 2\nc"));
     assert_eq!(form("a 1\nb 2\n"), form("b 3\na 100\n"));
     assert_eq!(form("a 1\n(2 more)\n"), form("a 1\n"));
