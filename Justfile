@@ -18,7 +18,8 @@ ci:
     bash .ci/run
 
 # Rewrite docs/VIEWER.md's screen captures from the viewer's snapshot
-# tests (hpcview-tui/tests/doc_captures.rs checks that they match)
+# tests and GUIDE's detail-pane capture from the viewer's fixture
+# (hpcview-tui/tests/doc_captures.rs checks that they match)
 viewer-docs:
     HPCVIEW_UPDATE_DOCS=1 cargo test -q -p hpcview-tui --test doc_captures
 

@@ -5,7 +5,11 @@
 //! today. After a change of the screens, `just viewer-docs` (this test
 //! with `HPCVIEW_UPDATE_DOCS=1`) rewrites those blocks from the snapshots.
 //! And every key of the help popup (`view::KEYS`) is in VIEWER.md's key
-//! table.
+//! table. docs/GUIDE.md's detail-pane capture (after `<!-- capture:
+//! detail-numa -->`) is the detail pane of C in the hand-built
+//! two-thread fixture with first-touch counts added, from its hot range
+//! to the NUMA evidence, in a pane 36 characters wide (rewritten by the
+//! same `HPCVIEW_UPDATE_DOCS=1`).
 
 use std::path::{Path, PathBuf};
 
@@ -115,4 +119,61 @@ fn every_key_of_the_help_is_in_viewer_md() {
             );
         }
     }
+}
+
+/// The detail lines of C, from its hot range to the NUMA evidence, in
+/// the two-thread fixture where thread 0 first-touched every page of C
+/// (what `view::detail`'s NUMA test builds).
+fn detail_of_c_with_first_touch(width: usize) -> String {
+    use hpcview_tui::state::{model::Model, AppState};
+    let mut db = hpcview_tui::fixtures::abc();
+    db.info.metrics.push(formats::measurement::MetricInfo {
+        name: "first_touch".into(),
+        unit: "pages".into(),
+        description: String::new(),
+    });
+    for o in &mut db.objects {
+        for (t, v) in &mut o.by_thread {
+            v.push(if *t == 0 { 50 } else { 0 });
+        }
+    }
+    db.validate().unwrap();
+    let app = AppState::new(Model::new(db, None));
+    assert_eq!(app.pane().selected_item().unwrap().label, "C");
+    let lines = hpcview_tui::view::detail::lines_in(&app, width);
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with("hot range:"))
+        .expect("a hot range line");
+    let to = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("evidence:"))
+        .expect("a NUMA evidence line");
+    lines[from..=to].iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn guide_detail_capture_is_the_fixture_pane() {
+    let path = crate_dir().join("../docs/GUIDE.md");
+    let doc = std::fs::read_to_string(&path).expect("read docs/GUIDE.md");
+    let marker = "<!-- capture: detail-numa -->\n```text\n";
+    let start = doc
+        .find(marker)
+        .expect("GUIDE's detail-numa capture marker")
+        + marker.len();
+    let end = start + doc[start..].find("```\n").expect("the capture's end");
+    let want = detail_of_c_with_first_touch(36);
+    if std::env::var_os(UPDATE).is_some() {
+        if doc[start..end] != want {
+            let mut text = doc.clone();
+            text.replace_range(start..end, &want);
+            std::fs::write(&path, text).expect("write docs/GUIDE.md");
+        }
+        return;
+    }
+    assert_eq!(
+        &doc[start..end],
+        want,
+        "docs/GUIDE.md's detail-pane capture is not the viewer's pane; run `just viewer-docs`"
+    );
 }
