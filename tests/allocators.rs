@@ -112,6 +112,10 @@ fn check(name: &str, alloc: &str, exe: &Path, preload: Option<&Path>) -> serde_j
         native.status.code(),
         "{name}: exit status differs; stderr:\n{stderr}"
     );
+    assert!(
+        !stderr.contains("malloc is defined in"),
+        "{name}: blocks the hooks see are told as unseen:\n{stderr}"
+    );
     merge_and_export(&dir, &measurements)
 }
 
@@ -219,6 +223,22 @@ fn a_malloc_family_of_the_programs_own_serves_it() {
     // that have samples: `grown`, realloc's block, may have none.)
     let cold = heap_object(&data, "cold", "own-library");
     assert_eq!(cold["allocations"], 1, "{cold:#}");
+}
+
+/// A non-PIE executable that takes malloc's address holds an entry for it
+/// (the "canonical PLT entry", an undefined `malloc` with an address) that
+/// the loader's lookup finds first; calls through it still reach glibc
+/// through the hooks: its arrays are named and hpcrun-rs does not say
+/// that its blocks are unseen.
+#[test]
+fn a_non_pie_program_that_takes_mallocs_address_is_seen() {
+    let address = root().join("tests/programs/malloc_address.c");
+    let address = address.to_str().expect("source path");
+    arrays_with(
+        "non-pie",
+        "glibc",
+        Mode::Linked(&["-fno-pie", "-no-pie", address]),
+    );
 }
 
 /// The same bump allocator defined in the executable comes before the

@@ -89,11 +89,40 @@ pub(super) fn module_base(module: &str) -> &str {
 /// Rule 1: a frame of a runtime or system library.
 pub fn is_runtime(frame: &Frame) -> bool {
     let base = module_base(&frame.module);
-    RUNTIME_MODULES.iter().any(|m| base.starts_with(m))
-        || RUNTIME_FUNCTIONS
-            .iter()
-            .any(|p| frame.function.starts_with(p))
+    RUNTIME_MODULES.iter().any(|m| base.starts_with(m)) || is_runtime_code(frame)
+}
+
+/// Language runtimes that can be the program itself: `python3` is a
+/// small `main` over libpython, whose own allocations (its arenas, its
+/// lists' item arrays) have no frame outside it.
+const LANGUAGE_RUNTIMES: &[&str] = &["libpython"];
+
+/// Rule 1 for a program that runs inside a language runtime: a frame of a
+/// system library (libc, the loader, an allocator, the profiler), not of
+/// the language runtime ([`LANGUAGE_RUNTIMES`]).
+pub(super) fn is_system(frame: &Frame) -> bool {
+    let base = module_base(&frame.module);
+    RUNTIME_MODULES
+        .iter()
+        .filter(|m| !LANGUAGE_RUNTIMES.contains(m))
+        .any(|m| base.starts_with(m))
+        || is_runtime_code(frame)
+}
+
+/// A runtime allocator or library code by its name or source file.
+fn is_runtime_code(frame: &Frame) -> bool {
+    RUNTIME_FUNCTIONS
+        .iter()
+        .any(|p| frame.function.starts_with(p))
         || frame.file.as_deref().is_some_and(is_library_source)
+}
+
+/// A process's entry frame, the caller of libc's start-up (`_start`, or
+/// `lmp+0x1260` in a stripped program; `i` its index in the path, `next`
+/// the frame it calls): never a site.
+pub(super) fn is_start_up(frame: &Frame, i: usize, next: Option<&Frame>) -> bool {
+    frame.function == "_start"
+        || (i == 0 && next.is_some_and(|n| n.function.starts_with("__libc_start")))
 }
 
 #[cfg(test)]

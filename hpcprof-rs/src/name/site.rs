@@ -35,14 +35,19 @@
 //!    wrapper appears, so two-level wrappers (`my_alloc` -> `xcalloc`)
 //!    are found too.
 //!
-//! If every frame is skipped, the site is the innermost frame that is not
-//! part of a runtime (never a libc start-up frame).
+//! A process's entry frame (`_start`) is never a site. A path with no
+//! frame of the program's own, that of a program run by a language
+//! runtime (`python3 script.py`: libpython's frames, from `Py_BytesMain`
+//! to its allocator), is sited by the same rules among the runtime's
+//! frames (rule 1 then skips system libraries only). If every frame is
+//! still skipped, the site is the innermost frame that is not part of a
+//! runtime (the entry frame of a path of start-up code only).
 
 use std::collections::{HashMap, HashSet};
 
 use formats::database::{Frame, LABEL_MODULE};
 
-use super::frames::{is_runtime, last_component, without_parameters};
+use super::frames::{is_runtime, is_start_up, is_system, last_component, without_parameters};
 use super::heap_name::names_at_calling;
 use super::layers::{callee_method, generic, return_type_and_name, Layers};
 use super::source::SourceCache;
@@ -130,6 +135,49 @@ pub(super) fn choose_sites_and_layers(
     wrappers: &Wrappers,
     sources: &mut SourceCache,
 ) -> (Vec<Option<u32>>, Layers) {
+    let (mut pos, layers) = rules(paths, frames, wrappers, sources, is_runtime);
+    // Paths with no frame of the program's own: a program run by a
+    // language runtime (`python3 script.py`, all of whose frames are
+    // libpython's) is sited among the runtime's frames, by the same rules.
+    let inside: Vec<usize> = (0..paths.len()).filter(|&i| pos[i].is_none()).collect();
+    if !inside.is_empty() {
+        let subset: Vec<&[u32]> = inside.iter().map(|&i| paths[i]).collect();
+        let (again, _) = rules(&subset, frames, wrappers, sources, is_system);
+        for (&i, p) in inside.iter().zip(again) {
+            pos[i] = p;
+        }
+    }
+    let sites = paths
+        .iter()
+        .zip(pos)
+        .map(|(path, p)| {
+            let p = p.or_else(|| {
+                // Everything skipped: the innermost frame outside
+                // runtimes (the entry frame of a path of start-up code
+                // only).
+                (0..path.len())
+                    .rev()
+                    .find(|&i| {
+                        let frame = &frames[path[i] as usize];
+                        frame.module != LABEL_MODULE && !is_runtime(frame)
+                    })
+                    .or_else(|| path.len().checked_sub(1))
+            });
+            p.map(|i| i as u32)
+        })
+        .collect();
+    (sites, layers)
+}
+
+/// Rules 1-5 with `rule1` deciding which frames are a runtime's: per path,
+/// the index of its site, `None` when every frame is skipped.
+fn rules(
+    paths: &[&[u32]],
+    frames: &[Frame],
+    wrappers: &Wrappers,
+    sources: &mut SourceCache,
+    rule1: fn(&Frame) -> bool,
+) -> (Vec<Option<usize>>, Layers) {
     // (skipped by rules 1-3, what the source says), per frame; what a
     // line says depends on the function it calls (`flux.setCapacity(n);`
     // names `flux`).
@@ -143,7 +191,8 @@ pub(super) fn choose_sites_and_layers(
             let callee = path.get(i + 1).map(|&c| callee_method(&frames[c as usize]));
             let source = source_of(frame, callee.as_deref(), sources);
             let skip = frame.module == LABEL_MODULE
-                || is_runtime(frame)
+                || rule1(frame)
+                || is_start_up(frame, i, path.get(i + 1).map(|&n| &frames[n as usize]))
                 || wrappers.matches(&frame.function)
                 || source == Source::Returns;
             facts.insert(f, (skip, source));
@@ -220,24 +269,7 @@ pub(super) fn choose_sites_and_layers(
         }
     }
 
-    let sites = paths
-        .iter()
-        .zip(pos)
-        .map(|(path, p)| {
-            let p = p.or_else(|| {
-                // Everything skipped: the innermost frame outside runtimes.
-                (0..path.len())
-                    .rev()
-                    .find(|&i| {
-                        let frame = &frames[path[i] as usize];
-                        frame.module != LABEL_MODULE && !is_runtime(frame)
-                    })
-                    .or_else(|| path.len().checked_sub(1))
-            });
-            p.map(|i| i as u32)
-        })
-        .collect();
-    (sites, layers)
+    (pos, layers)
 }
 
 #[cfg(test)]
@@ -305,6 +337,51 @@ mod tests {
             &mut SourceCache::default(),
         );
         assert_eq!(sites, vec![Some(2), Some(2), Some(2), Some(0)]);
+    }
+
+    /// `python3 script.py`: every frame but `_start` is libpython's. The
+    /// site is found among them by the same rules (the arena allocator;
+    /// past `PyMem_Realloc` and `list_resize`, each reached from two
+    /// callers, the list operation), never `_start`.
+    #[test]
+    fn a_program_run_by_a_language_runtime_is_sited_inside_it() {
+        let py = "/usr/lib/libpython3.11.so.1.0";
+        let frames = vec![
+            frame("_start", "/usr/bin/python3.11", None, None), // 0
+            frame(
+                "__libc_start_call_main",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                None,
+                None,
+            ), // 1
+            frame("Py_BytesMain", py, Some("Modules/main.c"), Some(734)), // 2
+            frame("new_arena", py, Some("Objects/obmalloc.c"), Some(1641)), // 3
+            frame(
+                "_PyObject_ArenaMmap",
+                py,
+                Some("Objects/obmalloc.c"),
+                Some(152),
+            ), // 4
+            frame("list_resize", py, Some("Objects/listobject.c"), Some(64)), // 5
+            frame("PyMem_Realloc", py, Some("Objects/obmalloc.c"), Some(620)), // 6
+            frame("list_extend", py, Some("Objects/listobject.c"), Some(900)), // 7
+            frame("app1", py, Some("Objects/listobject.c"), Some(330)), // 8
+            frame("dict_resize", py, Some("Objects/dictobject.c"), Some(500)), // 9
+        ];
+        let arena = [0, 1, 2, 3, 4];
+        let by_extend = [0, 1, 2, 7, 5, 6];
+        let by_append = [0, 1, 2, 8, 5, 6];
+        let dict = [0, 1, 2, 9, 6];
+        let paths: Vec<&[u32]> = vec![&arena, &by_extend, &by_append, &dict];
+        let sites = choose_sites(
+            &paths,
+            &frames,
+            &Wrappers::default(),
+            &mut SourceCache::default(),
+        );
+        // Indices into each path: `_PyObject_ArenaMmap`, `list_extend`,
+        // `app1`, `dict_resize`.
+        assert_eq!(sites, vec![Some(4), Some(3), Some(3), Some(3)]);
     }
 
     /// hypre: `hypre_CAlloc` returns what it allocates (rule 3), so the

@@ -35,7 +35,13 @@ crate::on_load!(init);
 fn warn_if_malloc_comes_first() {
     // (By module: the address of the library's own `malloc`, an exported
     // symbol, would be the first definition too.)
-    let Some((base, name)) = sys::module_of(sys::first_symbol(c"malloc")) else {
+    let first = sys::first_symbol(c"malloc");
+    // (A non-PIE executable that takes malloc's address holds an entry
+    // for it that forwards to the library's: not a malloc of its own.)
+    if !sys::is_definition(first) {
+        return;
+    }
+    let Some((base, name)) = sys::module_of(first) else {
         return;
     };
     if sys::module_of(sys::own_address() as usize).is_some_and(|(own, _)| own == base) {

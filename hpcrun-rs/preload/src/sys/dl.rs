@@ -17,6 +17,32 @@ pub fn first_symbol(name: &CStr) -> usize {
     unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
 }
 
+/// False when `addr` is a non-PIE executable's PLT entry for a function
+/// that another module defines. Such an executable that takes the
+/// function's address (`f = malloc;` compiled without `-fpie`) holds an
+/// undefined symbol with the entry's address, the "canonical PLT entry",
+/// which [`first_symbol`] returns though calls through it reach the
+/// defining library. True for a definition, and when the loader cannot
+/// say.
+pub fn is_definition(addr: usize) -> bool {
+    /// `RTLD_DL_SYMENT` (dlfcn.h): `dladdr1` returns the symbol's entry.
+    const RTLD_DL_SYMENT: c_int = 1;
+    // SAFETY: dladdr1 only reads the loader's tables and fills `info` and
+    // `entry`, which then points at an `Elf64_Sym` in a loaded module's
+    // dynamic symbol table (read only here, while the module is loaded).
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let mut entry: *mut c_void = std::ptr::null_mut();
+        if libc::dladdr1(addr as *const c_void, &mut info, &mut entry, RTLD_DL_SYMENT) == 0
+            || entry.is_null()
+        {
+            return true;
+        }
+        let sym = &*(entry as *const libc::Elf64_Sym);
+        !(info.dli_saddr as usize == addr && sym.st_shndx == 0/* SHN_UNDEF */)
+    }
+}
+
 /// The load address and the file name the loader has (empty for the
 /// executable when it keeps none) of the module holding `addr`.
 pub fn module_of(addr: usize) -> Option<(usize, String)> {
