@@ -14,6 +14,15 @@
 //! The interposed `close`, `close_range`, `closefrom`, `dup2` and `dup3`
 //! leave this descriptor open as they do the perf events
 //! ([`is_message_fd`], [`move_message_fd`]).
+//!
+//! Except when the program lets go of its standard error (`close(2)`, or
+//! `dup2`/`dup3` of another file onto 2: a daemon sending its output to
+//! `/dev/null`) while the duplicate is a pipe or a socket: then the
+//! duplicate is closed too ([`let_go_of_stderr`]), or the process would
+//! hold the launcher's standard error open where natively it does not,
+//! and a reader waiting for its end (`hpcrun-rs ./app 2>&1 | cat`,
+//! `$(hpcrun-rs ./app 2>&1)`) would wait for the daemon. Its messages
+//! then go to the run's message file, which the launcher prints.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
@@ -89,6 +98,31 @@ pub fn move_message_fd(new: c_int) {
     FD.store(moved.max(-1), Release);
     // (The old number is the program's `dup2`'s to replace: not closed
     // here, the call closes it atomically.)
+}
+
+/// The program closed its descriptor 2 or made it another file: gives up
+/// the duplicate if it is a pipe, FIFO or socket (a reader waits for
+/// its end) and descriptor 2 no longer names it.
+pub fn let_go_of_stderr() {
+    let Some(fd) = live() else {
+        return;
+    };
+    let kept = (DEV.load(Relaxed), INO.load(Relaxed));
+    if identity(2) == Some(kept) {
+        return;
+    }
+    // SAFETY: fstat writes one owned, zero-initialised struct.
+    let stream = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0
+            && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
+    };
+    if !stream || FD.compare_exchange(fd, -1, AcqRel, Relaxed).is_err() {
+        return;
+    }
+    // SAFETY: closing the profiler's own descriptor (the system call: the
+    // interposed `close` is the program's entry).
+    unsafe { libc::syscall(libc::SYS_close, fd) };
 }
 
 /// Writes all of `bytes` to the message descriptor: false when there is
