@@ -137,6 +137,16 @@ pub fn lost(index: u32, tid: u32, reason: &str) {
     });
 }
 
+/// Signal `signal`, whose action ends the process, arrived: the
+/// profiles are written next (a process killed before its `exit` record
+/// was killed while writing them).
+pub fn signalled(signal: i32) {
+    write(Record::Signal {
+        signal,
+        at_ns: sys::now_unix_ns(),
+    });
+}
+
 /// The process wrote its profiles at its end (`threads` measured).
 pub fn exit(threads: u32) {
     write(Record::Exit {
