@@ -4,10 +4,10 @@
 //! `close`, `close_range` and `closefrom` leave them open, as if they were
 //! not there; `dup2` and `dup3` onto one of their numbers give the
 //! program what it asked for after the profiler moved its event to
-//! another number (`sampling::make_way`), so sampling goes on. When the
-//! program lets go of descriptor 2 (`close`, `dup2`, `dup3`), a message
-//! descriptor that is a pipe or socket goes too
-//! (`sys::let_go_of_stderr`). The raw
+//! another number (`sampling::make_way`), so sampling goes on. When a
+//! daemon lets go of descriptor 2 (`close`, `dup2`, `dup3`, and
+//! `setsid`, in either order), a message descriptor that is a pipe or
+//! socket goes too (`sys::let_go_of_stderr`). The raw
 //! system calls bypass these: what they close is found when sampling
 //! stops, counted and told (`notices`).
 
@@ -125,4 +125,34 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
         sys::let_go_of_stderr();
     }
     rc
+}
+
+type SetsidFn = unsafe extern "C" fn() -> libc::pid_t;
+static REAL_SETSID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `setsid`: glibc's; then, in a process that already let go of its
+/// descriptor 2 (a daemon), the profiler's piped message descriptor goes
+/// too (`sys::let_go_of_stderr`).
+///
+/// # Safety
+/// POSIX's setsid contract (no arguments).
+#[no_mangle]
+pub unsafe extern "C" fn setsid() -> libc::pid_t {
+    let mut real = REAL_SETSID.load(Ordering::Relaxed);
+    if real == 0 {
+        real = sys::next_symbol(c"setsid") as usize;
+        REAL_SETSID.store(real, Ordering::Relaxed);
+    }
+    if real == 0 {
+        sys::set_errno(libc::ENOSYS);
+        return -1;
+    }
+    // SAFETY: RTLD_NEXT's setsid has this signature.
+    let real: SetsidFn = unsafe { std::mem::transmute::<usize, SetsidFn>(real) };
+    // SAFETY: no arguments.
+    let sid = unsafe { real() };
+    if sid >= 0 {
+        sys::let_go_of_stderr();
+    }
+    sid
 }

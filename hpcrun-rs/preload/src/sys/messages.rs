@@ -15,14 +15,17 @@
 //! leave this descriptor open as they do the perf events
 //! ([`is_message_fd`], [`move_message_fd`]).
 //!
-//! Except when the program lets go of its standard error (`close(2)`, or
-//! `dup2`/`dup3` of another file onto 2: a daemon sending its output to
-//! `/dev/null`) while the duplicate is a pipe or a socket: then the
-//! duplicate is closed too ([`let_go_of_stderr`]), or the process would
+//! Except in a daemon: a process that left the session it started in
+//! (`setsid`) and let go of its standard error (`close(2)`, or
+//! `dup2`/`dup3` of another file onto 2, `/dev/null` as a rule), in
+//! either order, while the duplicate is a pipe or a socket: then the
+//! duplicate is closed too ([`let_go_of_stderr`]), or the daemon would
 //! hold the launcher's standard error open where natively it does not,
 //! and a reader waiting for its end (`hpcrun-rs ./app 2>&1 | cat`,
 //! `$(hpcrun-rs ./app 2>&1)`) would wait for the daemon. Its messages
-//! then go to the run's message file, which the launcher prints.
+//! then go to the run's message file, which the launcher prints. A
+//! program that only puts a file of its own on descriptor 2 keeps the
+//! profiler's messages on the launcher's standard error.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
@@ -31,6 +34,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
 static FD: AtomicI32 = AtomicI32::new(-1);
 static DEV: AtomicU64 = AtomicU64::new(0);
 static INO: AtomicU64 = AtomicU64::new(0);
+/// The session the process was in when the duplicate was taken.
+static SESSION: AtomicI32 = AtomicI32::new(0);
 
 /// Device and inode of open descriptor `fd`.
 fn identity(fd: c_int) -> Option<(u64, u64)> {
@@ -58,6 +63,8 @@ pub fn keep_stderr() -> bool {
     };
     DEV.store(dev, Relaxed);
     INO.store(ino, Relaxed);
+    // SAFETY: getsid(0) has no preconditions.
+    SESSION.store(unsafe { libc::getsid(0) }, Relaxed);
     FD.store(fd, Release);
     true
 }
@@ -100,13 +107,18 @@ pub fn move_message_fd(new: c_int) {
     // here, the call closes it atomically.)
 }
 
-/// The program closed its descriptor 2 or made it another file: gives up
-/// the duplicate if it is a pipe, FIFO or socket (a reader waits for
-/// its end) and descriptor 2 no longer names it.
+/// The program closed its descriptor 2, made it another file, or left
+/// its session: gives up the duplicate if the process left the session
+/// it started in, descriptor 2 no longer names the duplicate's file, and
+/// that is a pipe, FIFO or socket (a reader waits for its end).
 pub fn let_go_of_stderr() {
     let Some(fd) = live() else {
         return;
     };
+    // SAFETY: getsid(0) has no preconditions.
+    if unsafe { libc::getsid(0) } == SESSION.load(Relaxed) {
+        return;
+    }
     let kept = (DEV.load(Relaxed), INO.load(Relaxed));
     if identity(2) == Some(kept) {
         return;
