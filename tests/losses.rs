@@ -12,6 +12,10 @@
 //!   ratatui's `TestBackend`) names the first loss with the part of the
 //!   run its checkpoint kept, and how many more there are.
 //! * Two MPI ranks, one of whose profiles are gone from the directory.
+//! * A real 2-rank run interrupted as Ctrl-C does (SIGINT to the whole
+//!   foreground process group) while both ranks work: `mpirun` ends the
+//!   ranks (SIGTERM, then SIGKILL to those left as soon as one ended),
+//!   and every rank still writes its final profile.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -245,4 +249,110 @@ fn an_mpi_rank_whose_profiles_are_gone_is_told() {
         "rank 1: main thread's profile missing (written, not in the directory)"
     );
     assert!(report(&db).contains(&format!("Lost: {text}")));
+}
+
+/// Starts `cmd` in a process group of its own (as a shell starts a
+/// foreground job) with SIGINT at its default action (a test run as a
+/// background job inherits it ignored), waits until both ranks wrote
+/// their marker in `dir`, sends SIGINT to the whole group as a
+/// terminal's Ctrl-C does, and returns how the command ended.
+fn interrupt_when_started(cmd: &mut Command, dir: &Path) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `signal` is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let child = cmd
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the run");
+    let started = std::time::Instant::now();
+    let marker = |rank: u32| dir.join(format!("started.{rank}")).exists();
+    while !(marker(0) && marker(1)) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the ranks did not start within 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Both ranks are in their loop, which reads the arrays.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill with a process group id and a signal number.
+    let sent = unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGINT) };
+    assert_eq!(sent, 0, "kill(-pgid, SIGINT)");
+    child.wait_with_output().expect("wait for the run")
+}
+
+/// The `mpirun` arguments of the interrupted runs, with a session
+/// directory of its own under `dir`.
+fn mpirun_args(cmd: &mut Command, dir: &Path, exe: &Path) {
+    cmd.args([
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        "2",
+    ])
+    .env("OMPI_MCA_orte_tmpdir_base", dir)
+    .arg(exe)
+    .arg(dir);
+}
+
+#[test]
+fn an_mpi_run_interrupted_by_ctrl_c_keeps_every_ranks_final_profile() {
+    if !have_tool("mpicc", "openmpi-bin and libopenmpi-dev") {
+        return;
+    }
+    let dir = scratch("losses-mpi-ctrl-c");
+    let exe = compile_mpi("mpicc", "tests/programs/mpi_interrupted.c", &dir, &[]);
+    // Natively first: how an interrupted mpirun ends.
+    let native_dir = dir.join("native");
+    std::fs::create_dir_all(&native_dir).unwrap();
+    let mut native = Command::new("env");
+    mpirun_args(&mut native, &native_dir, &exe);
+    let native = interrupt_when_started(&mut native, &native_dir);
+    let measured_dir = dir.join("measured");
+    std::fs::create_dir_all(&measured_dir).unwrap();
+    let measurements = dir.join("measurements");
+    let mut measured = Command::new(tool("hpcrun-rs"));
+    measured.arg("-o").arg(&measurements);
+    mpirun_args(&mut measured, &measured_dir, &exe);
+    let measured = interrupt_when_started(&mut measured, &measured_dir);
+    let said = String::from_utf8_lossy(&measured.stderr);
+    assert_eq!(
+        shell_status(&measured.status),
+        shell_status(&native.status),
+        "hpcrun-rs mpirun ended as {}, mpirun natively as {}\n{said}",
+        measured.status,
+        native.status
+    );
+    // Every rank's manifest records its final profiles.
+    let manifest = formats::manifest::read_dir(&measurements).expect("the run manifest");
+    let ranks: Vec<(Option<u32>, bool)> = manifest
+        .processes
+        .iter()
+        .map(|p| (p.rank, p.finals.contains_key(&0) && p.exit.is_some()))
+        .collect();
+    let mut final_ranks: Vec<u32> = ranks
+        .iter()
+        .filter(|(_, done)| *done)
+        .filter_map(|(rank, _)| *rank)
+        .collect();
+    final_ranks.sort_unstable();
+    assert_eq!(final_ranks, vec![0, 1], "{ranks:?}\n{said}");
+    let (merged, db) = merge(&dir, &measurements);
+    let merged_said = String::from_utf8_lossy(&merged.stderr);
+    let lost = losses(&db);
+    assert!(lost.is_empty(), "{lost:?}\n{merged_said}");
+    assert!(!report(&db).contains("Lost:"), "{merged_said}");
+    // Both ranks' arrays (one allocation site) hold the samples of the loop.
+    let data = export_json(&db, "data");
+    let top = &data["objects"][0];
+    assert_eq!(top["name"], "field", "{top}");
+    assert_eq!(top["allocations"], 2, "{top}");
 }

@@ -6,7 +6,7 @@
 //! and a daemon that outlives the program is waited for, counted and
 //! merged.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -254,13 +254,21 @@ fn sigterm_to_the_launcher_stops_the_waiting_and_the_daemon_writes_later() {
     }
     let kill = run(Command::new("kill").args(["-TERM", &launcher.id().to_string()]));
     assert!(kill.status.success());
-    // Up to the closing line (not to the end of the pipe: the daemon
-    // holds the library's duplicate of the launcher's standard error).
-    while !text.contains("exit status 3;") {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "{text}");
-        text.push_str(&line);
-    }
+    // To the end of the pipe: the daemon sent its standard error to
+    // /dev/null, so (as natively) nothing of it holds the launcher's
+    // (the library's duplicate went with it), and the pipe ends with the
+    // launcher while the daemon still runs.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        let _ = tx.send(rest);
+    });
+    let rest = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("the launcher's standard error stays open: {text}"));
+    text.push_str(&rest);
+    assert!(text.contains("exit status 3;"), "{text}");
     let status = launcher.wait().unwrap();
     assert_eq!(status.code(), Some(3), "{text}");
     assert!(

@@ -7,6 +7,12 @@
 //!   allocates 64 MiB in 1 KiB blocks and runs a thread on a stack of its
 //!   own. The profiler's heap is refused mappings: it goes on from its
 //!   reserve, stops tracking blocks and writes its profiles.
+//! * `many_blocks_no_mmap.c`: `mmap` and `mremap` fail after start,
+//!   then 5 threads keep 2 million small blocks from 64 sites live, and
+//!   every block is logged (`--min-bytes 16 --alloc-log`): the log
+//!   would need more than the profiler's 16 MiB reserve; it is cut, said
+//!   in a notice, and the program ends as natively (it used to abort on
+//!   the failed allocation).
 //! * `seccomp_allow.c`: an allow-list that kills the process on any
 //!   other call (SECCOMP_RET_KILL_PROCESS). The profiler sees the filter
 //!   coming (its `prctl`), writes its profiles before it is in place and
@@ -46,6 +52,37 @@ fn assert_same(got: &Output, want: &Output, what: &str) {
         "{what}: exit status differs; stderr: {}",
         String::from_utf8_lossy(&got.stderr)
     );
+}
+
+#[test]
+fn the_profilers_memory_running_out_never_aborts_the_program() {
+    let dir = scratch("many-blocks-no-mmap");
+    let exe = compile_test_program("many_blocks_no_mmap.c", &dir, &["-pthread"]);
+    let want = native(&exe);
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    let stdout = String::from_utf8_lossy(&want.stdout);
+    assert!(stdout.starts_with("blocks 2000000 "), "{stdout}");
+    let measurements = dir.join("measurements");
+    let got = run(Command::new(tool("hpcrun-rs"))
+        .args(["--min-bytes", "16", "--alloc-log", "-o"])
+        .arg(&measurements)
+        .arg(&exe));
+    assert_same(&got, &want, "many_blocks_no_mmap under hpcrun-rs");
+    let (merged, db) = merge(&dir, &measurements);
+    let said = String::from_utf8_lossy(&merged.stderr);
+    let report = ok_stdout(
+        &run(Command::new(tool("hpcview-tui")).arg(&db).arg("--report")),
+        "hpcview-tui --report",
+    );
+    for notice in [
+        "Warning: measurement limited: the kernel refused the profiler memory",
+        "Warning: measurement limited: the profiler's memory ran out",
+    ] {
+        assert!(
+            report.contains(notice),
+            "{notice:?} not in\n{report}\n{said}"
+        );
+    }
 }
 
 #[test]

@@ -6,8 +6,9 @@
 //! tab-separated fields ([`Record`]): `process` at start (host, pid,
 //! rank and world size of an MPI job, start time), `final` for each
 //! thread's final profile written, `lost` for a profile that could not be
-//! written (with the reason), `exit` when the process wrote its profiles
-//! at the end. Its first bytes are reserved when the process starts (the
+//! written (with the reason), `signal` when a signal that ends it
+//! arrived and it began writing its profiles, `exit` when the process
+//! wrote its profiles at the end. Its first bytes are reserved when the process starts (the
 //! file is extended with zeros, [`RESERVED`]), so that the records fit on a
 //! disk that is full by the end of the run: readers stop at the first
 //! NUL. The launcher writes `.hpcrun-manifest.run` (`run`: start, end and
@@ -53,6 +54,10 @@ pub enum Record {
     },
     /// The process wrote its profiles at its end (`threads` measured).
     Exit { end_ns: u64, threads: u32 },
+    /// Signal `signal`, whose action ends the process, arrived at
+    /// `at_ns`: the process began writing its profiles (a process killed
+    /// before its `exit` record was killed while writing them).
+    Signal { signal: i32, at_ns: u64 },
     /// The launcher: the program ran from `start_ns` to `end_ns` and
     /// ended as `status` says ("exit 0", "signal 9").
     Run {
@@ -94,6 +99,7 @@ impl Record {
                 reason,
             } => format!("lost\t{index}\t{tid}\t{end_ns}\t{}\n", clean(reason)),
             Record::Exit { end_ns, threads } => format!("exit\t{end_ns}\t{threads}\n"),
+            Record::Signal { signal, at_ns } => format!("signal\t{signal}\t{at_ns}\n"),
             Record::Run {
                 start_ns,
                 end_ns,
@@ -130,6 +136,10 @@ impl Record {
                 end_ns: num(1)?,
                 threads: small(2)?,
             },
+            "signal" => Record::Signal {
+                signal: f.get(1)?.parse().ok()?,
+                at_ns: num(2)?,
+            },
             "run" => Record::Run {
                 start_ns: num(1)?,
                 end_ns: num(2)?,
@@ -164,6 +174,8 @@ pub struct ProcessManifest {
     pub lost: Vec<(u32, u32, u64, String)>,
     /// (end ns, threads) when the process wrote its profiles at its end.
     pub exit: Option<(u64, u32)>,
+    /// (signal, ns) of the signal that made it write its profiles.
+    pub signal: Option<(i32, u64)>,
 }
 
 /// Every manifest of a measurements directory.
@@ -234,6 +246,11 @@ pub fn read_dir(dir: &Path) -> Option<Manifest> {
                         p.exit = Some((end_ns, threads));
                     }
                 }
+                Record::Signal { signal, at_ns } => {
+                    if let Some(p) = proc.as_mut() {
+                        p.signal.get_or_insert((signal, at_ns));
+                    }
+                }
             }
         }
         out.processes.extend(proc);
@@ -288,6 +305,24 @@ fn who(rank: Option<u32>, pid: u32, several: bool) -> String {
         None if several => format!("pid {pid}"),
         None => "process".to_string(),
     }
+}
+
+/// "SIGTERM" for 15 (the signals that end a process), else "signal N".
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
 }
 
 fn thread_name(index: u32) -> String {
@@ -383,18 +418,28 @@ pub fn check(manifest: &Manifest, present: &[Present]) -> Vec<Loss> {
             }
             told.insert(f.index);
             let kept = Some(secs(p.start_ns, f.end_ns));
-            let reason = if p.exit.is_some() {
-                "the thread's final profile was not written"
-            } else {
-                "the process ended without writing its final profiles (killed?)"
+            let (reason, how) = match (p.exit, p.signal) {
+                (Some(_), _) => ("the thread's final profile was not written".to_string(), String::new()),
+                (None, Some((signal, at))) => (
+                    format!(
+                        "the process was killed while it wrote its final profiles, after {} at {:.1} s (a launcher's SIGKILL after its SIGTERM?)",
+                        signal_name(signal),
+                        secs(p.start_ns, at)
+                    ),
+                    format!(": killed while writing it, after {}", signal_name(signal)),
+                ),
+                (None, None) => (
+                    "the process ended without writing its final profiles (killed?)".to_string(),
+                    String::new(),
+                ),
             };
             out.push(base(
                 Some(f.index),
                 "checkpoint",
-                reason.to_string(),
+                reason,
                 kept,
                 format!(
-                    "{who}: {}'s final profile missing ({})",
+                    "{who}: {}'s final profile missing{how} ({})",
                     thread_name(f.index),
                     used(kept)
                 ),
@@ -477,6 +522,10 @@ mod tests {
                 end_ns: 9,
                 reason: "No space left on device (os error 28)".into(),
             },
+            Record::Signal {
+                signal: 15,
+                at_ns: 10,
+            },
             Record::Exit {
                 end_ns: 10,
                 threads: 2,
@@ -531,6 +580,32 @@ mod tests {
                 "rank 1: no measurements at all (of 3 ranks)",
                 "rank 2: no measurements at all (of 3 ranks)",
             ]
+        );
+    }
+
+    #[test]
+    fn a_rank_killed_while_writing_after_sigterm_is_told_so() {
+        let m = Manifest {
+            processes: vec![ProcessManifest {
+                host: "n".into(),
+                pid: 7,
+                rank: Some(0),
+                world: Some(1),
+                start_ns: 100 * S,
+                signal: Some((15, 109 * S)),
+                ..Default::default()
+            }],
+            run: Some((100 * S, 110 * S, "exit 1".into())),
+        };
+        let lost = check(&m, &[present(7, Some(0), 0, 101 * S)]);
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(
+            lost[0].text,
+            "rank 0: main thread's final profile missing: killed while writing it, after SIGTERM (checkpoint at 1.0 s of 10.0 s used)"
+        );
+        assert!(
+            lost[0].reason.contains("after SIGTERM at 9.0 s"),
+            "{lost:?}"
         );
     }
 

@@ -4,7 +4,10 @@
 //! `close`, `close_range` and `closefrom` leave them open, as if they were
 //! not there; `dup2` and `dup3` onto one of their numbers give the
 //! program what it asked for after the profiler moved its event to
-//! another number (`sampling::make_way`), so sampling goes on. The raw
+//! another number (`sampling::make_way`), so sampling goes on. When a
+//! daemon lets go of descriptor 2 (`close`, `dup2`, `dup3`, and
+//! `setsid`, in either order), a message descriptor that is a pipe or
+//! socket goes too (`sys::let_go_of_stderr`). The raw
 //! system calls bypass these: what they close is found when sampling
 //! stops, counted and told (`notices`).
 
@@ -44,7 +47,13 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     // SAFETY: RTLD_NEXT's close has this signature.
     let real: CloseFn = unsafe { std::mem::transmute::<usize, CloseFn>(real) };
     // SAFETY: forwarding the caller's argument.
-    unsafe { real(fd) }
+    let rc = unsafe { real(fd) };
+    if fd == 2 && rc == 0 {
+        let saved = sys::errno();
+        sys::let_go_of_stderr();
+        sys::set_errno(saved);
+    }
+    rc
 }
 
 /// `close_range` (glibc 2.34): closes the program's descriptors in the
@@ -91,7 +100,11 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
         }
         sys::move_message_fd(new);
     }
-    sys::raw_dup2(old, new)
+    let rc = sys::raw_dup2(old, new);
+    if new == 2 && rc == 2 {
+        sys::let_go_of_stderr();
+    }
+    rc
 }
 
 /// `dup3`: as [`dup2`], with `flags` (`O_CLOEXEC`).
@@ -107,5 +120,39 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
         }
         sys::move_message_fd(new);
     }
-    sys::raw_dup3(old, new, flags)
+    let rc = sys::raw_dup3(old, new, flags);
+    if new == 2 && rc == 2 {
+        sys::let_go_of_stderr();
+    }
+    rc
+}
+
+type SetsidFn = unsafe extern "C" fn() -> libc::pid_t;
+static REAL_SETSID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `setsid`: glibc's; then, in a process that already let go of its
+/// descriptor 2 (a daemon), the profiler's piped message descriptor goes
+/// too (`sys::let_go_of_stderr`).
+///
+/// # Safety
+/// POSIX's setsid contract (no arguments).
+#[no_mangle]
+pub unsafe extern "C" fn setsid() -> libc::pid_t {
+    let mut real = REAL_SETSID.load(Ordering::Relaxed);
+    if real == 0 {
+        real = sys::next_symbol(c"setsid") as usize;
+        REAL_SETSID.store(real, Ordering::Relaxed);
+    }
+    if real == 0 {
+        sys::set_errno(libc::ENOSYS);
+        return -1;
+    }
+    // SAFETY: RTLD_NEXT's setsid has this signature.
+    let real: SetsidFn = unsafe { std::mem::transmute::<usize, SetsidFn>(real) };
+    // SAFETY: no arguments.
+    let sid = unsafe { real() };
+    if sid >= 0 {
+        sys::let_go_of_stderr();
+    }
+    sid
 }

@@ -9,6 +9,13 @@
 //! meanwhile. Never from a signal handler but the fatal one (which
 //! writes profiles anyway), never once a killing seccomp filter is in
 //! (`sandbox::quiet`).
+//!
+//! [`wait_for_peer_ranks`]: after a termination signal, an MPI rank that
+//! wrote its profiles waits (briefly) for the other ranks of its host to
+//! write theirs before it ends, reading their manifests: Open MPI's
+//! `mpirun` sends SIGTERM to every rank, then SIGKILL to those still
+//! alive as soon as one has ended, so the rank that writes fastest would
+//! otherwise decide when the others are killed.
 
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering::*};
@@ -25,6 +32,8 @@ use crate::threads::sandbox;
 static FILE: Mutex<Option<(u32, String)>> = Mutex::new(None);
 /// Where the next record goes.
 static OFFSET: AtomicU64 = AtomicU64::new(0);
+/// This process's MPI rank plus one (0: not a rank of a job of several).
+static RANK: AtomicU64 = AtomicU64::new(0);
 
 /// The size of the MPI job this process belongs to, from the launchers'
 /// variables.
@@ -50,11 +59,14 @@ pub fn start(rank: Option<u32>) {
     let start_ns = sys::now_unix_ns();
     let host = sys::hostname();
     let path = format!("{dir}/{PREFIX}{host}.{pid}.{start_ns}");
+    let world = world_size();
+    let in_job = rank.is_some() && world.is_some_and(|w| w > 1);
+    RANK.store(rank.filter(|_| in_job).map_or(0, |r| r as u64 + 1), Relaxed);
     let first = Record::Process {
         host,
         pid,
         rank,
-        world: world_size(),
+        world,
         start_ns,
     }
     .line();
@@ -125,10 +137,82 @@ pub fn lost(index: u32, tid: u32, reason: &str) {
     });
 }
 
+/// Signal `signal`, whose action ends the process, arrived: the
+/// profiles are written next (a process killed before its `exit` record
+/// was killed while writing them).
+pub fn signalled(signal: i32) {
+    write(Record::Signal {
+        signal,
+        at_ns: sys::now_unix_ns(),
+    });
+}
+
 /// The process wrote its profiles at its end (`threads` measured).
 pub fn exit(threads: u32) {
     write(Record::Exit {
         end_ns: sys::now_unix_ns(),
         threads,
     });
+}
+
+/// How long a rank waits at most for its peers ([`wait_for_peer_ranks`]):
+/// under the one second Open MPI's `mpirun` gives a rank between SIGTERM
+/// and SIGKILL when no rank ends before.
+pub const PEER_WAIT_MS: u64 = 600;
+
+/// In an MPI rank that wrote its profiles after a termination signal:
+/// waits until every other rank process of this host in the run has
+/// written its profiles (its manifest has `exit`) or has ended, at most
+/// `max_ms` milliseconds. Nothing to do outside a job of several ranks.
+/// Called from the fatal-signal handler (after the profiles are written,
+/// like them it allocates from the crash-mode mappings); reads the
+/// directory and the other ranks' manifests, and `/proc`.
+pub fn wait_for_peer_ranks(max_ms: u64) {
+    if RANK.load(Relaxed) == 0 || sandbox::quiet() {
+        return;
+    }
+    let Some(dir) = config::get().out_dir.as_deref() else {
+        return;
+    };
+    let own = sys::getpid();
+    let prefix = format!("{PREFIX}{}.", sys::hostname());
+    let deadline = sys::monotonic_ns() + max_ms * 1_000_000;
+    while pending_peers(dir, &prefix, own) > 0 && sys::monotonic_ns() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The rank processes of this host (manifests named with `prefix`) other
+/// than `own` that are alive and have not written their profiles yet.
+fn pending_peers(dir: &str, prefix: &str, own: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut pending = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(entry.path()) else {
+            continue;
+        };
+        let records = formats::manifest::parse(&bytes);
+        let Some(Record::Process {
+            pid, rank: Some(_), ..
+        }) = records.first()
+        else {
+            continue;
+        };
+        if *pid == own || records.iter().any(|r| matches!(r, Record::Exit { .. })) {
+            continue;
+        }
+        if sys::process_alive(*pid) {
+            pending += 1;
+        }
+    }
+    pending
 }

@@ -128,6 +128,18 @@ pub fn finish(state: &ThreadState) -> bool {
     true
 }
 
+/// Makes room for one more record in the allocation log `log`, growing
+/// it only as far as the profiler's memory can spare
+/// (`sys::heap::can_spare`), and fallibly; false when there is none.
+fn log_has_room(log: &mut Vec<Allocation>) -> bool {
+    if log.len() < log.capacity() {
+        return true;
+    }
+    let more = log.capacity().max(1024);
+    sys::heap::can_spare(more.saturating_mul(std::mem::size_of::<Allocation>()) * 2)
+        && log.try_reserve_exact(more).is_ok()
+}
+
 /// This process's MPI rank, from the launchers' variables (at load time:
 /// the environment is read before the program can change it).
 pub fn rank_from_env() -> Option<u32> {
@@ -300,10 +312,18 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         placed.push((tree, index));
     }
     // This thread's allocation log, oldest first.
+    let mut log_cut = 0u64;
     if let Some(objs) = objs {
         let mut id = state.last_record.load(Acquire);
-        let mut log = Vec::new();
+        let mut log: Vec<Allocation> = Vec::new();
         while let Some(r) = objs.record(id) {
+            id = r.previous.load(Relaxed);
+            if log_cut > 0 || !log_has_room(&mut log) {
+                // The profiler's memory ran out: the older records stay
+                // out of the file, counted.
+                log_cut += 1;
+                continue;
+            }
             let free = r.free_ns.load(Relaxed);
             log.push(Allocation {
                 address: r.start.load(Relaxed),
@@ -312,7 +332,6 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
                 alloc_unix_ns: r.alloc_ns.load(Relaxed),
                 free_unix_ns: (free != 0).then_some(free),
             });
-            id = r.previous.load(Relaxed);
         }
         log.reverse();
         profile.allocations = log;
@@ -435,6 +454,14 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         ..Default::default()
     };
     profile.stats.notices = crate::output::notices::of_thread(state);
+    if log_cut > 0 {
+        profile.stats.notices.insert(
+            format!(
+                "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): the {log_cut} oldest records of this thread's allocation log were not written"
+            ),
+            1,
+        );
+    }
     profile.stats.watchpoints = WatchStats {
         armed: s.watch_armed.load(Relaxed),
         traps: s.watch_traps.load(Relaxed),

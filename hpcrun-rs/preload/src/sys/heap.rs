@@ -18,8 +18,13 @@
 //! [`RESERVE`] bytes of address space mapped at load ([`map_reserve`],
 //! no memory until touched), and [`refused`] says so from then on: the
 //! layers above stop taking new work (the hooks stop tracking blocks) so
-//! that the reserve lasts until the profiles are written. Only when the
-//! reserve is spent too does an allocation fail.
+//! that the reserve lasts until the profiles are written. Work whose
+//! size the run decides (the allocation log) asks [`can_spare`] before
+//! it grows and stops there, so that [`KEPT`] bytes of the reserve stay
+//! for the rest of the writing, whose size is bounded by the library's
+//! fixed tables; its growth uses `try_reserve`, so a refusal is never
+//! the allocation failure that would end the program (Rust's allocation
+//! error handler aborts).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 
@@ -144,6 +149,26 @@ pub fn map_reserve() {
         RESERVE_NEXT.store(p as usize, Release);
         RESERVE_END.store(p as usize + RESERVE, Release);
     }
+}
+
+/// Bytes of the reserve still free.
+pub fn reserve_left() -> usize {
+    let next = RESERVE_NEXT.load(Acquire);
+    if next == 0 {
+        return 0;
+    }
+    RESERVE_END.load(Acquire).saturating_sub(next)
+}
+
+/// Bytes of the reserve that work that can do without memory leaves for
+/// writing the profiles ([`can_spare`]).
+pub const KEPT: usize = 4 << 20;
+
+/// True if work that can do without memory (a longer allocation log)
+/// may take `bytes` more: always while the kernel grants mappings; once
+/// it refused one, only while the reserve keeps [`KEPT`] bytes after it.
+pub fn can_spare(bytes: usize) -> bool {
+    !short_of_memory() || reserve_left() >= bytes.saturating_add(KEPT)
 }
 
 /// The errno of the first mapping the kernel refused the heap and when

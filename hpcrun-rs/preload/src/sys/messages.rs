@@ -14,6 +14,18 @@
 //! The interposed `close`, `close_range`, `closefrom`, `dup2` and `dup3`
 //! leave this descriptor open as they do the perf events
 //! ([`is_message_fd`], [`move_message_fd`]).
+//!
+//! Except in a daemon: a process that left the session it started in
+//! (`setsid`) and let go of its standard error (`close(2)`, or
+//! `dup2`/`dup3` of another file onto 2, `/dev/null` as a rule), in
+//! either order, while the duplicate is a pipe or a socket: then the
+//! duplicate is closed too ([`let_go_of_stderr`]), or the daemon would
+//! hold the launcher's standard error open where natively it does not,
+//! and a reader waiting for its end (`hpcrun-rs ./app 2>&1 | cat`,
+//! `$(hpcrun-rs ./app 2>&1)`) would wait for the daemon. Its messages
+//! then go to the run's message file, which the launcher prints. A
+//! program that only puts a file of its own on descriptor 2 keeps the
+//! profiler's messages on the launcher's standard error.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
@@ -22,6 +34,8 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
 static FD: AtomicI32 = AtomicI32::new(-1);
 static DEV: AtomicU64 = AtomicU64::new(0);
 static INO: AtomicU64 = AtomicU64::new(0);
+/// The session the process was in when the duplicate was taken.
+static SESSION: AtomicI32 = AtomicI32::new(0);
 
 /// Device and inode of open descriptor `fd`.
 fn identity(fd: c_int) -> Option<(u64, u64)> {
@@ -49,6 +63,8 @@ pub fn keep_stderr() -> bool {
     };
     DEV.store(dev, Relaxed);
     INO.store(ino, Relaxed);
+    // SAFETY: getsid(0) has no preconditions.
+    SESSION.store(unsafe { libc::getsid(0) }, Relaxed);
     FD.store(fd, Release);
     true
 }
@@ -89,6 +105,36 @@ pub fn move_message_fd(new: c_int) {
     FD.store(moved.max(-1), Release);
     // (The old number is the program's `dup2`'s to replace: not closed
     // here, the call closes it atomically.)
+}
+
+/// The program closed its descriptor 2, made it another file, or left
+/// its session: gives up the duplicate if the process left the session
+/// it started in, descriptor 2 no longer names the duplicate's file, and
+/// that is a pipe, FIFO or socket (a reader waits for its end).
+pub fn let_go_of_stderr() {
+    let Some(fd) = live() else {
+        return;
+    };
+    // SAFETY: getsid(0) has no preconditions.
+    if unsafe { libc::getsid(0) } == SESSION.load(Relaxed) {
+        return;
+    }
+    let kept = (DEV.load(Relaxed), INO.load(Relaxed));
+    if identity(2) == Some(kept) {
+        return;
+    }
+    // SAFETY: fstat writes one owned, zero-initialised struct.
+    let stream = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0
+            && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
+    };
+    if !stream || FD.compare_exchange(fd, -1, AcqRel, Relaxed).is_err() {
+        return;
+    }
+    // SAFETY: closing the profiler's own descriptor (the system call: the
+    // interposed `close` is the program's entry).
+    unsafe { libc::syscall(libc::SYS_close, fd) };
 }
 
 /// Writes all of `bytes` to the message descriptor: false when there is

@@ -53,6 +53,20 @@ pub fn address_space_limit() -> Option<u64> {
     limit.filter(|&l| l != libc::RLIM_INFINITY)
 }
 
+/// True if process `pid` exists and has not ended (a zombie, ended but
+/// not reaped yet, has ended). Reads `/proc/PID/stat`.
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "PID (COMM) STATE ...": the state follows the last ')'.
+    let state = stat
+        .iter()
+        .rposition(|&b| b == b')')
+        .and_then(|at| stat.get(at + 2));
+    !matches!(state, Some(b'Z' | b'X') | None)
+}
+
 /// Wall-clock time in ns since the epoch.
 pub fn now_unix_ns() -> u64 {
     clock_ns(libc::CLOCK_REALTIME).unwrap_or(0)

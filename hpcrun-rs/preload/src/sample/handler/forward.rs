@@ -99,7 +99,15 @@ fn fatal(signal: c_int, context: *mut c_void) {
     }
     sys::enter_crash_mode();
     INTERRUPTED_SP.with(|c| c.set(interrupted_sp(context)));
+    crate::threads::guard::without_hooks(|| crate::output::manifest::signalled(signal));
     crate::threads::guard::without_hooks(flush_on_own_stack);
+    if matches!(signal, libc::SIGTERM | libc::SIGINT | libc::SIGHUP) {
+        // An MPI launcher ending the job: the other ranks of this host
+        // write theirs before this one ends (`manifest`).
+        crate::threads::guard::without_hooks(|| {
+            crate::output::manifest::wait_for_peer_ranks(crate::output::manifest::PEER_WAIT_MS)
+        });
+    }
     // Delivered again, with the default action, when this handler returns
     // (a fault also repeats when the faulting instruction is re-executed).
     sys::reraise(signal);
