@@ -414,7 +414,7 @@ fn abc_examples_are_todays_output() {
     check_examples(
         "docs/GUIDE.md",
         &[
-            ("diff", shown(&strip_unknown_warning(&diff))),
+            ("diff", shown(&diff)),
             ("fail-if-worse", shown(&fail)),
             ("baseline", shown(&report)),
             ("duplicate", shown(&duplicate)),
@@ -453,17 +453,6 @@ fn abc_examples_are_todays_output() {
             "docs/GUIDE.md's {name} capture: headline and columns are not today's"
         );
     }
-}
-
-/// The diff's warning that one database names its unknown addresses by
-/// mapping and the other does not: whether it shows depends on whether
-/// an unrecovered address of a run fell in a mapping, so the example
-/// leaves it out.
-fn strip_unknown_warning(text: &str) -> String {
-    text.lines()
-        .filter(|l| !l.starts_with("warning: one database names its unknown addresses"))
-        .map(|l| format!("{l}\n"))
-        .collect()
 }
 
 /// examples/first_touch initialised by one thread: `advise` says to

@@ -67,7 +67,17 @@ pub struct DbInfo {
     /// losses could not be checked.
     #[serde(default)]
     pub manifest: bool,
+    /// The database's format revision ([`DB_FORMAT`] when written; 0: a
+    /// database older than the revisions), for readers that compare
+    /// databases of different ages.
+    #[serde(default)]
+    pub format: u32,
 }
+
+/// The format revision hpcprof-rs writes ([`DbInfo::format`]). 1: unknown
+/// addresses are named by what was mapped there (`<unknown address:
+/// MAPPING>` rows beside `<unknown address>`).
+pub const DB_FORMAT: u32 = 1;
 
 /// One measured thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

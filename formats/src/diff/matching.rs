@@ -97,9 +97,11 @@ pub(super) fn application_keys(db: &Database) -> std::collections::BTreeSet<Stri
 pub(super) const UNKNOWN_IN: &str = "<unknown address: ";
 pub(super) const UNKNOWN: &str = "<unknown address>";
 
-/// True if `db` names its unknown addresses by mapping.
+/// True if `db` names its unknown addresses by mapping: by its format
+/// revision (a database of that revision whose samples reached no unknown
+/// mapping has no such row), or, in a database without one, by its rows.
 pub(super) fn labels_unknown(db: &Database) -> bool {
-    db.objects.iter().any(|o| o.name.starts_with(UNKNOWN_IN))
+    db.info.format >= 1 || db.objects.iter().any(|o| o.name.starts_with(UNKNOWN_IN))
 }
 
 /// The objects of `db` by [`object_key`]; `fold_unknown`: the rows of

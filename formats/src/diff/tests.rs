@@ -362,6 +362,22 @@ fn unknown_addresses_pair_with_a_database_that_did_not_name_them() {
         2
     );
     assert!(d.warnings.iter().all(|w| !w.contains("unknown addresses")));
+    // Two databases of today's format, one of whose samples reached no
+    // unknown mapping (only `<unknown address>`): no word either, and the
+    // rows stay apart.
+    let today = |mut d: Database| {
+        d.info.format = crate::database::DB_FORMAT;
+        d
+    };
+    let d = diff(&today(before), &today(after));
+    assert_eq!(
+        d.objects
+            .iter()
+            .filter(|r| r.name.starts_with("<unknown"))
+            .count(),
+        3
+    );
+    assert!(d.warnings.iter().all(|w| !w.contains("unknown addresses")));
 }
 
 #[test]

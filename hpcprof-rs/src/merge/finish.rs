@@ -343,6 +343,7 @@ pub(super) fn finish(
             thread_list,
             losses: Vec::new(),
             manifest: false,
+            format: formats::database::DB_FORMAT,
         },
         frames,
         code,
