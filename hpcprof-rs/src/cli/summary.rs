@@ -130,6 +130,16 @@ fn profiler_time(s: &formats::measurement::SampleStats) -> Option<String> {
         ms(hook_ns),
         hook_ns / calls.max(1),
     );
+    let slow = &s.hook_time;
+    if slow.slow > 0 {
+        // One-time work or preemption: counted as it was, not scaled.
+        line.push_str(&format!(
+            "; {} of the timed calls took {} us or more, {} in all (set-up, module reads or a loaded machine)",
+            slow.slow,
+            formats::measurement::SLOW_HOOK_NS / 1000,
+            ms(slow.slow_ns),
+        ));
+    }
     if s.cpu_time_ns > 0 {
         line.push_str(&format!(
             "; together {:.1}% of the {:.2} s of CPU time the threads were sampled for",
@@ -246,6 +256,7 @@ mod tests {
                 calls: 160_000,
                 timed: 10_000,
                 timed_ns: 2_500_000,
+                ..Default::default()
             },
             ..Default::default()
         };
@@ -254,6 +265,22 @@ mod tests {
             line.contains("sample handler 20.0 ms (1000 samples, mean 20.0 us)")
                 && line.contains("allocation hooks 40.0 ms (160000 calls, mean 250 ns)")
                 && line.contains("together 3.0% of the 2.00 s of CPU time"),
+            "{line}"
+        );
+        // Two timed calls of 5 ms each (the first call's set-up, a
+        // preemption): counted once each, not 16 times.
+        let mut slow = s.clone();
+        slow.hook_time = HookTime {
+            calls: 160_002,
+            timed: 10_002,
+            timed_ns: 12_500_000,
+            slow: 2,
+            slow_ns: 10_000_000,
+        };
+        let line = profiler_time(&slow).unwrap();
+        assert!(
+            line.contains("allocation hooks 50.0 ms (160002 calls")
+                && line.contains("2 of the timed calls took 100 us or more, 10.0 ms in all"),
             "{line}"
         );
     }

@@ -130,6 +130,10 @@ fn timed(work: impl FnOnce()) {
     let ns = sys::monotonic_ns().saturating_sub(t0);
     bump(&s.hook_timed, 1);
     bump(&s.hook_timed_ns, ns);
+    if ns >= formats::measurement::SLOW_HOOK_NS {
+        bump(&s.hook_slow, 1);
+        bump(&s.hook_slow_ns, ns);
+    }
 }
 
 /// Adds `n` to a counter that only the calling thread writes (no locked

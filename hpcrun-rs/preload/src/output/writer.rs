@@ -444,6 +444,8 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             calls: s.hook_calls.load(Relaxed),
             timed: s.hook_timed.load(Relaxed),
             timed_ns: s.hook_timed_ns.load(Relaxed),
+            slow: s.hook_slow.load(Relaxed),
+            slow_ns: s.hook_slow_ns.load(Relaxed),
         },
         dropped: threads::DROP_CAUSES
             .iter()

@@ -135,6 +135,9 @@ pub struct Stats {
     pub hook_calls: AtomicU64,
     pub hook_timed: AtomicU64,
     pub hook_timed_ns: AtomicU64,
+    /// Of the timed calls, those of `SLOW_HOOK_NS` or more, and their time.
+    pub hook_slow: AtomicU64,
+    pub hook_slow_ns: AtomicU64,
     /// 1 if page-fault sampling was stopped (feedback loop).
     pub fault_sampling_stopped: AtomicU64,
     /// Histogram increments lost because the table was full (the sample
@@ -183,6 +186,8 @@ impl Stats {
             hook_calls,
             hook_timed,
             hook_timed_ns,
+            hook_slow,
+            hook_slow_ns,
             fault_sampling_stopped,
             histogram_full,
             sites_full,
@@ -212,6 +217,8 @@ impl Stats {
             hook_calls,
             hook_timed,
             hook_timed_ns,
+            hook_slow,
+            hook_slow_ns,
             fault_sampling_stopped,
             histogram_full,
             sites_full,
