@@ -86,7 +86,6 @@ fn init() {
         }
         // Without symbols: read at the first sample (`threads::lazy`).
         modules::refresh(None);
-        crate::access::caches::get();
         anchors::init();
         numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
         let signal = sys::sigrtmin() + cfg.signal_offset;

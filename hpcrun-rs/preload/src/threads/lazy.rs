@@ -1,8 +1,9 @@
 //! What only samples need, prepared at the first sample (or before the
 //! program's second thread starts) instead of at start-up: the loaded
 //! modules' symbols ([`modules::read_symbols`]: instruction boundaries
-//! and static variables) and the instruction decoder's tables
-//! ([`soft::warm_up`]). Together they were about 1.4 ms of a process's
+//! and static variables), the instruction decoder's tables
+//! ([`soft::warm_up`]) and the data caches' sizes ([`caches`]; a profile
+//! without samples has zeros there). Together they were about 1.4 ms of a process's
 //! start (docs/PERFORMANCE.md, "Short-lived children"): a build tool's
 //! or a shell's child that ends before its first sample (2 ms of its CPU
 //! time at the default period) never pays for them. Its allocations keep
@@ -26,6 +27,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering::*};
 
+use crate::access::caches;
 use crate::access::soft;
 use crate::code::modules;
 use crate::sys;
@@ -72,6 +74,7 @@ fn prepare_with(wait: bool) -> bool {
         return false;
     }
     soft::warm_up();
+    caches::get();
     PREPARED.store(true, Release);
     true
 }
