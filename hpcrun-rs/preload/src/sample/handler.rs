@@ -1,7 +1,7 @@
 //! The sample signal handlers.
 //!
-//! Rules (see docs/ARCHITECTURE.md): no allocation, no lock, errno
-//! preserved, re-entry refused, every lost sample counted by cause. All the
+//! Rules (see docs/ARCHITECTURE.md): no allocation, no lock (but for a
+//! process's first sample, `threads::lazy`), errno preserved, re-entry refused, every lost sample counted by cause. All the
 //! memory they touch was mapped before sampling started: the thread's node
 //! pool, its unwind cache, the published module snapshot and unwinder, the
 //! object map.
