@@ -36,7 +36,7 @@
 //! private mappings: no glibc arena per thread); the program's blocks
 //! always come from the program's allocator (the hooks forward to the
 //! next definitions of the malloc family, `sys::real`); the signal handler neither allocates
-//! nor takes a lock; `unsafe` is denied at the crate root and allowed only
+//! nor takes a lock (but once: [`threads::lazy`]); `unsafe` is denied at the crate root and allowed only
 //! in [`sys`], the C entry points ([`hooks`], [`process::signal_hooks`]),
 //! [`sample::handler`], and on single items that say why (the
 //! `ZeroInit` impls, `ThreadState: Sync`, the unwinder reading `.eh_frame`

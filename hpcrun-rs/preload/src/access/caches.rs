@@ -42,17 +42,21 @@ fn read(dir: &str) -> CacheBytes {
     let mut out = CacheBytes::default();
     for i in 0..8 {
         let field = |name: &str| std::fs::read_to_string(format!("{dir}/index{i}/{name}")).ok();
-        let (Some(level), Some(kind), Some(size)) = (field("level"), field("type"), field("size"))
-        else {
-            continue;
-        };
-        let (Ok(level), Some(size)) = (level.trim().parse::<u32>(), parse_size(&size)) else {
-            continue;
+        // The indices are numbered from 0 without gaps: the first missing
+        // one ends the list (every process reads this: few files).
+        let Some(kind) = field("type") else {
+            break;
         };
         let kind = kind.trim();
         if kind == "Instruction" {
             continue;
         }
+        let (Some(level), Some(size)) = (field("level"), field("size")) else {
+            continue;
+        };
+        let (Ok(level), Some(size)) = (level.trim().parse::<u32>(), parse_size(&size)) else {
+            continue;
+        };
         match level {
             1 => out.l1d = size,
             2 => out.l2 = size,

@@ -5,9 +5,16 @@
 //! A snapshot is built outside any signal handler (at load time, at each
 //! `dlopen` and `dlclose`) and then only read; the handler and the hooks
 //! reach it through an atomic pointer, inside a read section.
+//!
+//! A module's symbols (functions and static variables) are needed only to
+//! attribute samples: they are read at the first need ([`read_symbols`]),
+//! not at load, so a process that exits before its first sample (a shell
+//! or build tool's short-lived child) never reads them. From then on,
+//! modules loaded later are read whole at their `dlopen`.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 
@@ -61,6 +68,13 @@ pub struct Symbol {
 #[derive(Debug)]
 pub struct ModuleData {
     pub info: ModuleInfo,
+    /// Its symbols, once read ([`read_symbols`]).
+    symbols: OnceLock<Symbols>,
+}
+
+/// A module's functions and static variables.
+#[derive(Debug, Default)]
+pub struct Symbols {
     /// Static variables sorted by start (the first `sorted_statics`), then
     /// one entry per data section (`.data`, `.bss`, `.rodata`) named
     /// `<.bss of libx.so>`: the fallback for an address in the module's
@@ -71,6 +85,22 @@ pub struct ModuleData {
     pub sorted_statics: usize,
     /// Function (start, end) sorted by start.
     pub functions: Vec<(u64, u64)>,
+}
+
+impl ModuleData {
+    /// A module whose symbols are known already.
+    pub fn with_symbols(info: ModuleInfo, symbols: Symbols) -> ModuleData {
+        ModuleData {
+            info,
+            symbols: OnceLock::from(symbols),
+        }
+    }
+
+    /// Its symbols; `None` until they were read ([`read_symbols`]).
+    /// Lock-free (a signal handler may ask).
+    pub fn symbols(&self) -> Option<&Symbols> {
+        self.symbols.get()
+    }
 }
 
 /// The modules loaded at one moment. A replaced snapshot is freed once no
@@ -145,14 +175,22 @@ pub fn refresh(except: Option<u64>) {
             continue;
         }
         let id = match cache.find(&module) {
-            Some(id) => id,
+            Some(id) => {
+                // Read before symbols were wanted, then unloaded while
+                // they were read for the loaded modules: read now.
+                let m = &cache.modules[id];
+                if SYMBOLS_WANTED.load(Acquire) && m.symbols.get().is_none() {
+                    let _ = m.symbols.set(read_module_symbols(&m.info));
+                }
+                id
+            }
             None => {
                 // The executable (first) is never "this library": when the
                 // library is linked into one (benchmarks), its code is the
                 // program's.
                 let is_self =
                     index > 0 && module.segments.iter().any(|&(s, e, _)| own >= s && own < e);
-                cache.add(read_module(&module, is_self))
+                cache.add(read_module(&module, is_self, SYMBOLS_WANTED.load(Acquire)))
             }
         };
         snapshot
@@ -177,6 +215,52 @@ pub fn refresh(except: Option<u64>) {
     }
 }
 
+/// Set once symbols were asked for ([`read_symbols`]): from then on,
+/// modules are read with their symbols as they are loaded.
+static SYMBOLS_WANTED: AtomicBool = AtomicBool::new(false);
+
+/// True once every loaded module's symbols were read ([`read_symbols`]).
+pub fn symbols_read() -> bool {
+    SYMBOLS_WANTED.load(Acquire)
+}
+
+/// Reads the symbols of every module of the current snapshot that has none
+/// yet, and has modules loaded later read with theirs. `wait` false (in a
+/// signal handler): gives up, returning false, when a refresh is under
+/// way instead of waiting for it. Takes no lock but the refresh mutex,
+/// and calls nothing in libc but `open`, `fstat`, `mmap`, `munmap` and
+/// `close` (and the library's own heap): a signal handler may call it
+/// when the thread it interrupted holds none of these, alone in its
+/// process.
+pub fn read_symbols(wait: bool) -> bool {
+    if SYMBOLS_WANTED.load(Acquire) {
+        return true;
+    }
+    let _serial = match REFRESH.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) if wait => {
+            REFRESH.lock().unwrap_or_else(|e| e.into_inner())
+        }
+        Err(std::sync::TryLockError::WouldBlock) => return false,
+    };
+    if SYMBOLS_WANTED.load(Acquire) {
+        return true;
+    }
+    // Snapshots are replaced only under the refresh mutex, held here.
+    let section = sys::reading();
+    if let Some(snapshot) = SNAPSHOT.get() {
+        for (_, m) in &snapshot.modules {
+            if m.symbols.get().is_none() {
+                let _ = m.symbols.set(read_module_symbols(&m.info));
+            }
+        }
+    }
+    drop(section);
+    SYMBOLS_WANTED.store(true, Release);
+    true
+}
+
 /// How long `dlclose` waits for readers of the unwinder that still has the
 /// module (a handler takes tens of microseconds; a preempted one, a
 /// scheduler slice or a few).
@@ -197,6 +281,7 @@ pub fn static_symbol(id: u32, index: u32) -> Option<Symbol> {
     cache
         .modules
         .get(id as usize)?
+        .symbols()?
         .statics
         .get(index as usize)
         .cloned()
@@ -252,34 +337,44 @@ fn owner_of_module(path: &str) -> CodeOwner {
     }
 }
 
-fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
-    let mut data = ModuleData {
-        info: ModuleInfo {
-            path: loaded.path.clone(),
-            bias: loaded.bias,
-            build_id: None,
-            segments: loaded.segments.clone(),
-            sections: UnwindSections::default(),
-            is_self,
-            owner: match is_self {
-                true => CodeOwner::System,
-                false => owner_of_module(&loaded.path),
-            },
+/// Reads a newly loaded module: its build id and unwind sections, and
+/// with `symbols` its symbols too (else they are read at the first need).
+fn read_module(loaded: &LoadedModule, is_self: bool, symbols: bool) -> ModuleData {
+    let mut info = ModuleInfo {
+        path: loaded.path.clone(),
+        bias: loaded.bias,
+        build_id: None,
+        segments: loaded.segments.clone(),
+        sections: UnwindSections::default(),
+        is_self,
+        owner: match is_self {
+            true => CodeOwner::System,
+            false => owner_of_module(&loaded.path),
         },
-        statics: Vec::new(),
-        sorted_statics: 0,
-        functions: Vec::new(),
+    };
+    let data = |info: ModuleInfo, file: Option<&object::File<'_>>| {
+        let module = ModuleData {
+            symbols: OnceLock::new(),
+            info,
+        };
+        if symbols || module.info.is_self || file.is_none() {
+            let _ = module.symbols.set(match file {
+                Some(file) => symbols_of(file, &module.info),
+                None => Symbols::default(),
+            });
+        }
+        module
     };
     if loaded.path.is_empty() || loaded.path.starts_with("linux-vdso") {
-        return data;
+        return data(info, None);
     }
     let Some(mapped) = sys::MappedFile::open(&loaded.path) else {
-        return data;
+        return data(info, None);
     };
     let Ok(file) = object::File::parse(mapped.bytes()) else {
-        return data;
+        return data(info, None);
     };
-    data.info.build_id = file
+    info.build_id = file
         .build_id()
         .ok()
         .flatten()
@@ -288,20 +383,44 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
         file.section_by_name(name)
             .map(|s| (s.address(), s.address() + s.size()))
     };
-    data.info.sections = UnwindSections {
+    info.sections = UnwindSections {
         text: range(".text"),
         eh_frame: range(".eh_frame"),
         eh_frame_hdr: range(".eh_frame_hdr"),
         got: range(".got"),
     };
-    if is_self {
+    data(info, Some(&file))
+}
+
+/// Reads the symbols of a module whose other data was read already.
+fn read_module_symbols(info: &ModuleInfo) -> Symbols {
+    if info.is_self || info.path.is_empty() || info.path.starts_with("linux-vdso") {
+        return Symbols::default();
+    }
+    let Some(mapped) = sys::MappedFile::open(&info.path) else {
+        return Symbols::default();
+    };
+    let Ok(file) = object::File::parse(mapped.bytes()) else {
+        return Symbols::default();
+    };
+    symbols_of(&file, info)
+}
+
+/// The functions and static variables of `file`, loaded as `info` says.
+fn symbols_of(file: &object::File<'_>, info: &ModuleInfo) -> Symbols {
+    let mut data = Symbols::default();
+    if info.is_self {
         // The library's own code and data are never the program's: its
         // samples are dropped as the profiler's, its frames skipped, so
         // its symbols (thousands) are not read: a short-lived process
         // starts faster.
         return data;
     }
-    let bias = loaded.bias;
+    let range = |name: &str| {
+        file.section_by_name(name)
+            .map(|s| (s.address(), s.address() + s.size()))
+    };
+    let bias = info.bias;
     let mut add = |sym: &object::Symbol<'_, '_>| {
         if sym.size() == 0 || sym.is_undefined() {
             return;
@@ -343,7 +462,7 @@ fn read_module(loaded: &LoadedModule, is_self: bool) -> ModuleData {
     }
     data.statics.sort_by_key(|s| s.start);
     data.sorted_statics = data.statics.len();
-    let base = loaded.path.rsplit('/').next().unwrap_or(&loaded.path);
+    let base = info.path.rsplit('/').next().unwrap_or(&info.path);
     for section in [".data", ".bss", ".rodata"] {
         if let Some((start, end)) = range(section).filter(|(s, e)| e > s) {
             data.statics.push(Symbol {
@@ -446,9 +565,11 @@ impl Snapshot {
     }
 
     /// The static variable containing `addr`, as (module id, index, start,
-    /// end), looked up in the module that owns the *data* address.
+    /// end), looked up in the module that owns the *data* address
+    /// (`None` while the module's symbols are unread).
     pub fn static_at(&self, addr: u64) -> Option<(u32, u32, u64, u64)> {
         let (id, m) = self.module_containing(addr)?;
+        let m = m.symbols()?;
         let sorted = &m.statics[..m.sorted_statics.min(m.statics.len())];
         let pos = sorted.partition_point(|s| s.start <= addr);
         // Symbols may nest (aliases); look back a little for a container.
@@ -473,7 +594,12 @@ impl Snapshot {
         let Some((id, index, ..)) = self.static_at(addr) else {
             return true;
         };
-        let Some((_, m)) = self.modules.iter().find(|(i, _)| *i == id) else {
+        let Some(m) = self
+            .modules
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, m)| m.symbols())
+        else {
             return false;
         };
         (index as usize) >= m.sorted_statics
@@ -482,9 +608,11 @@ impl Snapshot {
                 .is_some_and(|s| s.name.starts_with("<.rodata"))
     }
 
-    /// Start of the function containing `addr`.
+    /// Start of the function containing `addr` (`None` while the module's
+    /// symbols are unread).
     pub fn function_start(&self, addr: u64) -> Option<u64> {
         let (_, m) = self.module_containing(addr)?;
+        let m = m.symbols()?;
         let pos = m.functions.partition_point(|f| f.0 <= addr);
         if pos == 0 {
             return None;
@@ -505,13 +633,19 @@ mod tests {
             end,
             name: name.into(),
         };
-        let mut m =
+        let m =
             Arc::try_unwrap(module("/lib/libx.so", vec![(0x1000, 0x9000, false)], false)).unwrap();
-        m.statics = vec![
-            sym(0x5000, 0x5100, "counter"),
-            sym(0x4000, 0x6000, "<.bss of libx.so>"),
-        ];
-        m.sorted_statics = 1;
+        let m = ModuleData::with_symbols(
+            m.info,
+            Symbols {
+                statics: vec![
+                    sym(0x5000, 0x5100, "counter"),
+                    sym(0x4000, 0x6000, "<.bss of libx.so>"),
+                ],
+                sorted_statics: 1,
+                functions: vec![],
+            },
+        );
         let snap = Snapshot::new(vec![(7, Arc::new(m))]);
         assert_eq!(snap.static_at(0x5010), Some((7, 0, 0x5000, 0x5100)));
         assert_eq!(snap.static_at(0x5800), Some((7, 1, 0x4000, 0x6000)));
@@ -519,8 +653,8 @@ mod tests {
     }
 
     fn module(path: &str, segments: Vec<(u64, u64, bool)>, is_self: bool) -> Arc<ModuleData> {
-        Arc::new(ModuleData {
-            info: ModuleInfo {
+        Arc::new(ModuleData::with_symbols(
+            ModuleInfo {
                 path: path.into(),
                 bias: 0,
                 build_id: None,
@@ -532,10 +666,12 @@ mod tests {
                     false => CodeOwner::Program,
                 },
             },
-            statics: vec![],
-            sorted_statics: 0,
-            functions: vec![(0x1000, 0x1100), (0x1100, 0x1180)],
-        })
+            Symbols {
+                statics: vec![],
+                sorted_statics: 0,
+                functions: vec![(0x1000, 0x1100), (0x1100, 0x1180)],
+            },
+        ))
     }
 
     #[test]
@@ -618,19 +754,19 @@ mod tests {
             segments: vec![(bias, end, true)],
             eh_frame_hdr: None,
         };
-        let data = |l: &LoadedModule| ModuleData {
-            info: ModuleInfo {
-                path: l.path.clone(),
-                bias: l.bias,
-                build_id: None,
-                segments: l.segments.clone(),
-                sections: UnwindSections::default(),
-                is_self: false,
-                owner: CodeOwner::Program,
-            },
-            statics: vec![],
-            sorted_statics: 0,
-            functions: vec![],
+        let data = |l: &LoadedModule| {
+            ModuleData::with_symbols(
+                ModuleInfo {
+                    path: l.path.clone(),
+                    bias: l.bias,
+                    build_id: None,
+                    segments: l.segments.clone(),
+                    sections: UnwindSections::default(),
+                    is_self: false,
+                    owner: CodeOwner::Program,
+                },
+                Symbols::default(),
+            )
         };
         let mut cache = Cache {
             modules: Vec::new(),

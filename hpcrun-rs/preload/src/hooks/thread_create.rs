@@ -82,6 +82,10 @@ unsafe extern "C" fn pthread_create_at(
         // SAFETY: forwarding the caller's arguments.
         return unsafe { real(thread, attr, start, arg) };
     }
+    // Before a second thread exists: the first sample of a process with
+    // one thread may prepare the samples' tables in its handler, not one
+    // of a threaded process (`threads::lazy`).
+    without_hooks(threads::lazy::prepare);
     let index = threads::next_index();
     // SAFETY: the entry's stack pointer, per this function's contract.
     let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };

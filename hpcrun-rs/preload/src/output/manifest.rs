@@ -70,14 +70,16 @@ pub fn start(rank: Option<u32>) {
         start_ns,
     }
     .line();
-    let mut bytes = first.clone().into_bytes();
-    bytes.resize(first.len() + RESERVED as usize, 0);
+    // The reserved zeros are allocated, not written.
     let created = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&path)
         .map(sys::file_above_floor)
-        .and_then(|f| f.write_all_at(&bytes, 0));
+        .and_then(|f| {
+            f.write_all_at(first.as_bytes(), 0)?;
+            sys::reserve_zeros(&f, first.len() as u64, RESERVED)
+        });
     let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
     match created {
         Ok(()) => {

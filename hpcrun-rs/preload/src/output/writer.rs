@@ -431,7 +431,10 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             .filter(|(_, n)| n.load(Relaxed) > 0)
             .map(|(rule, n)| (rule.to_string(), n.load(Relaxed)))
             .collect(),
-        cache_bytes: crate::access::caches::get(),
+        // Read with the first sample's preparation (`threads::lazy`):
+        // zeros in the profile of a process that had none (merging keeps
+        // the largest).
+        cache_bytes: crate::access::caches::read_already().unwrap_or_default(),
         partial_unwinds: s.partial_unwinds.load(Relaxed),
         page_faults: s.page_faults.load(Relaxed),
         labels_untracked: match (state.index, objs) {

@@ -2,14 +2,15 @@
 //! every other. At load (`.init_array`) it reads the configuration, sets
 //! up the maps, the unwinder, the signal handlers, the thread-exit key,
 //! `atexit` and `pthread_atfork`, then measures the main thread; in a
-//! forked child it starts afresh; at exit it writes the profiles.
+//! forked child it starts afresh; at exit it writes the profiles. What
+//! only samples need (symbols, the decoder's tables) waits for the first
+//! sample (`threads::lazy`): a short-lived process never reads it.
 
 use std::sync::atomic::Ordering::*;
 
 use crate::access::anchors;
 use crate::access::numa;
 use crate::access::pages;
-use crate::access::soft;
 use crate::code::modules;
 use crate::hooks::exec;
 use crate::objects;
@@ -89,9 +90,8 @@ fn init() {
         if let Some(small) = objects::small_map::get() {
             small.set_cap(cfg.max_tracking_memory);
         }
+        // Without symbols: read at the first sample (`threads::lazy`).
         modules::refresh(None);
-        soft::warm_up();
-        crate::access::caches::get();
         anchors::init();
         numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
         let signal = sys::sigrtmin() + cfg.signal_offset;

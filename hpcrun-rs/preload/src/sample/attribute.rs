@@ -740,7 +740,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::code::modules::{ModuleData, ModuleInfo};
+    use crate::code::modules::{ModuleData, ModuleInfo, Symbols};
     use crate::code::unwind::UnwindSections;
 
     /// f, g and h at 0x1000, 0x1010 and 0x1020, each followed by nop
@@ -758,8 +758,8 @@ mod tests {
         code[0x1a..0x20].copy_from_slice(&[0x66, 0x0f, 0x1f, 0x44, 0, 0]);
         // h: mov rax, [rdi]; ret.
         code[0x20..0x24].copy_from_slice(&[0x48, 0x8b, 0x07, 0xc3]);
-        let m = ModuleData {
-            info: ModuleInfo {
+        let m = ModuleData::with_symbols(
+            ModuleInfo {
                 path: "prog".into(),
                 bias: 0,
                 build_id: None,
@@ -768,10 +768,12 @@ mod tests {
                 is_self: false,
                 owner: crate::code::modules::CodeOwner::Program,
             },
-            statics: vec![],
-            sorted_statics: 0,
-            functions: vec![(0x1000, 0x1006), (0x1010, 0x101a), (0x1020, 0x1024)],
-        };
+            Symbols {
+                statics: vec![],
+                sorted_statics: 0,
+                functions: vec![(0x1000, 0x1006), (0x1010, 0x101a), (0x1020, 0x1024)],
+            },
+        );
         (Snapshot::new(vec![(0, Arc::new(m))]), code)
     }
 

@@ -1,7 +1,7 @@
 //! The sample signal handlers.
 //!
-//! Rules (see docs/ARCHITECTURE.md): no allocation, no lock, errno
-//! preserved, re-entry refused, every lost sample counted by cause. All the
+//! Rules (see docs/ARCHITECTURE.md): no allocation, no lock (but for a
+//! process's first sample, `threads::lazy`), errno preserved, re-entry refused, every lost sample counted by cause. All the
 //! memory they touch was mapped before sampling started: the thread's node
 //! pool, its unwind cache, the published module snapshot and unwinder, the
 //! object map.
@@ -105,14 +105,17 @@ pub(super) fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs,
 /// The module snapshot, for a sample of the program at `ip`; `None`
 /// (counted) without a snapshot, or when `ip` is in this library: time
 /// inside the profiler itself (allocation hooks unwinding, its tables
-/// being touched) is overhead, not the program's.
+/// being touched) is overhead, not the program's. The process's first
+/// sample prepares the tables samples need (`threads::lazy`); one that
+/// interrupted the profiler's hooks cannot, and is counted as dropped
+/// inside the profiler.
 pub(super) fn program_snapshot(state: &ThreadState, ip: u64) -> Option<&'static Snapshot> {
     let dropped = &state.stats.dropped;
     let Some(snap) = modules::get() else {
         dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
         return None;
     };
-    if snap.is_own_code(ip) {
+    if snap.is_own_code(ip) || !threads::lazy::prepare_in_handler() {
         dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
         return None;
     }

@@ -10,7 +10,9 @@ use std::ffi::{c_int, c_void};
 
 /// Allocations requested while a sample handler ran on the same thread
 /// (through the library's allocator or the malloc hooks). Must stay 0: it
-/// is written into every profile and checked by the tests.
+/// is written into every profile and checked by the tests. (A process's
+/// first sample may prepare the tables samples need, from the library's
+/// heap with its lock free: `threads::lazy`, not counted.)
 pub static ALLOCATIONS_IN_HANDLER: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(0);
 

@@ -11,7 +11,9 @@
 //! 64 KiB slabs, kept on a free list per class when freed (any thread may
 //! free what another allocated); larger ones are mappings of their own.
 //! One spin lock guards the lists; it is never taken in a signal handler
-//! (the handler does not allocate) and is reset in a forked child.
+//! (the handler does not allocate; once, a process's first sample
+//! prepares its tables there, only when [`lock_held`] says the lock is
+//! free, `threads::lazy`) and is reset in a forked child.
 //!
 //! When the kernel refuses a mapping (a seccomp filter that makes `mmap`
 //! fail, an address-space limit reached), memory comes from a reserve of
@@ -94,6 +96,11 @@ fn locked<R>(f: impl FnOnce(&mut Heap) -> R) -> R {
     let r = f(unsafe { &mut *std::ptr::addr_of_mut!(HEAP) });
     LOCK.store(false, Release);
     r
+}
+
+/// True while some thread holds the heap's lock (async-signal-safe).
+pub fn lock_held() -> bool {
+    LOCK.load(Acquire)
 }
 
 /// The class of a block of `size` bytes aligned to `align`, if it fits

@@ -267,6 +267,21 @@ pub unsafe fn c_string_prefix(s: *const std::ffi::c_char, out: &mut [u8]) -> usi
     n
 }
 
+/// Makes `len` bytes of `file` from `offset` zeros whose disk blocks are
+/// allocated (`fallocate`), so that later writes there cannot fail for
+/// want of space; written as zeros where the file system cannot allocate.
+pub fn reserve_zeros(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    // SAFETY: fallocate on an open descriptor of ours; mode 0 allocates
+    // and extends the file, reading back as zeros.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset as i64, len as i64) };
+    if r == 0 {
+        return Ok(());
+    }
+    file.write_all_at(&vec![0u8; len as usize], offset)
+}
+
 /// A file mapped read-only; unmapped on drop.
 pub struct MappedFile {
     ptr: *mut c_void,

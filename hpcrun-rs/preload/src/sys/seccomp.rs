@@ -22,13 +22,25 @@ const BPF_K: u16 = 0x00;
 /// The seccomp mode of this process (0 none, 1 strict, 2 filter), from
 /// the `Seccomp:` line of `/proc/self/status` (0 when unreadable).
 pub fn mode_from_status() -> u32 {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open("/proc/self/status") else {
         return 0;
     };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Seccomp:"))
-        .and_then(|v| v.trim().parse().ok())
+    // Into a buffer on the stack (the file is about 1.5 KB): a few large
+    // reads and no allocation (every process pays for this at start).
+    let mut buf = [0u8; 8192];
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(_) => return 0,
+        }
+    }
+    buf[..len]
+        .split(|&b| b == b'\n')
+        .find_map(|l| l.strip_prefix(b"Seccomp:"))
+        .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok())
         .unwrap_or(0)
 }
 

@@ -16,6 +16,13 @@ thread_local! {
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
 }
 
+/// True while a hook, or the library's own code that may call into libc
+/// allocation, runs on this thread (async-signal-safe: a signal handler
+/// asks whether it interrupted the profiler).
+pub fn in_hook() -> bool {
+    IN_HOOK.with(|g| g.get())
+}
+
 /// Runs `f` unless a hook is already active on this thread.
 pub fn guarded(f: impl FnOnce()) {
     if !READY.load(Ordering::Acquire) {

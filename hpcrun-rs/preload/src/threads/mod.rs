@@ -34,6 +34,7 @@
 pub mod config;
 pub mod creators;
 pub mod guard;
+pub mod lazy;
 pub mod run;
 pub mod sampling;
 pub mod sandbox;
