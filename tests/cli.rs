@@ -738,21 +738,34 @@ fn ctrl_c_in_a_terminal_reaches_the_program_once() {
 
 /// A launcher killed with SIGKILL while its program runs: the program
 /// still measures into the directory, so another run is refused until
-/// the program is gone too; then the marker is reclaimed.
+/// the program is gone too; then the marker is reclaimed. (The program is
+/// `sleep` itself: a shell that execs it would write its own profile at
+/// the exec whenever a sample reached it first, and a directory with a
+/// profile is refused for good.)
 #[test]
 fn a_killed_launchers_running_program_keeps_the_directory() {
     let dir = scratch("cli-orphan");
     let mut launcher = hpcrun_alone(&dir, "m")
-        .args(["sh", "-c", "echo $$; exec sleep 600"])
-        .stdout(Stdio::piped())
+        .args(["sleep", "600"])
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(launcher.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let program: u32 = line.trim().parse().unwrap();
+    // The launcher's child, once it runs `sleep`.
+    let program = loop {
+        let out = run(Command::new("pgrep").args(["-P", &launcher.id().to_string()]));
+        let child = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u32>()
+            .ok();
+        let sleeping = child.is_some_and(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        });
+        match child {
+            Some(pid) if sleeping => break pid,
+            _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
     launcher.kill().unwrap();
     launcher.wait().unwrap();
     let refused = run(hpcrun_alone(&dir, "m").arg("true"));
