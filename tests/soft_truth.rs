@@ -145,14 +145,19 @@ fn triad_samples_all_three_arrays_and_the_store_target() {
     // examples/stream_triad: a = b + s*c over three 32 MiB arrays.
     let dir = scratch("soft_triad");
     let exe = compile_c("stream_triad/stream_triad.c", &dir, &[]);
-    let (data, _) = measure_exe(&dir, &exe, "stream_triad", &["40"]);
+    // Sampled four times as often as by default: about 800 samples.
+    let p = profile(&dir, "mem:soft@500000", &exe, &["40"]);
+    assert!(!p.program_stdout.is_empty(), "stream_triad printed nothing");
+    let data = export_json(&p.db, "data");
     rules_add_up(&data);
     let (a, b, c) = (object(&data, "a"), object(&data, "b"), object(&data, "c"));
     assert!(samples(b) > 0 && samples(c) > 0, "{data:#}");
     let total: u64 = [a, b, c].iter().map(|o| samples(o) + stores(o)).sum();
-    // A third of the traffic is the store stream: at least a tenth of the
-    // samples (measured: about a sixth).
-    assert!(stores(a) * 10 >= total, "a stores {} of {total}", stores(a));
+    // A third of the traffic is the store stream: the store target gets a
+    // share of its own, at least a twentieth of the samples (measured: 18
+    // to 38% from run to run on a 2-core machine, 10% once under heavy
+    // load).
+    assert!(stores(a) * 20 >= total, "a stores {} of {total}", stores(a));
 }
 
 #[test]
