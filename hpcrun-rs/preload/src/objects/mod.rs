@@ -29,7 +29,7 @@
 //! written is retried a few times, then the lookup reports `Busy` and the
 //! sample is counted as dropped. Freed addresses leave the map before glibc
 //! can hand them out again, so a reused address maps to the block live at
-//! the sample's time.
+//! the sample's time. The lookups are in [`lookup`].
 //!
 //! **Registered ranges** (`hpcrun_register`, see [`crate::hooks::labels`]) live in
 //! a third map of the [`big`] kind whose lookup scans a few entries back,
@@ -52,6 +52,7 @@
 
 pub(crate) mod big;
 pub(crate) mod granules;
+mod lookup;
 pub mod mapping;
 mod small_heap;
 pub mod small_map;
@@ -60,6 +61,7 @@ pub mod small_sites;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::OnceLock;
 
+pub use lookup::Lookup;
 pub use small_heap::{in_small_heap, note_small_block};
 
 use crate::sys;
@@ -332,30 +334,6 @@ fn path_hash(frames: &[u64], label: &[u8]) -> u64 {
     h | 1
 }
 
-/// What a lookup found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lookup {
-    /// The block `[start, end)` allocated through `site`.
-    Block {
-        site: u32,
-        start: u64,
-        end: u64,
-    },
-    NotFound,
-    /// A writer was active on every try.
-    Busy,
-}
-
-impl Lookup {
-    /// The site, when a block was found.
-    pub fn site(self) -> Option<u32> {
-        match self {
-            Lookup::Block { site, .. } => Some(site),
-            _ => None,
-        }
-    }
-}
-
 impl Objects {
     /// Site id of this call path (innermost first), created if new. `None`
     /// when the table is full.
@@ -622,29 +600,6 @@ impl Objects {
         true
     }
 
-    /// The map and start of the block containing `addr`, in lookup order.
-    fn find(&self, addr: u64) -> Option<(Map, u64)> {
-        let start = |l: Lookup| match l {
-            Lookup::Block { start, .. } => Some(start),
-            _ => None,
-        };
-        if self.registered_live.load(Relaxed) > 0 {
-            if let Some(s) = start(self.registered.lookup_nested(addr, REGISTERED_DEPTH)) {
-                return Some((Map::Registered, s));
-            }
-        }
-        if let Some((s, _, _)) = small_map::existing().and_then(|m| m.lookup(addr)) {
-            return Some((Map::Small, s));
-        }
-        if let Some(s) = start(self.granules.lookup(addr)) {
-            return Some((Map::Granules, s));
-        }
-        if let Some(s) = start(self.medium.lookup(addr)) {
-            return Some((Map::Medium, s));
-        }
-        start(self.big.lookup(addr)).map(|s| (Map::Big, s))
-    }
-
     /// Counts the allocation at its site and appends its log record
     /// (index + 1, 0 if the log is full or not kept).
     fn new_record(&self, start: u64, size: u64, site: u32, thread: u32, thread_head: u64) -> u64 {
@@ -711,51 +666,6 @@ impl Objects {
         }
     }
 
-    /// True if a tracked block starts exactly at `start`.
-    pub fn is_tracked_start(&self, start: u64) -> bool {
-        small_map::existing().is_some_and(|m| m.find_start(start).is_some())
-            || self.granules.find_start(start).is_some()
-            || self.medium.find_start(start).is_some()
-            || self.big.find_start(start).is_some()
-    }
-
-    /// The label of the site of the tracked block (or mapping) that starts
-    /// at `start`, copied into `out`; returns its length (0: no such
-    /// block, or no label).
-    pub fn label_of_block_at(&self, start: u64, out: &mut [u8]) -> usize {
-        match self.lookup(start) {
-            Lookup::Block { site, start: s, .. } if s == start => self
-                .sites
-                .get(site as usize)
-                .map_or(0, |site| site.label_into(out)),
-            _ => 0,
-        }
-    }
-
-    /// The site of the block containing `addr`. Safe in a signal handler.
-    pub fn lookup(&self, addr: u64) -> Lookup {
-        if self.registered_live.load(Relaxed) > 0 {
-            match self.registered.lookup_nested(addr, REGISTERED_DEPTH) {
-                Lookup::NotFound => {}
-                found => return found,
-            }
-        }
-        if let Some((start, size, site)) = small_map::existing().and_then(|m| m.lookup(addr)) {
-            return Lookup::Block {
-                site,
-                start,
-                end: start + size,
-            };
-        }
-        match self.granules.lookup(addr) {
-            Lookup::NotFound => match self.medium.lookup(addr) {
-                Lookup::NotFound => self.big.lookup(addr),
-                found => found,
-            },
-            found => found,
-        }
-    }
-
     /// Maps every page of the lookup tables (see `Granules::prefault`).
     pub fn prefault(&self) -> u64 {
         self.granules
@@ -786,181 +696,4 @@ fn site_frames_equal(site: &Site, frames: &[u64]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocks_of_both_sizes_are_found_and_forgotten() {
-        assert!(init(true, 0) || get().is_some());
-        let objs = get().unwrap();
-        let a = objs.site(&[1, 2, 3]).unwrap();
-        let b = objs.site(&[4, 5]).unwrap();
-        assert_ne!(a, b);
-        assert_eq!(objs.site(&[1, 2, 3]), Some(a));
-        // A small block spanning a granule boundary, and a big block.
-        let small = 0x7000_0000_fc00;
-        objs.insert(small, 3000, a, 0, 0);
-        objs.insert(0x7100_0000_0000, 64 << 20, b, 0, 0);
-        assert_eq!(objs.lookup(small).site(), Some(a));
-        assert_eq!(objs.lookup(small + 2999).site(), Some(a));
-        assert_eq!(objs.lookup(small + 3000), Lookup::NotFound);
-        assert_eq!(objs.lookup(0x7100_0000_0000 + (40 << 20)).site(), Some(b));
-        assert!(objs.is_tracked_start(small));
-        objs.remove(small);
-        assert_eq!(objs.lookup(small + 100), Lookup::NotFound);
-        assert!(!objs.is_tracked_start(small));
-        // Reuse of the same address by another site.
-        objs.insert(small, 2000, b, 0, 0);
-        assert_eq!(objs.lookup(small + 100).site(), Some(b));
-        objs.remove(small);
-        objs.remove(0x7100_0000_0000);
-        assert_eq!(objs.lookup(0x7100_0000_0000 + 5), Lookup::NotFound);
-    }
-
-    #[test]
-    fn medium_blocks_live_in_their_own_table_next_to_small_ones() {
-        assert!(init(true, 0) || get().is_some());
-        let objs = get().unwrap();
-        let m = objs.site(&[31, 32]).unwrap();
-        let s = objs.site(&[33]).unwrap();
-        // A 200 KB block not aligned to 64 KiB, with a small block right
-        // after it in the same 64 KiB granule.
-        let medium = 0x7200_0000_3000;
-        let size = 200_000;
-        objs.insert(medium, size, m, 0, 0);
-        objs.insert(medium + size, 100, s, 0, 0);
-        for off in [0, 1, 65_535, 65_536, 150_000, size - 1] {
-            assert_eq!(objs.lookup(medium + off).site(), Some(m), "offset {off}");
-        }
-        assert_eq!(objs.lookup(medium + size).site(), Some(s));
-        assert_eq!(objs.lookup(medium - 1), Lookup::NotFound);
-        assert!(objs.is_tracked_start(medium));
-        // Relabelling finds it in its table.
-        assert!(objs.relabel(medium + 70_000, b"grid"));
-        let labelled = objs.lookup(medium + 10).site().unwrap();
-        assert_eq!(
-            objs.site_info(labelled).unwrap().1.label().as_deref(),
-            Some("grid")
-        );
-        objs.remove(medium);
-        for off in [0, 65_536, size - 1] {
-            assert_eq!(objs.lookup(medium + off), Lookup::NotFound);
-        }
-        assert_eq!(objs.lookup(medium + size).site(), Some(s));
-        objs.remove(medium + size);
-        // Exactly MEDIUM_BYTES goes to the medium table, one byte less to
-        // the small one; both are found whole.
-        for len in [MEDIUM_BYTES, MEDIUM_BYTES - 1] {
-            objs.insert(medium, len, m, 0, 0);
-            assert_eq!(objs.lookup(medium + len - 1).site(), Some(m));
-            assert_eq!(objs.lookup(medium + len), Lookup::NotFound);
-            objs.remove(medium);
-            assert_eq!(objs.lookup(medium), Lookup::NotFound);
-        }
-    }
-
-    #[test]
-    fn labels_are_part_of_a_sites_identity() {
-        assert!(init(true, 0) || get().is_some());
-        let objs = get().unwrap();
-        let plain = objs.site(&[71, 72]).unwrap();
-        let a = objs.labelled_site(&[71, 72], b"particles").unwrap();
-        let b = objs.labelled_site(&[71, 72], b"cells").unwrap();
-        assert_ne!(plain, a);
-        assert_ne!(a, b);
-        assert_eq!(objs.labelled_site(&[71, 72], b"cells"), Some(b));
-        assert_eq!(objs.labelled_site(&[71, 72], b""), Some(plain));
-        let (frames, site) = objs.site_info(b).unwrap();
-        assert_eq!(frames, vec![71, 72]);
-        assert_eq!(site.label().as_deref(), Some("cells"));
-        assert_eq!(objs.site_info(plain).unwrap().1.label(), None);
-        // Cut to LABEL_BYTES, without a split character at the end.
-        let long = "é".repeat(40);
-        let cut = objs.labelled_site(&[71, 72], long.as_bytes()).unwrap();
-        let label = objs.site_info(cut).unwrap().1.label().unwrap();
-        assert_eq!(label, "é".repeat(31));
-        let bad = objs.labelled_site(&[71, 72], b"a\xffb").unwrap();
-        assert_eq!(
-            objs.site_info(bad).unwrap().1.label().unwrap(),
-            "a\u{fffd}b"
-        );
-    }
-
-    #[test]
-    fn registered_ranges_win_over_the_blocks_around_them() {
-        assert!(init(true, 0) || get().is_some());
-        let objs = get().unwrap();
-        let pool_site = objs.site(&[81]).unwrap();
-        let inner = objs.labelled_site(&[82], b"inner").unwrap();
-        let outer = objs.labelled_site(&[82], b"outer").unwrap();
-        let pool = 0x7300_0000_0000u64;
-        objs.insert(pool, 64 << 20, pool_site, 0, 0);
-        // A registered range at the pool's start, a small and a big one
-        // inside, and one registered range nested in another.
-        objs.register(pool, 1 << 20, inner, 0, 0);
-        objs.register(pool + (2 << 20), 100, inner, 0, 0);
-        objs.register(pool + (8 << 20), 16 << 20, outer, 0, 0);
-        for i in 0..20 {
-            objs.register(pool + (10 << 20) + i * 4096, 2048, inner, 0, 0);
-        }
-        let site = |addr| objs.lookup(addr).site();
-        assert_eq!(site(pool), Some(inner));
-        assert_eq!(site(pool + (1 << 20)), Some(pool_site));
-        assert_eq!(site(pool + (2 << 20) + 99), Some(inner));
-        assert_eq!(site(pool + (2 << 20) + 100), Some(pool_site));
-        assert_eq!(site(pool + (8 << 20) + 5), Some(outer));
-        assert_eq!(site(pool + (10 << 20) + 3 * 4096 + 10), Some(inner));
-        // Between nested ranges: the enclosing one, up to 16 back...
-        assert_eq!(site(pool + (10 << 20) + 3 * 4096 + 3000), Some(outer));
-        // ... beyond that the heap block around it.
-        assert_eq!(site(pool + (10 << 20) + 19 * 4096 + 3000), Some(pool_site));
-        // hpcrun_label on a registered range and on the pool.
-        assert!(objs.relabel(pool + 10, b"renamed"));
-        let renamed = objs.labelled_site(&[82], b"renamed").unwrap();
-        assert_eq!(site(pool + 20), Some(renamed));
-        assert!(objs.relabel(pool + (1 << 20), b"pool"));
-        let named_pool = objs.labelled_site(&[81], b"pool").unwrap();
-        assert_eq!(site(pool + (1 << 20)), Some(named_pool));
-        assert_eq!(
-            objs.site_info(named_pool)
-                .unwrap()
-                .1
-                .allocations
-                .load(Relaxed),
-            1
-        );
-        assert!(!objs.relabel(0x10, b"nowhere"));
-        // Unregistered: the pool again.
-        assert!(objs.unregister(pool));
-        assert!(!objs.unregister(pool));
-        assert_eq!(site(pool), Some(named_pool));
-        for i in 0..20 {
-            assert!(objs.unregister(pool + (10 << 20) + i * 4096));
-        }
-        objs.unregister(pool + (2 << 20));
-        objs.unregister(pool + (8 << 20));
-        objs.remove(pool);
-        assert_eq!(objs.lookup(pool + 5), Lookup::NotFound);
-    }
-
-    #[test]
-    fn many_small_blocks_and_churn() {
-        assert!(init(true, 0) || get().is_some());
-        let objs = get().unwrap();
-        let s = objs.site(&[9, 9, 9]).unwrap();
-        let base = 0x5000_0000_0000u64;
-        for round in 0..4 {
-            for i in 0..20_000u64 {
-                objs.insert(base + i * 4096, 1500 + round, s, 0, 0);
-            }
-            for i in (0..20_000u64).step_by(97) {
-                assert_eq!(objs.lookup(base + i * 4096 + 1000).site(), Some(s));
-                assert_eq!(objs.lookup(base + i * 4096 + 3000), Lookup::NotFound);
-            }
-            for i in 0..20_000u64 {
-                objs.remove(base + i * 4096);
-            }
-            assert_eq!(objs.lookup(base + 4096 * 5 + 10), Lookup::NotFound);
-        }
-    }
-}
+mod tests;
