@@ -174,13 +174,20 @@ fn every_kind_of_region_hangs_below_its_function() {
         &["-fopenmp", "-fno-optimize-sibling-calls"],
     );
     let measurements = dir.join("measurements");
+    // 300 repetitions of every region, the runtime-scheduled loop in
+    // static chunks (libgomp's default for `schedule(runtime)` hands out
+    // one iteration at a time, 40 times the others' work): each region
+    // gets a few hundred periods of CPU time, so that none can go
+    // unsampled on a loaded machine (at 60 repetitions one had about 10
+    // signals, and once none).
     let out = run(Command::new(tool("hpcrun-rs"))
         .env("OMP_NUM_THREADS", "2")
         .env("OMP_WAIT_POLICY", "passive")
+        .env("OMP_SCHEDULE", "static")
         .args(["-e", "mem:soft@1000000", "-o"])
         .arg(&measurements)
         .arg(&exe)
-        .arg("60"));
+        .arg("300"));
     let stdout = ok_stdout(&out, "hpcrun-rs omp_kinds");
     assert!(stdout.starts_with("sum "), "{stdout}");
     let (_, db) = merge(&dir, &measurements);
@@ -214,6 +221,7 @@ fn every_kind_of_region_hangs_below_its_function() {
         );
         seen[k] += samples;
     }
+    eprintln!("samples per region: {seen:?}");
     for (k, (f, _)) in want.iter().enumerate() {
         assert!(seen[k] > 0, "no samples in {f}'s region: {seen:?}");
     }
