@@ -14,7 +14,6 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_int;
-use std::sync::atomic::Ordering;
 
 use crate::sys;
 
@@ -35,11 +34,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         sys::set_errno(libc::EBADF);
         return -1;
     }
-    let mut real = REAL_CLOSE.load(Ordering::Relaxed);
-    if real == 0 {
-        real = sys::next_symbol(c"close") as usize;
-        REAL_CLOSE.store(real, Ordering::Relaxed);
-    }
+    let real = sys::next_symbol_cached(&REAL_CLOSE, c"close");
     if real == 0 {
         sys::set_errno(libc::ENOSYS);
         return -1;
@@ -138,11 +133,7 @@ static REAL_SETSID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUs
 /// POSIX's setsid contract (no arguments).
 #[no_mangle]
 pub unsafe extern "C" fn setsid() -> libc::pid_t {
-    let mut real = REAL_SETSID.load(Ordering::Relaxed);
-    if real == 0 {
-        real = sys::next_symbol(c"setsid") as usize;
-        REAL_SETSID.store(real, Ordering::Relaxed);
-    }
+    let real = sys::next_symbol_cached(&REAL_SETSID, c"setsid");
     if real == 0 {
         sys::set_errno(libc::ENOSYS);
         return -1;

@@ -15,17 +15,6 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use crate::sys;
 use crate::threads::signals;
 
-/// `dlsym(RTLD_NEXT, name)`, resolved once.
-fn next(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
-    let p = cache.load(Relaxed);
-    if p != 0 {
-        return p;
-    }
-    let p = sys::next_symbol(name) as usize;
-    cache.store(p, Relaxed);
-    p
-}
-
 /// # Safety
 /// POSIX's sigaction contract.
 #[no_mangle]
@@ -66,7 +55,7 @@ pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> l
     if let Some(old) = signals::program_signal(signal, handler) {
         return old;
     }
-    let real = next(&REAL_SIGNAL, c"signal");
+    let real = sys::next_symbol_cached(&REAL_SIGNAL, c"signal");
     if real == 0 {
         sys::set_errno(libc::EINVAL);
         return libc::SIG_ERR;
@@ -129,7 +118,7 @@ pub unsafe extern "C" fn sigprocmask(
     set: *const libc::sigset_t,
     old: *mut libc::sigset_t,
 ) -> c_int {
-    let real = next(&REAL_SIGPROCMASK, c"sigprocmask");
+    let real = sys::next_symbol_cached(&REAL_SIGPROCMASK, c"sigprocmask");
     if real == 0 {
         sys::set_errno(libc::EINVAL);
         return -1;
@@ -146,7 +135,7 @@ pub unsafe extern "C" fn pthread_sigmask(
     set: *const libc::sigset_t,
     old: *mut libc::sigset_t,
 ) -> c_int {
-    let real = next(&REAL_PTHREAD_SIGMASK, c"pthread_sigmask");
+    let real = sys::next_symbol_cached(&REAL_PTHREAD_SIGMASK, c"pthread_sigmask");
     // SAFETY: per the caller's contract.
     unsafe { mask_call(real, how, set, old) }
 }
@@ -168,7 +157,7 @@ unsafe fn wait(
     info: *mut libc::siginfo_t,
     timeout: *const libc::timespec,
 ) -> c_int {
-    let real = next(&REAL_SIGTIMEDWAIT, c"sigtimedwait");
+    let real = sys::next_symbol_cached(&REAL_SIGTIMEDWAIT, c"sigtimedwait");
     if real == 0 {
         sys::set_errno(libc::EINVAL);
         return -1;

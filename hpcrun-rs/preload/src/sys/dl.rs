@@ -10,6 +10,19 @@ pub fn next_symbol(name: &CStr) -> *mut c_void {
     unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) }
 }
 
+/// `dlsym(RTLD_NEXT, name)`, resolved once into `cache` (0: not yet, or
+/// not found): how an interposed function finds the one it forwards to.
+pub fn next_symbol_cached(cache: &std::sync::atomic::AtomicUsize, name: &CStr) -> usize {
+    use std::sync::atomic::Ordering::Relaxed;
+    let p = cache.load(Relaxed);
+    if p != 0 {
+        return p;
+    }
+    let p = next_symbol(name) as usize;
+    cache.store(p, Relaxed);
+    p
+}
+
 /// The first definition of `name` in symbol lookup order, the one the
 /// program binds to (`dlsym(RTLD_DEFAULT, name)`; 0: none).
 pub fn first_symbol(name: &CStr) -> usize {
