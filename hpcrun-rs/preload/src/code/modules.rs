@@ -13,7 +13,7 @@
 //! modules loaded later are read whole at their `dlopen`.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
@@ -406,7 +406,31 @@ fn read_module_symbols(info: &ModuleInfo) -> Symbols {
     symbols_of(&file, info)
 }
 
+/// Modules whose symbols were not read because the kernel had refused
+/// the library's heap memory and the reserve could not spare them.
+static SYMBOLS_LEFT_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// Modules whose symbols were left out short of memory (for the notice
+/// on the refused memory, `sandbox::notices`).
+pub fn symbols_left_out() -> u64 {
+    SYMBOLS_LEFT_OUT.load(Relaxed)
+}
+
+/// Heap bytes that reading `file`'s symbols may take at most: its symbol
+/// table's entries (a name each) and its unwind table's functions, twice
+/// (vectors that grow).
+fn symbols_bytes(file: &object::File<'_>) -> usize {
+    let symbols = file.symbols().count().max(file.dynamic_symbols().count());
+    let unwound = file
+        .section_by_name(".eh_frame_hdr")
+        .map_or(0, |s| s.size() as usize / 8);
+    2 * (symbols * (std::mem::size_of::<Symbol>() + 48) + unwound * 48)
+}
+
 /// The functions and static variables of `file`, loaded as `info` says.
+/// Once the kernel refused the library's heap memory, none when the
+/// reserve cannot spare them (`sys::heap::can_spare`; counted): their
+/// size is the module's, not the library's.
 fn symbols_of(file: &object::File<'_>, info: &ModuleInfo) -> Symbols {
     let mut data = Symbols::default();
     if info.is_self {
@@ -414,6 +438,10 @@ fn symbols_of(file: &object::File<'_>, info: &ModuleInfo) -> Symbols {
         // samples are dropped as the profiler's, its frames skipped, so
         // its symbols (thousands) are not read: a short-lived process
         // starts faster.
+        return data;
+    }
+    if sys::heap::short_of_memory() && !sys::heap::can_spare(symbols_bytes(file)) {
+        SYMBOLS_LEFT_OUT.fetch_add(1, Relaxed);
         return data;
     }
     let range = |name: &str| {

@@ -89,8 +89,20 @@ pub fn notices() -> Vec<String> {
         );
     }
     if let Some((errno, at_ns)) = sys::heap::refused() {
+        let skipped = crate::output::checkpoint::skipped();
+        let checkpoints = if skipped > 0 {
+            format!("; {skipped} checkpoints of threads due after that were not written (the final profiles needed the reserve)")
+        } else {
+            String::new()
+        };
+        let symbols = crate::code::modules::symbols_left_out();
+        let symbols = if symbols > 0 {
+            format!("; the symbols of {symbols} loaded modules were not read (the reserve could not spare them): samples in their code are decoded without function boundaries (a backward guess) and their static variables are not named")
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "measurement limited: the kernel refused the profiler memory (mmap failed, errno {errno}: {}) at {:.3} s: heap blocks allocated and threads started after that are not measured (the blocks count in no object) and the profiles were written from the profiler's reserve",
+            "measurement limited: the kernel refused the profiler memory (mmap failed, errno {errno}: {}) at {:.3} s: heap blocks allocated and threads started after that are not measured (the blocks count in no object) and the profiles were written from the profiler's reserve{checkpoints}{symbols}",
             std::io::Error::from_raw_os_error(errno),
             secs(at_ns)
         ));
