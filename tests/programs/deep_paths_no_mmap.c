@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #define THREADS 4
-#define PATHS 20000
+#define PATHS 40000
 #define DEPTH 40
 #define ARRAY (256 * 1024)
 #define STRETCH 16384

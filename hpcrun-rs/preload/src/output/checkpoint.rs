@@ -42,8 +42,9 @@
 //! Once the kernel refused the library's heap a mapping
 //! (`sys::heap::refused`), no checkpoint is written: each would spend
 //! the heap's reserve that the final profiles need, and those are what
-//! matters. The checkpoints that were due then are counted ([`skipped`])
-//! and the notice on the refused memory says so.
+//! matters. The checkpoints that were due then are counted
+//! (`sandbox::checkpoint_skipped`) and the notice on the refused memory
+//! says so.
 //!
 //! The same two places (the helper's 50 ms polls, else [`poll`]) name
 //! the regions of unknown addresses the handler noted since
@@ -158,16 +159,6 @@ pub fn poll() {
     });
     ROUNDS.fetch_add(1, Relaxed);
     CPU_NS.fetch_add(sys::thread_cpu_ns().saturating_sub(cpu), Relaxed);
-}
-
-/// Checkpoints of a thread that were due after the kernel refused the
-/// library's heap a mapping, not written.
-static SKIPPED: AtomicU64 = AtomicU64::new(0);
-
-/// Checkpoints of threads not written because the kernel refused the
-/// library's heap memory (for its notice, `sandbox::notices`).
-pub fn skipped() -> u64 {
-    SKIPPED.load(Relaxed)
 }
 
 /// What the helper did: rounds, files written, bytes, its CPU time (ns).
@@ -362,7 +353,7 @@ pub fn reset_after_fork() {
     HELPER_TID.store(0, SeqCst);
     LIVE.store(0, SeqCst);
     DUE.store(false, Relaxed);
-    for counter in [&ROUNDS, &FILES, &BYTES, &CPU_NS, &SKIPPED] {
+    for counter in [&ROUNDS, &FILES, &BYTES, &CPU_NS] {
         counter.store(0, Relaxed);
     }
     if INTERVAL_MS.load(Relaxed) != 0 && !STOP.load(SeqCst) {
@@ -457,7 +448,7 @@ fn checkpoint(state: &ThreadState, dir: &str) {
     }
     // Short of memory: the reserve is kept for the final profile.
     if sys::heap::short_of_memory() {
-        SKIPPED.fetch_add(1, Relaxed);
+        crate::threads::sandbox::checkpoint_skipped();
         state.checkpointed.store(sig, Relaxed);
         return;
     }

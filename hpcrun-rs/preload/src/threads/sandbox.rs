@@ -64,6 +64,22 @@ pub fn quiet() -> bool {
     INSTALLED.load(Relaxed) == KILLING_FILTER
 }
 
+/// Checkpoints of threads that were due after the kernel refused the
+/// library's heap a mapping, not written (`output::checkpoint`).
+static CHECKPOINTS_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a checkpoint not written because the kernel refused the
+/// library's heap memory (told in its notice, [`notices`]).
+pub fn checkpoint_skipped() {
+    CHECKPOINTS_SKIPPED.fetch_add(1, Relaxed);
+}
+
+/// In a forked child: the parent's skipped checkpoints are told in the
+/// parent's notice.
+pub fn reset_after_fork() {
+    CHECKPOINTS_SKIPPED.store(0, Relaxed);
+}
+
 /// Seconds since load of a CLOCK_MONOTONIC time.
 fn secs(at_ns: u64) -> f64 {
     at_ns.saturating_sub(START_NS.load(Relaxed)) as f64 / 1e9
@@ -89,7 +105,7 @@ pub fn notices() -> Vec<String> {
         );
     }
     if let Some((errno, at_ns)) = sys::heap::refused() {
-        let skipped = crate::output::checkpoint::skipped();
+        let skipped = CHECKPOINTS_SKIPPED.load(Relaxed);
         let checkpoints = if skipped > 0 {
             format!("; {skipped} checkpoints of threads due after that were not written (the final profiles needed the reserve)")
         } else {
