@@ -1,5 +1,6 @@
-//! Unit tests of the module snapshot: segment lookups, functions and
-//! static variables by address.
+//! Unit tests of the module tables: static variables by address (and
+//! their data-section fallback), whose code a module is, segment
+//! lookups, and the cache's lookup by bias, path and segments.
 
 use super::*;
 
