@@ -20,8 +20,10 @@
 //! [`RESERVE`] bytes of address space mapped at load ([`map_reserve`],
 //! no memory until touched), and [`refused`] says so from then on: the
 //! layers above stop taking new work (the hooks stop tracking blocks) so
-//! that the reserve lasts until the profiles are written. Work whose
-//! size the run decides (the allocation log) asks [`can_spare`] before
+//! that the reserve lasts until the profiles are written, and no
+//! checkpoint is written. Work whose size the run decides (the
+//! allocation log, a profile's tree nodes and sites' call paths, a
+//! module's symbols, the memory map's text) asks [`can_spare`] before
 //! it grows and stops there, so that [`KEPT`] bytes of the reserve stay
 //! for the rest of the writing, whose size is bounded by the library's
 //! fixed tables; its growth uses `try_reserve`, so a refusal is never

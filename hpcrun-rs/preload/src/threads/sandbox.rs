@@ -14,8 +14,10 @@
 //!   tracking, nothing at thread creation, nothing at exit
 //!   ([`quiet`]).
 //! * The kernel refused the library's heap a mapping
-//!   (`sys::heap::refused`): the hooks stop tracking new blocks, so that
-//!   the heap's reserve lasts until the profiles are written.
+//!   (`sys::heap::refused`): the hooks stop tracking new blocks, new
+//!   threads are not measured and checkpoints are skipped (counted:
+//!   [`checkpoint_skipped`]), so that the heap's reserve lasts until the
+//!   profiles are written.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
