@@ -13,6 +13,14 @@
 //!   would need more than the profiler's 16 MiB reserve; it is cut, said
 //!   in a notice, and the program ends as natively (it used to abort on
 //!   the failed allocation).
+//! * `deep_paths_no_mmap.c`: `mmap` and `mremap` fail after start in
+//!   every thread (TSYNC, the checkpoint helper's too); then 4 threads
+//!   sample tens of thousands of distinct 40-call paths, with a
+//!   checkpoint due every 0.1 s. The main thread's tree fills (65,536
+//!   nodes), more than the reserve can write: the profile keeps the
+//!   nodes it can spare and says how many it left out, the checkpoints
+//!   due after the refusal are skipped (said in the notice), and the
+//!   program ends as natively (it used to abort in the writer).
 //! * `seccomp_allow.c`: an allow-list that kills the process on any
 //!   other call (SECCOMP_RET_KILL_PROCESS). The profiler sees the filter
 //!   coming (its `prctl`), writes its profiles before it is in place and
@@ -83,6 +91,48 @@ fn the_profilers_memory_running_out_never_aborts_the_program() {
             "{notice:?} not in\n{report}\n{said}"
         );
     }
+}
+
+#[test]
+fn call_trees_that_outgrow_the_reserve_are_cut_never_abort() {
+    let dir = scratch("deep-paths-no-mmap");
+    let exe = compile_test_program("deep_paths_no_mmap.c", &dir, &["-pthread"]);
+    let want = native(&exe);
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout).lines().count(),
+        4,
+        "{want:?}"
+    );
+    let measurements = dir.join("measurements");
+    // A sample every 100 us of CPU time: the main thread's paths fill its
+    // tree; a checkpoint due every 0.1 s.
+    let got = run(Command::new(tool("hpcrun-rs"))
+        .args(["-e", "mem:soft@100000", "--checkpoint", "0.1", "-o"])
+        .arg(&measurements)
+        .arg(&exe));
+    assert_same(&got, &want, "deep_paths_no_mmap under hpcrun-rs");
+    let (merged, db) = merge(&dir, &measurements);
+    let said = String::from_utf8_lossy(&merged.stderr);
+    assert!(said.contains("merged 4 profiles"), "{said}");
+    let report = ok_stdout(
+        &run(Command::new(tool("hpcview-tui")).arg(&db).arg("--report")),
+        "hpcview-tui --report",
+    );
+    let warnings: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("Warning: measurement limited"))
+        .collect();
+    let has = |text: &str| warnings.iter().any(|w| w.contains(text));
+    assert!(
+        has("the kernel refused the profiler memory")
+            && has("checkpoints of threads due after that were not written"),
+        "{warnings:#?}\n{said}"
+    );
+    assert!(
+        has("call-path tree nodes, the paths first seen last, were not written"),
+        "{warnings:#?}\n{said}"
+    );
 }
 
 #[test]

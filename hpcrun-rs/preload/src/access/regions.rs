@@ -203,10 +203,34 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         .collect()
 }
 
-/// This process's mappings now (empty if the map cannot be read).
+/// This process's mappings now (empty if the map cannot be read). Once
+/// the kernel refused the library's heap memory, only what the first
+/// bytes of the map's text hold that the reserve can spare (the text and
+/// its mappings are sized by the process's mappings, not by the
+/// library's tables): at most a quarter of what it can spare, up to
+/// 1 MiB; the mappings after them are left out.
 pub fn read_maps() -> Vec<Mapping> {
-    std::fs::read_to_string("/proc/self/maps")
-        .map(|t| parse_maps(&t))
+    if !crate::sys::heap::short_of_memory() {
+        return std::fs::read_to_string("/proc/self/maps")
+            .map(|t| parse_maps(&t))
+            .unwrap_or_default();
+    }
+    use std::io::Read;
+    let spare = crate::sys::heap::reserve_left().saturating_sub(crate::sys::heap::KEPT);
+    let limit = (spare / 4).min(1 << 20);
+    let mut text: Vec<u8> = Vec::new();
+    // (Room for the end-of-file probe: the read never grows the buffer.)
+    if limit == 0 || text.try_reserve_exact(limit + 64).is_err() {
+        return Vec::new();
+    }
+    let Ok(file) = std::fs::File::open("/proc/self/maps") else {
+        return Vec::new();
+    };
+    let _ = file.take(limit as u64).read_to_end(&mut text);
+    // A line cut by the limit is left out.
+    let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    std::str::from_utf8(&text[..whole])
+        .map(parse_maps)
         .unwrap_or_default()
 }
 

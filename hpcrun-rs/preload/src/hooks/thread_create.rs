@@ -89,7 +89,11 @@ unsafe extern "C" fn pthread_create_at(
     let index = threads::next_index();
     // SAFETY: the entry's stack pointer, per this function's contract.
     let caller = unsafe { Caller::at_entry(entry_sp, entry_bp) };
-    guarded(|| record_creator(index, caller));
+    // (Short of memory: the table of creation paths, one per thread the
+    // program ever created, does not grow; the thread is not measured.)
+    if !sys::heap::short_of_memory() {
+        guarded(|| record_creator(index, caller));
+    }
     let tramp = Box::into_raw(Box::new(Trampoline {
         start,
         arg,

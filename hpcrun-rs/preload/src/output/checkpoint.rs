@@ -39,6 +39,13 @@
 //! Threads whose counters did not move since their last checkpoint are
 //! skipped.
 //!
+//! Once the kernel refused the library's heap a mapping
+//! (`sys::heap::refused`), no checkpoint is written: each would spend
+//! the heap's reserve that the final profiles need, and those are what
+//! matters. The checkpoints that were due then are counted
+//! (`sandbox::checkpoint_skipped`) and the notice on the refused memory
+//! says so.
+//!
 //! The same two places (the helper's 50 ms polls, else [`poll`]) name
 //! the regions of unknown addresses the handler noted since
 //! (`regions::label_new_regions`), while their mappings are still there.
@@ -437,6 +444,12 @@ fn checkpoint(state: &ThreadState, dir: &str) {
     // A thread that measured nothing yet gets no file (`writer::finish`;
     // the main thread's carries the process's counts).
     if state.checkpointed.load(Relaxed) == sig || (state.index != 0 && !writer::measured(state)) {
+        return;
+    }
+    // Short of memory: the reserve is kept for the final profile.
+    if sys::heap::short_of_memory() {
+        crate::threads::sandbox::checkpoint_skipped();
+        state.checkpointed.store(sig, Relaxed);
         return;
     }
     let mut profile = writer::build_profile(state);

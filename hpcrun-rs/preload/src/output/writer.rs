@@ -128,6 +128,51 @@ pub fn finish(state: &ThreadState) -> bool {
     true
 }
 
+/// Heap bytes one node of the trees takes while a profile is built: its
+/// place, its node twice (a vector that grows holds its old and new
+/// blocks for a moment), its metrics block (`columns` values) and its
+/// share of the object tables.
+fn node_bytes(columns: usize) -> usize {
+    std::mem::size_of::<(u32, u32)>()
+        + 2 * std::mem::size_of::<CctNode>()
+        + (columns * 8).next_multiple_of(16).max(16)
+        + 32
+}
+
+/// How many of a thread's `n` tree nodes its profile holds: all of them
+/// while the kernel grants the profiler memory; once it refused, as many
+/// as the reserve can spare (`sys::heap::can_spare`) at `per_node` bytes
+/// each. Nodes are kept in creation order, so a kept node's parent is
+/// kept: the tail, the paths first seen last, is what is cut.
+fn node_budget(n: usize, per_node: usize) -> usize {
+    if !sys::heap::short_of_memory() {
+        return n;
+    }
+    let spare = sys::heap::reserve_left().saturating_sub(sys::heap::KEPT);
+    n.min(spare / per_node.max(1))
+}
+
+/// Pushes `value` onto `v`, growing it fallibly: false (nothing pushed)
+/// when the profiler's memory refuses.
+fn push_fallibly<T>(v: &mut Vec<T>, value: T) -> bool {
+    if v.len() == v.capacity() && v.try_reserve(v.capacity().max(16)).is_err() {
+        return false;
+    }
+    v.push(value);
+    true
+}
+
+/// What a profile built short of memory left out (counted for its
+/// notice).
+#[derive(Default)]
+struct Cut {
+    /// Tree nodes, and the samples they held.
+    nodes: u64,
+    samples: u64,
+    /// Allocation sites written without their call paths.
+    sites: u64,
+}
+
 /// Makes room for one more record in the allocation log `log`, growing
 /// it only as far as the profiler's memory can spare
 /// (`sys::heap::can_spare`), and fallibly; false when there is none.
@@ -236,8 +281,15 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         Cct::default(),
     ];
     let n = state.tree.len();
-    // Node -> (tree, index in that tree).
-    let mut placed: Vec<(usize, u32)> = Vec::with_capacity(n);
+    // Short of memory: only the nodes the reserve can spare, the rest cut
+    // (counted).
+    let mut cut = Cut::default();
+    let mut budget = node_budget(n, node_bytes(columns.len()));
+    // Node -> (tree, index in that tree); tree `u32::MAX`: left out.
+    let mut placed: Vec<(u32, u32)> = Vec::new();
+    if placed.try_reserve_exact(budget).is_err() {
+        budget = 0;
+    }
     let mut sites = SiteTable::default();
     let mut static_ids: HashMap<u64, u32> = HashMap::new();
     // Node -> the object it stands for (object nodes only).
@@ -248,19 +300,31 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     let mut region_addresses: Vec<(u64, u64)> = Vec::new();
     for i in 0..n {
         let (parent, tag, key, metrics) = state.tree.node(i);
+        if i >= budget {
+            cut.nodes += 1;
+            cut.samples += metrics[cct::M_SAMPLES];
+            continue;
+        }
         if i < 4 {
-            placed.push((i, 0));
+            placed.push((i as u32, 0));
             trees[i].nodes[0].metrics = pick(&metrics);
             continue;
         }
         let Some(&(tree, parent_index)) = placed.get(parent as usize) else {
-            placed.push((usize::MAX, 0));
+            placed.push((u32::MAX, 0));
             continue;
         };
-        if tree == usize::MAX {
-            placed.push((usize::MAX, 0));
+        if tree == u32::MAX {
+            // Below a node left out (short of memory), or a damaged
+            // parent link.
+            if sys::heap::short_of_memory() {
+                cut.nodes += 1;
+                cut.samples += metrics[cct::M_SAMPLES];
+            }
+            placed.push((u32::MAX, 0));
             continue;
         }
+        let tree = tree as usize;
         let node_key = match tag {
             cct::TAG_CALL => NodeKey::Call(key),
             cct::TAG_HEAP_SITE => NodeKey::Object(ObjectRef::HeapSite(sites.local(key as u32))),
@@ -300,16 +364,25 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
             },
             _ => NodeKey::Object(ObjectRef::Unknown),
         };
-        if let NodeKey::Object(o) = node_key {
-            object_of.insert(i as u32, o);
-        }
         let index = trees[tree].nodes.len() as u32;
-        trees[tree].nodes.push(CctNode {
+        let room = matches!(node_key, NodeKey::Call(_)) || object_of.try_reserve(1).is_ok();
+        let node = CctNode {
             parent: parent_index,
             key: node_key,
             metrics: pick(&metrics),
-        });
-        placed.push((tree, index));
+        };
+        if !room || !push_fallibly(&mut trees[tree].nodes, node) {
+            // The profiler's memory refused: this node and its subtree
+            // are left out, counted.
+            cut.nodes += 1;
+            cut.samples += metrics[cct::M_SAMPLES];
+            placed.push((u32::MAX, 0));
+            continue;
+        }
+        if let NodeKey::Object(o) = node_key {
+            object_of.insert(i as u32, o);
+        }
+        placed.push((tree as u32, index));
     }
     // This thread's allocation log, oldest first.
     let mut log_cut = 0u64;
@@ -401,10 +474,12 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         .collect();
     object_stats.sort_by_key(|s| format!("{:?}", s.object));
     profile.object_stats = object_stats;
-    if let Some(objs) = objs {
+    // (Short of memory: the sibling sites, a table over every site of
+    // the process, are not added.)
+    if let Some(objs) = objs.filter(|_| !sys::heap::short_of_memory()) {
         sites.add_siblings(objs);
     }
-    profile.alloc_sites = sites.into_sites(objs);
+    profile.alloc_sites = sites.into_sites(objs, &mut cut.sites);
     profile.unknown_regions = name_regions(&region_addresses, &all_modules);
     let [code, heap, statics, unknown] = trees;
     profile.code = code;
@@ -463,6 +538,24 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
         profile.stats.notices.insert(
             format!(
                 "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): the {log_cut} oldest records of this thread's allocation log were not written"
+            ),
+            1,
+        );
+    }
+    if cut.nodes > 0 {
+        profile.stats.notices.insert(
+            format!(
+                "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): {} of this thread's {n} call-path tree nodes, the paths first seen last, were not written, with their {} sample counts (a sample counts once in the code tree and once in a data tree)",
+                cut.nodes, cut.samples
+            ),
+            1,
+        );
+    }
+    if cut.sites > 0 {
+        profile.stats.notices.insert(
+            format!(
+                "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): {} allocation sites of this thread were written without their call paths",
+                cut.sites
             ),
             1,
         );
@@ -554,7 +647,8 @@ fn name_regions(
         return Vec::new();
     }
     // Regions named while they were mapped keep that name; the others
-    // are named from the memory map now.
+    // are named from the memory map now (short of memory, its first
+    // part: `regions::read_maps`).
     let maps = regions::read_maps();
     let segments = regions::module_segments(modules);
     sampled
@@ -641,10 +735,18 @@ impl SiteTable {
         }
     }
 
-    fn into_sites(self, objs: Option<&objects::Objects>) -> Vec<AllocSite> {
+    /// The sites, in file order. Short of memory, a site whose call path
+    /// the reserve cannot spare is written without it (counted in `cut`).
+    fn into_sites(self, objs: Option<&objects::Objects>, cut: &mut u64) -> Vec<AllocSite> {
+        /// Heap bytes of one site's call path at most.
+        const PATH_BYTES: usize = objects::MAX_ALLOC_FRAMES * 8 + 64;
         self.order
             .iter()
             .map(|&g| {
+                if sys::heap::short_of_memory() && !sys::heap::can_spare(PATH_BYTES) {
+                    *cut += 1;
+                    return AllocSite::default();
+                }
                 objs.and_then(|o| o.site_info(g))
                     .map(|(frames, s)| AllocSite {
                         frames,

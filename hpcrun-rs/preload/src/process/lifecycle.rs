@@ -214,6 +214,7 @@ extern "C" fn after_fork_in_child() {
         // The parent's perf events are the parent's: do not touch them.
         threads::reset_after_fork();
         crate::output::notices::reset_after_fork();
+        crate::threads::sandbox::reset_after_fork();
         crate::output::manifest::start(writer::rank_from_env());
         checkpoint::reset_after_fork();
         sampling::start_thread(threads::next_index());

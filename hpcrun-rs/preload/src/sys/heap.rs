@@ -20,13 +20,19 @@
 //! [`RESERVE`] bytes of address space mapped at load ([`map_reserve`],
 //! no memory until touched), and [`refused`] says so from then on: the
 //! layers above stop taking new work (the hooks stop tracking blocks) so
-//! that the reserve lasts until the profiles are written. Work whose
-//! size the run decides (the allocation log) asks [`can_spare`] before
+//! that the reserve lasts until the profiles are written, and no
+//! checkpoint is written. Work whose size the run decides (the
+//! allocation log, a profile's tree nodes and sites' call paths, a
+//! module's symbols, the memory map's text) asks [`can_spare`] before
 //! it grows and stops there, so that [`KEPT`] bytes of the reserve stay
 //! for the rest of the writing, whose size is bounded by the library's
 //! fixed tables; its growth uses `try_reserve`, so a refusal is never
 //! the allocation failure that would end the program (Rust's allocation
-//! error handler aborts).
+//! error handler aborts). The reserve's memory is never given back to the
+//! kernel: a freed block of its own mapping that lies in the reserve is
+//! kept for reuse ([`REUSABLE_SLOTS`] ranges, neighbours joined), so that
+//! writing one profile after another (threads that end) takes the same
+//! memory again instead of spending the reserve.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
 
@@ -62,7 +68,13 @@ struct Class {
 
 struct Heap {
     classes: [Class; CLASSES.len()],
+    /// Freed ranges of the reserve, (start, bytes); bytes 0: unused.
+    reusable: [(usize, usize); REUSABLE_SLOTS],
 }
+
+/// Freed ranges of the reserve kept for reuse at most (a range that finds
+/// no slot is lost, the smallest one first).
+pub const REUSABLE_SLOTS: usize = 64;
 
 static LOCK: AtomicBool = AtomicBool::new(false);
 
@@ -75,6 +87,7 @@ static mut HEAP: Heap = Heap {
             end: 0,
         }
     }; CLASSES.len()],
+    reusable: [(0, 0); REUSABLE_SLOTS],
 };
 
 /// Runs `f` on the heap under the lock.
@@ -130,9 +143,13 @@ fn class_of(size: usize, align: usize) -> Option<usize> {
 /// Bytes of address space kept for when the kernel refuses mappings.
 pub const RESERVE: usize = 16 << 20;
 
-/// The reserve: [next, end) still free (0, 0 before [`map_reserve`]).
+/// The reserve: [start, end) mapped, [next, end) never handed out yet
+/// (0 before [`map_reserve`]).
+static RESERVE_START: AtomicUsize = AtomicUsize::new(0);
 static RESERVE_NEXT: AtomicUsize = AtomicUsize::new(0);
 static RESERVE_END: AtomicUsize = AtomicUsize::new(0);
+/// Bytes in the heap's `reusable` ranges.
+static REUSABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// The errno of the first refused mapping (0: none refused yet), and
 /// when (CLOCK_MONOTONIC ns).
@@ -153,18 +170,86 @@ pub fn map_reserve() {
         -1,
         0,
     ) {
+        RESERVE_START.store(p as usize, Release);
         RESERVE_NEXT.store(p as usize, Release);
         RESERVE_END.store(p as usize + RESERVE, Release);
     }
 }
 
-/// Bytes of the reserve still free.
+/// Bytes of the reserve still free: never handed out, or freed and kept
+/// for reuse.
 pub fn reserve_left() -> usize {
     let next = RESERVE_NEXT.load(Acquire);
     if next == 0 {
         return 0;
     }
-    RESERVE_END.load(Acquire).saturating_sub(next)
+    RESERVE_END.load(Acquire).saturating_sub(next) + REUSABLE_BYTES.load(Relaxed)
+}
+
+/// True if `p` lies in the reserve.
+fn in_reserve(p: usize) -> bool {
+    let start = RESERVE_START.load(Acquire);
+    start != 0 && p >= start && p < RESERVE_END.load(Acquire)
+}
+
+/// `bytes` (page multiple) from the reserve's freed ranges (the smallest
+/// that fits), zeroed as a fresh mapping is; null when none fits.
+fn reuse(bytes: usize) -> *mut u8 {
+    if REUSABLE_BYTES.load(Relaxed) < bytes {
+        return std::ptr::null_mut();
+    }
+    let p = locked(|heap| {
+        let best = heap
+            .reusable
+            .iter_mut()
+            .filter(|r| r.1 >= bytes)
+            .min_by_key(|r| r.1)?;
+        let p = best.0;
+        best.0 += bytes;
+        best.1 -= bytes;
+        if best.1 == 0 {
+            best.0 = 0;
+        }
+        REUSABLE_BYTES.fetch_sub(bytes, Relaxed);
+        Some(p)
+    });
+    match p {
+        Some(p) => {
+            // SAFETY: a freed range of the reserve (mapped, ours alone now).
+            unsafe { std::ptr::write_bytes(p as *mut u8, 0, bytes) };
+            p as *mut u8
+        }
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// Keeps the freed range [p, p + bytes) of the reserve for [`reuse`],
+/// joined with a kept neighbour (a range that finds no slot replaces the
+/// smallest kept one if it is larger, else it is lost).
+fn keep_for_reuse(p: usize, bytes: usize) {
+    locked(|heap| {
+        let slots = &mut heap.reusable;
+        let mut range = (p, bytes);
+        // Join the ranges just below and just above.
+        for slot in slots.iter_mut().filter(|r| r.1 != 0) {
+            if slot.0 + slot.1 == range.0 {
+                range = (slot.0, slot.1 + range.1);
+                REUSABLE_BYTES.fetch_sub(slot.1, Relaxed);
+                *slot = (0, 0);
+            } else if range.0 + range.1 == slot.0 {
+                range.1 += slot.1;
+                REUSABLE_BYTES.fetch_sub(slot.1, Relaxed);
+                *slot = (0, 0);
+            }
+        }
+        if let Some(slot) = slots.iter_mut().min_by_key(|r| r.1) {
+            if slot.1 < range.1 {
+                REUSABLE_BYTES.fetch_sub(slot.1, Relaxed);
+                *slot = range;
+                REUSABLE_BYTES.fetch_add(range.1, Relaxed);
+            }
+        }
+    });
 }
 
 /// Bytes of the reserve that work that can do without memory leaves for
@@ -226,7 +311,12 @@ fn map(bytes: usize) -> *mut u8 {
             {
                 REFUSED_AT_NS.store(super::monotonic_ns(), Relaxed);
             }
-            from_reserve(bytes)
+            let p = reuse(bytes);
+            if p.is_null() {
+                from_reserve(bytes)
+            } else {
+                p
+            }
         }
     }
 }
@@ -313,7 +403,11 @@ pub unsafe fn dealloc(p: *mut u8, size: usize, align: usize) {
     }
     let Some(c) = class_of(size, align) else {
         if let Some(bytes) = page_round(size.max(1)) {
-            raw_munmap(p as u64, bytes);
+            if in_reserve(p as usize) {
+                keep_for_reuse(p as usize, bytes);
+            } else {
+                raw_munmap(p as u64, bytes);
+            }
         }
         return;
     };
@@ -337,7 +431,9 @@ pub unsafe fn realloc(p: *mut u8, size: usize, align: usize, new_size: usize) ->
     let (old_class, new_class) = (class_of(size, align), class_of(new_size, align));
     match (old_class, new_class) {
         (Some(a), Some(b)) if a == b => return p,
-        (None, None) if align <= PAGE => {
+        // (A block of the reserve is never remapped: its pages stay the
+        // reserve's.)
+        (None, None) if align <= PAGE && !in_reserve(p as usize) => {
             let (Some(old), Some(new)) = (page_round(size.max(1)), page_round(new_size.max(1)))
             else {
                 return std::ptr::null_mut();
@@ -380,6 +476,8 @@ pub fn reset_after_fork() {
                 end: 0,
             };
         }
+        heap.reusable = [(0, 0); REUSABLE_SLOTS];
+        REUSABLE_BYTES.store(0, Relaxed);
         LOCK.store(false, Release);
     }
 }
@@ -598,6 +696,28 @@ mod tests {
             assert!(!is_c_block(g));
             libc::free(g as *mut libc::c_void);
         }
+    }
+
+    #[test]
+    fn freed_ranges_of_the_reserve_are_joined_and_reused() {
+        map_reserve();
+        let a = from_reserve(3 * PAGE) as usize;
+        assert_ne!(a, 0);
+        assert!(in_reserve(a) && in_reserve(a + 3 * PAGE - 1));
+        let before = reserve_left();
+        // Freed out of order: the three pages become one range.
+        keep_for_reuse(a + 2 * PAGE, PAGE);
+        keep_for_reuse(a, PAGE);
+        keep_for_reuse(a + PAGE, PAGE);
+        assert_eq!(reserve_left(), before + 3 * PAGE);
+        // SAFETY: the range is ours; it must come back zeroed.
+        unsafe { (a as *mut u8).add(PAGE).write(7) };
+        let p = reuse(3 * PAGE) as usize;
+        assert_eq!(p, a);
+        // SAFETY: as above.
+        assert_eq!(unsafe { (a as *const u8).add(PAGE).read() }, 0);
+        assert_eq!(reserve_left(), before);
+        assert!(reuse(PAGE).is_null());
     }
 
     #[test]

@@ -14,8 +14,10 @@
 //!   tracking, nothing at thread creation, nothing at exit
 //!   ([`quiet`]).
 //! * The kernel refused the library's heap a mapping
-//!   (`sys::heap::refused`): the hooks stop tracking new blocks, so that
-//!   the heap's reserve lasts until the profiles are written.
+//!   (`sys::heap::refused`): the hooks stop tracking new blocks, new
+//!   threads are not measured and checkpoints are skipped (counted:
+//!   [`checkpoint_skipped`]), so that the heap's reserve lasts until the
+//!   profiles are written.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
@@ -64,6 +66,22 @@ pub fn quiet() -> bool {
     INSTALLED.load(Relaxed) == KILLING_FILTER
 }
 
+/// Checkpoints of threads that were due after the kernel refused the
+/// library's heap a mapping, not written (`output::checkpoint`).
+static CHECKPOINTS_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a checkpoint not written because the kernel refused the
+/// library's heap memory (told in its notice, [`notices`]).
+pub fn checkpoint_skipped() {
+    CHECKPOINTS_SKIPPED.fetch_add(1, Relaxed);
+}
+
+/// In a forked child: the parent's skipped checkpoints are told in the
+/// parent's notice.
+pub fn reset_after_fork() {
+    CHECKPOINTS_SKIPPED.store(0, Relaxed);
+}
+
 /// Seconds since load of a CLOCK_MONOTONIC time.
 fn secs(at_ns: u64) -> f64 {
     at_ns.saturating_sub(START_NS.load(Relaxed)) as f64 / 1e9
@@ -89,8 +107,20 @@ pub fn notices() -> Vec<String> {
         );
     }
     if let Some((errno, at_ns)) = sys::heap::refused() {
+        let skipped = CHECKPOINTS_SKIPPED.load(Relaxed);
+        let checkpoints = if skipped > 0 {
+            format!("; {skipped} checkpoints of threads due after that were not written (the final profiles needed the reserve)")
+        } else {
+            String::new()
+        };
+        let symbols = crate::code::modules::symbols_left_out();
+        let symbols = if symbols > 0 {
+            format!("; the symbols of {symbols} loaded modules were not read (the reserve could not spare them): samples in their code are decoded without function boundaries (a backward guess) and their static variables are not named")
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "measurement limited: the kernel refused the profiler memory (mmap failed, errno {errno}: {}) at {:.3} s: heap blocks allocated and threads started after that are not measured (the blocks count in no object) and the profiles were written from the profiler's reserve",
+            "measurement limited: the kernel refused the profiler memory (mmap failed, errno {errno}: {}) at {:.3} s: heap blocks allocated and threads started after that are not measured (the blocks count in no object) and the profiles were written from the profiler's reserve{checkpoints}{symbols}",
             std::io::Error::from_raw_os_error(errno),
             secs(at_ns)
         ));
