@@ -168,18 +168,22 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
     unsafe { libc::dl_iterate_phdr(Some(callback), &mut out as *mut _ as *mut c_void) };
     if let Some(first) = out.first_mut() {
         if first.path.is_empty() {
-            // Read once per process image: this runs at every dlopen and
-            // dlclose, and reading the link costs about 20 us.
-            first.path = EXE
-                .get_or_init(|| {
-                    std::fs::read_link("/proc/self/exe")
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                })
-                .clone();
+            // This runs at every dlopen and dlclose: read once.
+            first.path = exe_path().to_string();
         }
     }
     out
+}
+
+/// The executable's path (`/proc/self/exe`; empty when unreadable), read
+/// once per process image: the module list, the launcher check and the
+/// process record all ask for it, and reading the link costs about 20 us.
+pub fn exe_path() -> &'static str {
+    EXE.get_or_init(|| {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
 }
 
 /// The address of a function of this library (to find its own module).
