@@ -823,11 +823,17 @@ mod tests {
             assert_eq!(sections.eh_frame_hdr, file_sections.eh_frame_hdr, "{path}");
             if let Some((start, end)) = file_sections.eh_frame_hdr.and(file_sections.eh_frame) {
                 let (s, e) = sections.eh_frame.expect(path);
-                assert!(s == start && e >= end, "{path}: {s:x}-{e:x} {start:x}-{end:x}");
+                assert!(
+                    s == start && e >= end,
+                    "{path}: {s:x}-{e:x} {start:x}-{end:x}"
+                );
             }
             if let (Some((start, end)), Some(_)) = (file_sections.text, sections.eh_frame_hdr) {
                 let (s, e) = sections.text.expect(path);
-                assert!(s <= start && e >= end, "{path}: {s:x}-{e:x} {start:x}-{end:x}");
+                assert!(
+                    s <= start && e >= end,
+                    "{path}: {s:x}-{e:x} {start:x}-{end:x}"
+                );
             }
             compared += 1;
         }
