@@ -22,9 +22,14 @@ measure() {
     awk '{ printf "%.3f %.3f", $1, $2 + $3 }' "$WORK/time.txt"
 }
 echo "# round native_wall native_cpu profiled_wall profiled_cpu wall_ratio cpu_ratio ($MODE, $CHILDREN children; load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+# Each round writes a measurements directory of its own, all removed at
+# the end: files deleted while the next round creates its own would make
+# ext4 skip the recently deleted inodes at every creation (for a minute or
+# more), a cost that grows with every round and is no part of profiling.
+rm -rf "$WORK"/m.*
 for round in $(seq "$ROUNDS"); do
     native=$(measure "$WORK/spawn_children" "$WORK/tiny_child" "$CHILDREN" "$MODE")
-    rm -rf "$WORK/m"
-    profiled=$(measure "$BIN/hpcrun-rs" -o "$WORK/m" "$WORK/spawn_children" "$WORK/tiny_child" "$CHILDREN" "$MODE")
+    profiled=$(measure "$BIN/hpcrun-rs" -o "$WORK/m.$round" "$WORK/spawn_children" "$WORK/tiny_child" "$CHILDREN" "$MODE")
     echo "$round $native $profiled" | awk '{ printf "%s %s %s %s %s %.2f %.2f\n", $1, $2, $3, $4, $5, $4 / $2, $5 / $3 }'
 done
+rm -rf "$WORK"/m.*

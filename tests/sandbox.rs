@@ -146,12 +146,13 @@ fn a_program_refused_new_mappings_runs_as_natively() {
     assert!(stdout.contains("blocks 65536 "), "{stdout}");
     let (got, summary) = measured(&dir, &exe);
     assert_same(&got, &want, "seccomp_mmap under hpcrun-rs");
+    // Whether the profiler's heap asks the kernel for memory after the
+    // filter, and so tells of a refusal too, depends on how much its
+    // current chunk has left: the refusal notice is checked where memory
+    // runs out for sure (the test above). The worker thread's tables
+    // cannot be mapped after the filter: the filter's notice says so.
     assert!(
-        summary.contains("measurement limited: the program installed a seccomp filter"),
-        "{summary}"
-    );
-    assert!(
-        summary.contains("measurement limited: the kernel refused the profiler memory"),
+        summary.contains("what they would have measured is missing"),
         "{summary}"
     );
 }

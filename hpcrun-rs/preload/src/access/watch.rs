@@ -365,6 +365,10 @@ pub struct SharingRow {
 /// writer and checkpoints).
 pub struct SharingTable {
     entries: &'static [SharingEntry],
+    /// Set once a row was written: the writer reads the rows (48 KiB,
+    /// twelve pages a process that never shares would fault in at
+    /// exit) only then.
+    used: AtomicBool,
 }
 
 /// Rows of a thread's sharing table.
@@ -375,12 +379,14 @@ impl SharingTable {
     pub fn new() -> Option<SharingTable> {
         Some(SharingTable {
             entries: sys::map_zeroed::<SharingEntry>(SHARING_ROWS)?,
+            used: AtomicBool::new(false),
         })
     }
 
     /// Empties the table for another thread (`sys::discard`; its owner
     /// ended, nothing reads it any more).
     pub fn reset(&self) {
+        self.used.store(false, Relaxed);
         sys::discard(self.entries);
     }
 
@@ -396,6 +402,7 @@ impl SharingTable {
             let e = &self.entries[i];
             let node = e.node.load(Relaxed);
             if node == 0 {
+                self.used.store(true, Relaxed);
                 e.exact.store(row.exact, Relaxed);
                 e.other_thread.store(row.other_thread, Relaxed);
                 e.line_offset.store(row.line_offset, Relaxed);
@@ -422,7 +429,12 @@ impl SharingTable {
 
     /// Every row, in no particular order.
     pub fn rows(&self) -> impl Iterator<Item = SharingRow> + '_ {
-        self.entries.iter().filter_map(|e| {
+        // (`node` is stored with Release after `used`.)
+        let entries = match self.used.load(Acquire) {
+            true => self.entries,
+            false => &[],
+        };
+        entries.iter().filter_map(|e| {
             let node = e.node.load(Acquire);
             (node != 0).then(|| SharingRow {
                 node: node - 1,

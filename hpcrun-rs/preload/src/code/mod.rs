@@ -7,9 +7,12 @@
 //! variables, the static-data map, [`modules`]) and the call-path unwinder
 //! built from their `.eh_frame` sections ([`unwind`]): a new module
 //! snapshot rebuilds the unwinder from the modules' unwind sections, which
-//! is all the unwinder knows of them. Functions without a symbol get their
-//! ranges from the unwind table ([`eh_ranges`]).
+//! is all the unwinder knows of them; a module's build id and unwind
+//! sections come from its loaded image ([`elf_image`]), not its file.
+//! Functions without a symbol get their ranges from the unwind table
+//! ([`eh_ranges`]).
 
 pub mod eh_ranges;
+pub mod elf_image;
 pub mod modules;
 pub mod unwind;

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
 
+use super::elf_image;
 use super::unwind::{self, CodeModule, UnwindSections};
 use crate::sys::{self, LoadedModule};
 
@@ -339,6 +340,9 @@ fn owner_of_module(path: &str) -> CodeOwner {
 
 /// Reads a newly loaded module: its build id and unwind sections, and
 /// with `symbols` its symbols too (else they are read at the first need).
+/// The build id and unwind sections come from the loaded image
+/// ([`elf_image`]); the file is opened only for the symbols, or when the
+/// image cannot answer.
 fn read_module(loaded: &LoadedModule, is_self: bool, symbols: bool) -> ModuleData {
     let mut info = ModuleInfo {
         path: loaded.path.clone(),
@@ -352,44 +356,51 @@ fn read_module(loaded: &LoadedModule, is_self: bool, symbols: bool) -> ModuleDat
             false => owner_of_module(&loaded.path),
         },
     };
-    let data = |info: ModuleInfo, file: Option<&object::File<'_>>| {
-        let module = ModuleData {
-            symbols: OnceLock::new(),
-            info,
-        };
-        if symbols || module.info.is_self || file.is_none() {
-            let _ = module.symbols.set(match file {
-                Some(file) => symbols_of(file, &module.info),
-                None => Symbols::default(),
-            });
-        }
-        module
+    let module = |info: ModuleInfo, symbols: Option<Symbols>| ModuleData {
+        symbols: symbols.map_or_else(OnceLock::new, OnceLock::from),
+        info,
     };
     if loaded.path.is_empty() || loaded.path.starts_with("linux-vdso") {
-        return data(info, None);
+        return module(info, Some(Symbols::default()));
+    }
+    if let Some((build_id, sections)) = elf_image::facts(loaded) {
+        info.build_id = build_id.map(|id| hex(&id));
+        info.sections = sections;
+        let read = (symbols || is_self).then(|| read_module_symbols(&info));
+        return module(info, read);
     }
     let Some(mapped) = sys::MappedFile::open(&loaded.path) else {
-        return data(info, None);
+        return module(info, Some(Symbols::default()));
     };
     let Ok(file) = object::File::parse(mapped.bytes()) else {
-        return data(info, None);
+        return module(info, Some(Symbols::default()));
     };
-    info.build_id = file
-        .build_id()
-        .ok()
-        .flatten()
-        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
+    let (build_id, sections) = file_facts(&file);
+    info.build_id = build_id;
+    info.sections = sections;
+    let read = (symbols || is_self).then(|| symbols_of(&file, &info));
+    module(info, read)
+}
+
+/// A build id as lowercase hex.
+fn hex(id: &[u8]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The build id (hex) and unwind sections of a module, from its file.
+fn file_facts(file: &object::File<'_>) -> (Option<String>, UnwindSections) {
+    let build_id = file.build_id().ok().flatten().map(hex);
     let range = |name: &str| {
         file.section_by_name(name)
             .map(|s| (s.address(), s.address() + s.size()))
     };
-    info.sections = UnwindSections {
+    let sections = UnwindSections {
         text: range(".text"),
         eh_frame: range(".eh_frame"),
         eh_frame_hdr: range(".eh_frame_hdr"),
         got: range(".got"),
     };
-    data(info, Some(&file))
+    (build_id, sections)
 }
 
 /// Reads the symbols of a module whose other data was read already.

@@ -208,9 +208,7 @@ fn read_process_info() -> ProcessInfo {
                 .collect()
         })
         .unwrap_or_default();
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let exe = sys::exe_path().to_string();
     ProcessInfo {
         pid: sys::getpid(),
         host: sys::hostname(),

@@ -169,8 +169,8 @@ pub const LAUNCHERS: [&str; 14] = [
 
 /// True if this process is a launcher (by its executable's file name).
 fn is_launcher() -> bool {
-    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let name = exe.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let exe = sys::exe_path();
+    let name = exe.rsplit('/').next().unwrap_or(exe);
     LAUNCHERS.contains(&name)
 }
 

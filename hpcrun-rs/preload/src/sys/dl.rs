@@ -99,6 +99,21 @@ pub struct LoadedModule {
     pub segments: Vec<(u64, u64, bool)>,
     /// PT_GNU_EH_FRAME as (start, end).
     pub eh_frame_hdr: Option<(u64, u64)>,
+    /// PT_NOTE segments as (start, end, alignment).
+    pub notes: Vec<(u64, u64, u64)>,
+}
+
+impl LoadedModule {
+    /// The bytes [start, end) (runtime addresses) of the module's loaded
+    /// image, if they lie inside one of its PT_LOAD segments.
+    pub fn image_bytes(&self, start: u64, end: u64) -> Option<&[u8]> {
+        // SAFETY: the segments are the loader's report of this module's
+        // PT_LOAD segments, mapped readable while it stays loaded; the
+        // module list is read and used under the module refresh mutex,
+        // which the `dlclose` hook takes before the module is unmapped,
+        // and the slice does not outlive `self`.
+        unsafe { super::mem::loaded_bytes(&self.segments, start, end) }
+    }
 }
 
 /// The executable's path (`/proc/self/exe`), read once.
@@ -127,6 +142,7 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
                 bias: info.dlpi_addr,
                 segments: Vec::new(),
                 eh_frame_hdr: None,
+                notes: Vec::new(),
             };
             for i in 0..info.dlpi_phnum as usize {
                 let ph = &*info.dlpi_phdr.add(i);
@@ -139,6 +155,7 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
                             .push((start, end, ph.p_flags & libc::PF_X != 0))
                     }
                     libc::PT_GNU_EH_FRAME => module.eh_frame_hdr = Some((start, end)),
+                    libc::PT_NOTE => module.notes.push((start, end, ph.p_align)),
                     _ => {}
                 }
             }
@@ -151,18 +168,22 @@ pub fn loaded_modules() -> Vec<LoadedModule> {
     unsafe { libc::dl_iterate_phdr(Some(callback), &mut out as *mut _ as *mut c_void) };
     if let Some(first) = out.first_mut() {
         if first.path.is_empty() {
-            // Read once per process image: this runs at every dlopen and
-            // dlclose, and reading the link costs about 20 us.
-            first.path = EXE
-                .get_or_init(|| {
-                    std::fs::read_link("/proc/self/exe")
-                        .map(|p| p.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                })
-                .clone();
+            // This runs at every dlopen and dlclose: read once.
+            first.path = exe_path().to_string();
         }
     }
     out
+}
+
+/// The executable's path (`/proc/self/exe`; empty when unreadable), read
+/// once per process image: the module list, the launcher check and the
+/// process record all ask for it, and reading the link costs about 20 us.
+pub fn exe_path() -> &'static str {
+    EXE.get_or_init(|| {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
 }
 
 /// The address of a function of this library (to find its own module).

@@ -10,6 +10,10 @@
 //! own blocks. Here, blocks up to [`LARGEST_CLASS`] bytes come from
 //! 64 KiB slabs, kept on a free list per class when freed (any thread may
 //! free what another allocated); larger ones are mappings of their own.
+//! Slabs are carved from [`CHUNK`]-byte mappings, so that a short-lived
+//! process, whose few blocks spread over some twenty classes, makes two
+//! `mmap` calls for them, not one per class; untouched pages of a chunk
+//! take no memory.
 //! One spin lock guards the lists; it is never taken in a signal handler
 //! (the handler does not allocate; once, a process's first sample
 //! prepares its tables there, only when [`lock_held`] says the lock is
@@ -52,6 +56,10 @@ pub const LARGEST_CLASS: usize = 32768;
 /// Bytes of a slab (a class's blocks are carved from these).
 const SLAB: usize = 64 << 10;
 
+/// Bytes of a chunk (slabs are carved from these, one mapping for
+/// sixteen slabs).
+const CHUNK: usize = 16 * SLAB;
+
 const PAGE: usize = 4096;
 
 /// A free block (its first word links the next).
@@ -70,6 +78,9 @@ struct Heap {
     classes: [Class; CLASSES.len()],
     /// Freed ranges of the reserve, (start, bytes); bytes 0: unused.
     reusable: [(usize, usize); REUSABLE_SLOTS],
+    /// The unused rest of the current chunk: [chunk_next, chunk_end).
+    chunk_next: usize,
+    chunk_end: usize,
 }
 
 /// Freed ranges of the reserve kept for reuse at most (a range that finds
@@ -88,6 +99,8 @@ static mut HEAP: Heap = Heap {
         }
     }; CLASSES.len()],
     reusable: [(0, 0); REUSABLE_SLOTS],
+    chunk_next: 0,
+    chunk_end: 0,
 };
 
 /// Runs `f` on the heap under the lock.
@@ -351,9 +364,7 @@ pub fn alloc(size: usize, align: usize) -> *mut u8 {
     if let Ok(p) = fresh {
         return p;
     }
-    // A new slab, mapped outside the lock.
-    let slab_bytes = SLAB.max(block);
-    let slab = map(slab_bytes);
+    let slab = new_slab();
     if slab.is_null() {
         return slab;
     }
@@ -361,9 +372,44 @@ pub fn alloc(size: usize, align: usize) -> *mut u8 {
         let class = &mut heap.classes[c];
         // The rest of the old slab is given up (less than one block).
         class.bump = slab as usize + block;
-        class.end = slab as usize + slab_bytes;
+        class.end = slab as usize + SLAB;
     });
     slab
+}
+
+/// A slab of [`SLAB`] bytes (page-aligned): the next of the current
+/// chunk, or the first of a new chunk mapped outside the lock; from
+/// [`map`] alone (the reserve) once the kernel refuses a chunk.
+fn new_slab() -> *mut u8 {
+    let carved = locked(|heap| {
+        (heap.chunk_end - heap.chunk_next >= SLAB).then(|| {
+            heap.chunk_next += SLAB;
+            (heap.chunk_next - SLAB) as *mut u8
+        })
+    });
+    if let Some(slab) = carved {
+        return slab;
+    }
+    let Some(chunk) = raw_mmap(
+        0,
+        CHUNK,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+        -1,
+        0,
+    ) else {
+        return map(SLAB);
+    };
+    let (next, end) = (chunk as usize + SLAB, chunk as usize + CHUNK);
+    locked(|heap| {
+        // Another thread may have mapped a chunk meanwhile: the one with
+        // more room left stays current, the other's rest is given up.
+        if heap.chunk_end - heap.chunk_next < end - next {
+            heap.chunk_next = next;
+            heap.chunk_end = end;
+        }
+    });
+    chunk
 }
 
 fn alloc_large(size: usize, align: usize) -> *mut u8 {
@@ -462,7 +508,8 @@ pub unsafe fn realloc(p: *mut u8, size: usize, align: usize, new_size: usize) ->
 
 /// In a forked child: a thread of the parent may have held the lock (in
 /// the middle of a list update) when the process forked. The child then
-/// forgets every free list and slab (their memory stays mapped, unused)
+/// forgets every free list, slab and chunk (their memory stays mapped,
+/// unused)
 /// and frees the lock.
 pub fn reset_after_fork() {
     if LOCK.load(Relaxed) {
@@ -478,6 +525,8 @@ pub fn reset_after_fork() {
         }
         heap.reusable = [(0, 0); REUSABLE_SLOTS];
         REUSABLE_BYTES.store(0, Relaxed);
+        heap.chunk_next = 0;
+        heap.chunk_end = 0;
         LOCK.store(false, Release);
     }
 }

@@ -160,9 +160,11 @@ fn carve(bytes: usize) -> Option<*mut u8> {
 /// table, each costing a system call and a search of the address space
 /// at thread start). Tables that do not fit, or all of them when the
 /// mapping fails (an address-space limit), are mapped on their own as
-/// before. Returns `build`'s result and the bytes the tables asked for
-/// (page-rounded: the size to ask for next time). Nothing is ever
-/// unmapped (the tables live as long as the process).
+/// before. The part of the region no table took is unmapped after
+/// `build`, so `bytes` may be a generous guess. Returns `build`'s result
+/// and the bytes the tables asked for (page-rounded: the size to ask for
+/// next time). The tables are never unmapped (they live as long as the
+/// process).
 pub fn with_region<R>(bytes: usize, build: impl FnOnce() -> R) -> (R, usize) {
     let bytes = (bytes as u64 + PIECE_ALIGN - 1) & !(PIECE_ALIGN - 1);
     let start = if bytes > 0 {
@@ -174,7 +176,10 @@ pub fn with_region<R>(bytes: usize, build: impl FnOnce() -> R) -> (R, usize) {
     let outer_asked = ASKED.with(|a| a.replace(0));
     let result = build();
     let asked = ASKED.with(|a| a.replace(outer_asked));
-    REGION.with(|r| r.set(outer));
+    let (next, end) = REGION.with(|r| r.replace(outer));
+    if start != 0 && next < end {
+        raw_munmap(next, (end - next) as usize);
+    }
     (result, asked)
 }
 

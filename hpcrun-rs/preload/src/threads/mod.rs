@@ -468,10 +468,18 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
 /// (`sys::with_region`).
 static TABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
+/// The region of the first thread set up, before any thread said what
+/// its tables take: a guess above the main thread's (about 16 MiB with
+/// the default tree capacity), whose unused rest is unmapped at once.
+/// Address space only: pages are taken as tables touch them.
+const FIRST_TABLE_BYTES: usize = 32 << 20;
+
 fn build_body(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
-    let (body, asked) = sys::with_region(TABLE_BYTES.load(Relaxed), || {
-        build_tables(index, tree_capacity)
-    });
+    let bytes = match TABLE_BYTES.load(Relaxed) {
+        0 => FIRST_TABLE_BYTES,
+        known => known,
+    };
+    let (body, asked) = sys::with_region(bytes, || build_tables(index, tree_capacity));
     TABLE_BYTES.store(asked, Relaxed);
     body
 }

@@ -1,6 +1,7 @@
 //! Unit tests of the module tables: static variables by address (and
 //! their data-section fallback), whose code a module is, segment
-//! lookups, and the cache's lookup by bias, path and segments.
+//! lookups, the cache's lookup by bias, path and segments, and the
+//! loaded images' build ids and unwind sections against their files.
 
 use super::*;
 
@@ -130,6 +131,7 @@ fn the_cache_finds_modules_by_bias_path_and_segments() {
         bias,
         segments: vec![(bias, end, true)],
         eh_frame_hdr: None,
+        notes: Vec::new(),
     };
     let data = |l: &LoadedModule| {
         ModuleData::with_symbols(
@@ -164,4 +166,44 @@ fn the_cache_finds_modules_by_bias_path_and_segments() {
     let idc = cache.add(data(&c));
     assert_eq!(cache.find(&c), Some(idc));
     assert_eq!(cache.find(&a), Some(ida));
+}
+
+/// The loaded image gives every module of this process the build id
+/// and unwind header its file gives, and an `.eh_frame` at the same
+/// address that covers the file's, inside a text range that covers
+/// the file's `.text`.
+#[test]
+fn loaded_images_give_what_their_files_give() {
+    let mut compared = 0;
+    for loaded in sys::loaded_modules() {
+        if loaded.path.is_empty() || loaded.path.starts_with("linux-vdso") {
+            continue;
+        }
+        let Some(mapped) = sys::MappedFile::open(&loaded.path) else {
+            continue;
+        };
+        let file = object::File::parse(mapped.bytes()).unwrap();
+        let (file_id, file_sections) = file_facts(&file);
+        let (id, sections) = elf_image::facts(&loaded).expect(&loaded.path);
+        let path = &loaded.path;
+        assert_eq!(id.map(|id| hex(&id)), file_id, "{path}");
+        assert_eq!(sections.eh_frame_hdr, file_sections.eh_frame_hdr, "{path}");
+        if let Some((start, end)) = file_sections.eh_frame_hdr.and(file_sections.eh_frame) {
+            let (s, e) = sections.eh_frame.expect(path);
+            assert!(
+                s == start && e >= end,
+                "{path}: {s:x}-{e:x} {start:x}-{end:x}"
+            );
+        }
+        if let (Some((start, end)), Some(_)) = (file_sections.text, sections.eh_frame_hdr) {
+            let (s, e) = sections.text.expect(path);
+            assert!(
+                s <= start && e >= end,
+                "{path}: {s:x}-{e:x} {start:x}-{end:x}"
+            );
+        }
+        compared += 1;
+    }
+    // The test program, the C library and the loader at least.
+    assert!(compared >= 3, "{compared} modules compared");
 }
