@@ -261,10 +261,11 @@ fn threads_that_measured_nothing_get_no_file_and_are_counted() {
 }
 
 /// A program that allocates 40 blocks of 4 MiB with a second thread
-/// running fits under `ulimit -v 400000` natively (it needs about
-/// 190,000 KiB) and now also measured: under a limit the library's tables
-/// take at most a sixteenth of it. Before, they reserved about 150 MiB
-/// per process and 15 MiB per thread, and the program got 18 blocks.
+/// running fits under `ulimit -v 300000` natively (it needs about
+/// 175,000 KiB) and also measured (about 231,000 KiB): under a limit the
+/// library's tables are made smaller to fit a sixteenth of it, and the
+/// small-block map reserves 8 MiB per 256 MiB of heap it covers (with
+/// 128 MiB per 4 GiB the program needed about 361,000 KiB measured).
 #[test]
 fn a_program_that_fits_under_ulimit_v_natively_fits_measured() {
     let dir = scratch("ulimit-v");
@@ -272,7 +273,7 @@ fn a_program_that_fits_under_ulimit_v_natively_fits_measured() {
     let limited = |cmd: String| {
         run(Command::new("sh")
             .arg("-c")
-            .arg(format!("ulimit -v 400000 && exec {cmd}")))
+            .arg(format!("ulimit -v 300000 && exec {cmd}")))
     };
     let native = limited(exe.display().to_string());
     assert_eq!(String::from_utf8_lossy(&native.stdout), "blocks 40\n");

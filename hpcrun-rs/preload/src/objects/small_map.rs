@@ -4,7 +4,7 @@
 //! blocks gets each site its share instead of one anonymous bucket.
 //!
 //! Per 4 KiB page of the heap that holds tracked blocks, a [`PageDir`]
-//! (128 bytes, in a directory of 4 GiB chunks mapped on first use):
+//! (128 bytes, in a directory of 256 MiB chunks mapped on first use):
 //! * a bitmap of the 8-byte positions where a tracked block starts;
 //! * the page's *record*: one 8-byte entry (size, site) per set bit, in
 //!   address order, so the entry of a start is its rank among the bits.
@@ -41,8 +41,10 @@ pub const SHARDS: usize = 64;
 const PAGE_SHIFT: u32 = 12;
 /// Bitmap words per page: one bit per 8-byte position.
 const WORDS: usize = 4096 / 8 / 64;
-/// A directory chunk covers 4 GiB.
-const CHUNK_SHIFT: u32 = 32;
+/// A directory chunk covers 256 MiB of the heap with 8 MiB of address
+/// space (its pages' `PageDir`s, touched only where blocks are): small
+/// enough that a process under `ulimit -v` keeps most of its limit.
+const CHUNK_SHIFT: u32 = 28;
 const PAGES_PER_CHUNK: usize = 1 << (CHUNK_SHIFT - PAGE_SHIFT);
 /// Chunks of the 47-bit user address space.
 const CHUNKS: usize = 1 << (47 - CHUNK_SHIFT);
