@@ -470,13 +470,18 @@ static TABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// The region of the first thread set up, before any thread said what
 /// its tables take: a guess above the main thread's (about 16 MiB with
-/// the default tree capacity), whose unused rest is unmapped at once.
-/// Address space only: pages are taken as tables touch them.
+/// the default tree capacity; under an address-space limit twice the
+/// estimate for its smaller capacity, `run::thread_table_bytes`), whose
+/// unused rest is unmapped at once. Address space only: pages are taken
+/// as tables touch them.
 const FIRST_TABLE_BYTES: usize = 32 << 20;
 
 fn build_body(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
     let bytes = match TABLE_BYTES.load(Relaxed) {
-        0 => FIRST_TABLE_BYTES,
+        0 => {
+            let guess = 2 * run::thread_table_bytes(tree_capacity);
+            FIRST_TABLE_BYTES.min(usize::try_from(guess).unwrap_or(FIRST_TABLE_BYTES))
+        }
         known => known,
     };
     let (body, asked) = sys::with_region(bytes, || build_tables(index, tree_capacity));
