@@ -274,8 +274,17 @@ impl ThreadState {
 /// Deepest call path recorded per sample (the handler's frame buffer).
 pub const MAX_FRAMES: usize = 128;
 
-/// Slots of a thread's histogram table ((object, bucket) pairs).
+/// Slots of a thread's histogram table ((object, bucket) pairs) with the
+/// full tree capacity.
 pub const HISTOGRAM_SLOTS: usize = 1 << 16;
+
+/// Slots of a thread's histogram table for trees of `tree_capacity`
+/// nodes (smaller under an address-space limit, `run::tree_capacity`):
+/// [`HISTOGRAM_SLOTS`] in proportion, at least 4,096.
+pub fn histogram_slots(tree_capacity: usize) -> usize {
+    let share = HISTOGRAM_SLOTS as u64 * tree_capacity as u64 / run::TREE_CAPACITY as u64;
+    (share.min(HISTOGRAM_SLOTS as u64) as usize).max(1 << 12)
+}
 
 /// Slots of a thread's reuse table ((object, bucket) pairs).
 pub const REUSE_SLOTS: usize = 4096;
@@ -497,7 +506,7 @@ fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody>
     } else {
         cct::Tree::new(tree_capacity)?
     };
-    let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
+    let histogram = cct::Counts::new(histogram_slots(tree_capacity))?;
     let decode_cache = sys::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let ips = crate::access::patterns::IpTable::new()?;
     let sites = crate::access::patterns::SiteTable::new()?;

@@ -49,10 +49,11 @@ pub fn tree_capacity() -> usize {
 }
 
 /// About the bytes of one thread's tables with `capacity` nodes: 192-byte
-/// nodes, their index, and the histogram, strides and caches (about 3
+/// nodes, their index, the histogram (20 bytes a slot, a slot a node:
+/// `threads::histogram_slots`), and the strides and caches (about 1.75
 /// MiB).
 pub fn thread_table_bytes(capacity: usize) -> u64 {
-    capacity as u64 * (192 + 8) + (3 << 20)
+    capacity as u64 * (192 + 8 + 20) + (7 << 18)
 }
 
 /// Below this period (1 ms) the task-clock event samples one overflow at
