@@ -261,22 +261,42 @@ fn threads_that_measured_nothing_get_no_file_and_are_counted() {
 }
 
 /// A program that allocates 40 blocks of 4 MiB with a second thread
-/// running fits under `ulimit -v 300000` natively (it needs about
-/// 175,000 KiB) and also measured (about 231,000 KiB): under a limit the
-/// library's tables are made smaller to fit a sixteenth of it, and the
-/// small-block map reserves 8 MiB per 256 MiB of heap it covers (with
-/// 128 MiB per 4 GiB the program needed about 361,000 KiB measured).
+/// running fits under `ulimit -v 260000` natively (it needs about
+/// 175,000 KiB) and also measured (about 206,000 KiB): under a limit the
+/// library's tables, its heap's reserve and the small-block map's
+/// directories are made smaller to fit it (with fixed-size reservations
+/// the program needed about 231,000 KiB measured).
 #[test]
 fn a_program_that_fits_under_ulimit_v_natively_fits_measured() {
-    let dir = scratch("ulimit-v");
+    fits_under_ulimit_v_measured("ulimit-v", 2, 260_000);
+}
+
+/// The same with 16 threads under `ulimit -v 420000`: it needs about
+/// 290,000 KiB natively and 366,000-368,000 KiB measured (402,000 KiB
+/// while the library's reservations other than its tables kept their
+/// full size under a limit).
+#[test]
+fn a_program_of_16_threads_that_fits_under_ulimit_v_natively_fits_measured() {
+    fits_under_ulimit_v_measured("ulimit-v-16", 16, 420_000);
+}
+
+/// Runs `address_space.c` with `threads` threads under `ulimit -v kib`,
+/// natively and measured: both get all 40 blocks, and the run writes
+/// profiles.
+fn fits_under_ulimit_v_measured(name: &str, threads: u32, kib: u64) {
+    let dir = scratch(name);
     let exe = compile_test_program("address_space.c", &dir, &["-pthread"]);
     let limited = |cmd: String| {
         run(Command::new("sh")
             .arg("-c")
-            .arg(format!("ulimit -v 300000 && exec {cmd}")))
+            .arg(format!("ulimit -v {kib} && exec {cmd} 40 {threads}")))
     };
     let native = limited(exe.display().to_string());
-    assert_eq!(String::from_utf8_lossy(&native.stdout), "blocks 40\n");
+    assert_eq!(
+        String::from_utf8_lossy(&native.stdout),
+        "blocks 40\n",
+        "natively under ulimit -v {kib}"
+    );
     let measurements = dir.join("measurements");
     let out = limited(format!(
         "{} -o {} {}",
@@ -287,7 +307,7 @@ fn a_program_that_fits_under_ulimit_v_natively_fits_measured() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "blocks 40\n",
-        "stderr: {}",
+        "measured under ulimit -v {kib}; stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.status.code(), Some(0));

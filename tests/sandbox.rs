@@ -21,6 +21,10 @@
 //!   nodes it can spare and says how many it left out, the checkpoints
 //!   due after the refusal are skipped (said in the notice), and the
 //!   program ends as natively (it used to abort in the writer).
+//! * `fill_address_space.c`: under `ulimit -v 200000` the main thread
+//!   takes every byte of its limit while 3 threads compute: the
+//!   profiler is refused mappings (its heap then uses its reserve, 8 MiB
+//!   under this limit) and writes every thread's profile.
 //! * `seccomp_allow.c`: an allow-list that kills the process on any
 //!   other call (SECCOMP_RET_KILL_PROCESS). The profiler sees the filter
 //!   coming (its `prctl`), writes its profiles before it is in place and
@@ -168,5 +172,45 @@ fn a_program_that_kills_on_unlisted_calls_runs_as_natively() {
     assert!(
         summary.contains("measurement limited: the program installed a seccomp filter that kills"),
         "{summary}"
+    );
+}
+
+#[test]
+fn a_program_that_fills_its_ulimit_v_gets_every_profile_from_the_smaller_reserve() {
+    let dir = scratch("fill-address-space");
+    let exe = compile_test_program("fill_address_space.c", &dir, &["-pthread"]);
+    let limited = |cmd: String| {
+        run(Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -v 200000 && exec {cmd}")))
+    };
+    let want = limited(exe.display().to_string());
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    let measurements = dir.join("measurements");
+    let got = limited(format!(
+        "{} -o {} {}",
+        tool("hpcrun-rs").display(),
+        measurements.display(),
+        exe.display()
+    ));
+    assert_same(&got, &want, "fill_address_space under ulimit -v 200000");
+    let mut threads: Vec<u32> = read_profiles(&measurements)
+        .iter()
+        .map(|p| p.thread.index)
+        .collect();
+    threads.sort_unstable();
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert_eq!(threads, [0, 1, 2, 3], "{stderr}");
+    // The small-block map is refused its slabs in every run; whether the
+    // profiler's heap is refused a mapping too (and writes from its
+    // reserve) depends on how much its current chunk has left when the
+    // limit is reached (in some runs only).
+    assert!(stderr.contains("no memory for the object map"), "{stderr}");
+    let (merged, _db) = merge(&dir, &measurements);
+    assert_eq!(
+        merged.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
     );
 }

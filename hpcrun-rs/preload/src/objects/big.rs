@@ -9,7 +9,8 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 use super::{lock, unlock, Block, Lookup};
 use crate::sys;
 
-const CAPACITY: usize = 1 << 16;
+/// Entries of a map without an address-space limit.
+pub const CAPACITY: usize = 1 << 16;
 
 #[repr(C)]
 pub struct Entry {
@@ -32,9 +33,10 @@ pub struct BigBlocks {
 }
 
 impl BigBlocks {
-    pub fn new() -> Option<BigBlocks> {
+    /// A map of `capacity` entries (at most that many live blocks).
+    pub fn new(capacity: usize) -> Option<BigBlocks> {
         Some(BigBlocks {
-            entries: sys::map_zeroed::<Entry>(CAPACITY)?,
+            entries: sys::map_zeroed::<Entry>(capacity)?,
             len: AtomicU64::new(0),
             seq: AtomicU64::new(0),
             write_lock: AtomicBool::new(false),

@@ -245,11 +245,24 @@ pub fn full_bytes(log: bool) -> u64 {
     let slot = std::mem::size_of::<granules::Slot>() as u64;
     let mut bytes = (SITE_CAPACITY * std::mem::size_of::<Site>()) as u64
         + (SITE_CAPACITY * 2 * 4) as u64
-        + slot * ((1u64 << granules::SMALL.1) + (1u64 << granules::MEDIUM.1));
+        + slot * ((1u64 << granules::SMALL.1) + (1u64 << granules::MEDIUM.1))
+        + (big::CAPACITY * std::mem::size_of::<big::Entry>()) as u64;
     if log {
         bytes += (RECORD_CAPACITY * std::mem::size_of::<Record>()) as u64;
     }
     bytes
+}
+
+/// Entries of the big-block map: [`big::CAPACITY`], or under an
+/// address-space limit of `limit` bytes as many blocks of [`BIG_BYTES`]
+/// as fit in it (a power of two, at least 256): never fewer than can be
+/// live.
+pub fn big_capacity(limit: Option<u64>) -> usize {
+    match limit {
+        None => big::CAPACITY,
+        Some(limit) => usize::try_from((limit / BIG_BYTES).max(256))
+            .map_or(big::CAPACITY, |n| n.next_power_of_two().min(big::CAPACITY)),
+    }
 }
 
 /// Creates the tables (at library load); `log`: keep the allocation log.
@@ -277,8 +290,8 @@ pub fn init(log: bool, shift: u32) -> bool {
         records,
         granules::Granules::new((small.0, small.1 - shift)),
         granules::Granules::new((medium.0, medium.1 - shift)),
-        big::BigBlocks::new(),
-        big::BigBlocks::new(),
+        big::BigBlocks::new(big_capacity(sys::address_space_limit())),
+        big::BigBlocks::new((big::CAPACITY >> shift).max(1 << 12)),
     )
     else {
         return false;

@@ -4,7 +4,10 @@
 //! blocks gets each site its share instead of one anonymous bucket.
 //!
 //! Per 4 KiB page of the heap that holds tracked blocks, a [`PageDir`]
-//! (128 bytes, in a directory of 256 MiB chunks mapped on first use):
+//! (128 bytes, in chunks of 256 MiB of the heap mapped on first use; a
+//! two-level directory of 8 KiB, then 4 KiB per 128 GiB of the address
+//! space that holds chunks; under an address-space limit the chunks
+//! cover less, [`chunk_shift`]):
 //! * a bitmap of the 8-byte positions where a tracked block starts;
 //! * the page's *record*: one 8-byte entry (size, site) per set bit, in
 //!   address order, so the entry of a start is its rank among the bits.
@@ -42,12 +45,16 @@ const PAGE_SHIFT: u32 = 12;
 /// Bitmap words per page: one bit per 8-byte position.
 const WORDS: usize = 4096 / 8 / 64;
 /// A directory chunk covers 256 MiB of the heap with 8 MiB of address
-/// space (its pages' `PageDir`s, touched only where blocks are): small
-/// enough that a process under `ulimit -v` keeps most of its limit.
+/// space (its pages' `PageDir`s, touched only where blocks are), less
+/// under an address-space limit ([`chunk_shift`]).
 const CHUNK_SHIFT: u32 = 28;
-const PAGES_PER_CHUNK: usize = 1 << (CHUNK_SHIFT - PAGE_SHIFT);
-/// Chunks of the 47-bit user address space.
-const CHUNKS: usize = 1 << (47 - CHUNK_SHIFT);
+/// The smallest chunk under a limit: 4 MiB of the heap, 128 KiB of
+/// `PageDir`s.
+const MIN_CHUNK_SHIFT: u32 = 22;
+/// Bits of the user address space (47).
+const ADDRESS_BITS: u32 = 47;
+/// Chunk addresses per leaf of the directory (a 4 KiB page).
+const LEAF_BITS: u32 = 9;
 /// Record size classes: 4 << class entries, up to 512 (a page of 8-byte
 /// positions).
 const CLASSES: usize = 8;
@@ -111,8 +118,12 @@ impl Shard {
 /// The map (one per process: [`get`]).
 pub struct SmallMap {
     shards: [Shard; SHARDS],
-    /// Directory: chunk index -> address of its pages' `PageDir`s (0: none).
-    chunks: &'static [AtomicU64],
+    /// Directory: leaf index (a chunk index's high bits) -> address of a
+    /// leaf of 1 << [`LEAF_BITS`] slots (0: none), each the address of
+    /// its chunk's `PageDir`s (0: none).
+    leaves: &'static [AtomicU64],
+    /// A chunk covers 1 << `chunk_shift` bytes of the heap.
+    chunk_shift: u32,
     chunk_lock: AtomicBool,
     /// Bytes of slabs mapped, and of page directories in use.
     bytes: AtomicU64,
@@ -178,6 +189,22 @@ fn rank(starts: &[AtomicU64; WORDS], pos: usize) -> usize {
     n + (starts[pos / 64].load(Relaxed) & below).count_ones() as usize
 }
 
+/// A chunk covers 1 << this many bytes of the heap: 256 MiB, or under an
+/// address-space limit of `limit` bytes as much as keeps a chunk's
+/// `PageDir`s (1/32 of what it covers) within 1/256 of the limit, at
+/// least 4 MiB of the heap (a program under a limit keeps most of it).
+pub fn chunk_shift(limit: Option<u64>) -> u32 {
+    let Some(limit) = limit else {
+        return CHUNK_SHIFT;
+    };
+    let mut shift = CHUNK_SHIFT;
+    // A chunk's `PageDir`s: 128 bytes per 4 KiB page, 1 << (shift - 5).
+    while shift > MIN_CHUNK_SHIFT && 1u64 << (shift - 5) > limit / 256 {
+        shift -= 1;
+    }
+    shift
+}
+
 fn entry(size: u64, site: u32) -> u64 {
     size << 32 | site as u64
 }
@@ -188,9 +215,11 @@ fn split(e: u64) -> (u64, u32) {
 
 impl SmallMap {
     fn new() -> Option<SmallMap> {
+        let chunk_shift = chunk_shift(sys::address_space_limit());
         Some(SmallMap {
             shards: std::array::from_fn(|_| Shard::new()),
-            chunks: sys::map_own::<AtomicU64>(CHUNKS)?,
+            leaves: sys::map_own::<AtomicU64>(1 << (ADDRESS_BITS - chunk_shift - LEAF_BITS))?,
+            chunk_shift,
             chunk_lock: AtomicBool::new(false),
             bytes: AtomicU64::new(0),
             cap: AtomicU64::new(0),
@@ -224,10 +253,19 @@ impl SmallMap {
         self.bytes.load(Relaxed) + more > cap
     }
 
-    /// The directory entry of `page`, creating its chunk if `create`.
-    fn dir(&self, page: u64, create: bool) -> Option<&'static PageDir> {
-        let chunk = (page >> (CHUNK_SHIFT - PAGE_SHIFT)) as usize;
-        let slot = self.chunks.get(chunk)?;
+    /// Pages per chunk.
+    fn chunk_pages(&self) -> usize {
+        1 << (self.chunk_shift - PAGE_SHIFT)
+    }
+
+    /// The address in `slot` (a leaf or a chunk), creating it with
+    /// `make` (under the chunk lock) if `create`; `None` if absent.
+    fn slot_or_make(
+        &self,
+        slot: &AtomicU64,
+        create: bool,
+        make: impl FnOnce() -> Option<u64>,
+    ) -> Option<u64> {
         let mut base = slot.load(Acquire);
         if base == 0 {
             if !create {
@@ -236,18 +274,34 @@ impl SmallMap {
             super::lock(&self.chunk_lock);
             base = slot.load(Acquire);
             if base == 0 {
-                if let Some(t) = sys::map_own::<PageDir>(PAGES_PER_CHUNK) {
-                    base = t.as_ptr() as u64;
+                if let Some(made) = make() {
+                    base = made;
                     slot.store(base, Release);
                 }
             }
             super::unlock(&self.chunk_lock);
-            if base == 0 {
-                return None;
-            }
         }
-        let index = page as usize & (PAGES_PER_CHUNK - 1);
-        // SAFETY: `base` is a `map_own` table of PAGES_PER_CHUNK
+        (base != 0).then_some(base)
+    }
+
+    /// The directory entry of `page`, creating its leaf and chunk if
+    /// `create`.
+    fn dir(&self, page: u64, create: bool) -> Option<&'static PageDir> {
+        let chunk = (page >> (self.chunk_shift - PAGE_SHIFT)) as usize;
+        let leaf_slot = self.leaves.get(chunk >> LEAF_BITS)?;
+        let leaf = self.slot_or_make(leaf_slot, create, || {
+            sys::map_own::<AtomicU64>(1 << LEAF_BITS).map(|t| t.as_ptr() as u64)
+        })?;
+        // SAFETY: `leaf` is a `map_own` table of 1 << LEAF_BITS slots,
+        // never unmapped; the index is below that.
+        #[allow(unsafe_code)]
+        let slot = unsafe { &*(leaf as *const AtomicU64).add(chunk & ((1 << LEAF_BITS) - 1)) };
+        let pages = self.chunk_pages();
+        let base = self.slot_or_make(slot, create, || {
+            sys::map_own::<PageDir>(pages).map(|t| t.as_ptr() as u64)
+        })?;
+        let index = page as usize & (pages - 1);
+        // SAFETY: `base` is a `map_own` table of `chunk_pages()`
         // directories, never unmapped; `index` is below that.
         #[allow(unsafe_code)]
         Some(unsafe { &*(base as *const PageDir).add(index) })
@@ -611,6 +665,21 @@ mod tests {
             .collect();
         for t in threads {
             t.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn chunks_cover_less_under_an_address_space_limit() {
+        assert_eq!(chunk_shift(None), 28);
+        assert_eq!(chunk_shift(Some(u64::MAX)), 28);
+        // 2 GiB / 256 = 8 MiB: a full chunk's directories.
+        assert_eq!(chunk_shift(Some(2 << 30)), 28);
+        // 300,000 KiB / 256 = 1.14 MiB: 1 MiB of directories per 32 MiB.
+        assert_eq!(chunk_shift(Some(300_000 << 10)), 25);
+        assert_eq!(chunk_shift(Some(1 << 20)), MIN_CHUNK_SHIFT);
+        // Every chunk shift's directory reaches the whole address space.
+        for shift in MIN_CHUNK_SHIFT..=CHUNK_SHIFT {
+            assert!(ADDRESS_BITS - shift > LEAF_BITS);
         }
     }
 

@@ -178,3 +178,15 @@ fn many_small_blocks_and_churn() {
         assert_eq!(objs.lookup(base + 4096 * 5 + 10), Lookup::NotFound);
     }
 }
+
+#[test]
+fn the_big_block_map_holds_every_block_that_fits_under_a_limit() {
+    assert_eq!(big_capacity(None), big::CAPACITY);
+    // 300,000 KiB hold 1,171 blocks of 256 KiB.
+    assert_eq!(big_capacity(Some(300_000 << 10)), 2048);
+    assert_eq!(big_capacity(Some(1 << 20)), 256);
+    assert_eq!(big_capacity(Some(u64::MAX)), big::CAPACITY);
+    for limit in [1u64 << 28, 3 << 30, 17 << 30] {
+        assert!(big_capacity(Some(limit)) as u64 >= (limit / BIG_BYTES).min(big::CAPACITY as u64));
+    }
+}

@@ -22,7 +22,9 @@
 //! When the kernel refuses a mapping (a seccomp filter that makes `mmap`
 //! fail, an address-space limit reached), memory comes from a reserve of
 //! [`RESERVE`] bytes of address space mapped at load ([`map_reserve`],
-//! no memory until touched), and [`refused`] says so from then on: the
+//! no memory until touched; under an address-space limit a 32nd of the
+//! limit, 8 to 16 MiB: [`reserve_bytes`]), and [`refused`] says so from
+//! then on: the
 //! layers above stop taking new work (the hooks stop tracking blocks) so
 //! that the reserve lasts until the profiles are written, and no
 //! checkpoint is written. Work whose size the run decides (the
@@ -156,6 +158,24 @@ fn class_of(size: usize, align: usize) -> Option<usize> {
 /// Bytes of address space kept for when the kernel refuses mappings.
 pub const RESERVE: usize = 16 << 20;
 
+/// The reserve under an address-space limit (`ulimit -v`) is a 32nd of
+/// it, between this and [`RESERVE`]: twice [`KEPT`], so that writing the
+/// profiles (of tables made smaller under the limit too) keeps its share.
+pub const LIMITED_RESERVE_MIN: usize = 2 * KEPT;
+
+/// Bytes of the reserve: [`RESERVE`], or under an address-space limit of
+/// `limit` bytes a 32nd of it (page-rounded), at least
+/// [`LIMITED_RESERVE_MIN`].
+pub fn reserve_bytes(limit: Option<u64>) -> usize {
+    match limit {
+        None => RESERVE,
+        Some(limit) => {
+            let share = usize::try_from(limit / 32).unwrap_or(RESERVE) & !(PAGE - 1);
+            share.clamp(LIMITED_RESERVE_MIN, RESERVE)
+        }
+    }
+}
+
 /// The reserve: [start, end) mapped, [next, end) never handed out yet
 /// (0 before [`map_reserve`]).
 static RESERVE_START: AtomicUsize = AtomicUsize::new(0);
@@ -175,9 +195,10 @@ pub fn map_reserve() {
     if RESERVE_END.load(Acquire) != 0 {
         return;
     }
+    let bytes = reserve_bytes(super::address_space_limit());
     if let Some(p) = raw_mmap(
         0,
-        RESERVE,
+        bytes,
         libc::PROT_READ | libc::PROT_WRITE,
         libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
         -1,
@@ -185,7 +206,7 @@ pub fn map_reserve() {
     ) {
         RESERVE_START.store(p as usize, Release);
         RESERVE_NEXT.store(p as usize, Release);
-        RESERVE_END.store(p as usize + RESERVE, Release);
+        RESERVE_END.store(p as usize + bytes, Release);
     }
 }
 

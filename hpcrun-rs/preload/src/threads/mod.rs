@@ -274,8 +274,17 @@ impl ThreadState {
 /// Deepest call path recorded per sample (the handler's frame buffer).
 pub const MAX_FRAMES: usize = 128;
 
-/// Slots of a thread's histogram table ((object, bucket) pairs).
+/// Slots of a thread's histogram table ((object, bucket) pairs) with the
+/// full tree capacity.
 pub const HISTOGRAM_SLOTS: usize = 1 << 16;
+
+/// Slots of a thread's histogram table for trees of `tree_capacity`
+/// nodes (smaller under an address-space limit, `run::tree_capacity`):
+/// [`HISTOGRAM_SLOTS`] in proportion, at least 4,096.
+pub fn histogram_slots(tree_capacity: usize) -> usize {
+    let share = HISTOGRAM_SLOTS as u64 * tree_capacity as u64 / run::TREE_CAPACITY as u64;
+    (share.min(HISTOGRAM_SLOTS as u64) as usize).max(1 << 12)
+}
 
 /// Slots of a thread's reuse table ((object, bucket) pairs).
 pub const REUSE_SLOTS: usize = 4096;
@@ -470,13 +479,18 @@ static TABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// The region of the first thread set up, before any thread said what
 /// its tables take: a guess above the main thread's (about 16 MiB with
-/// the default tree capacity), whose unused rest is unmapped at once.
-/// Address space only: pages are taken as tables touch them.
+/// the default tree capacity; under an address-space limit twice the
+/// estimate for its smaller capacity, `run::thread_table_bytes`), whose
+/// unused rest is unmapped at once. Address space only: pages are taken
+/// as tables touch them.
 const FIRST_TABLE_BYTES: usize = 32 << 20;
 
 fn build_body(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
     let bytes = match TABLE_BYTES.load(Relaxed) {
-        0 => FIRST_TABLE_BYTES,
+        0 => {
+            let guess = 2 * run::thread_table_bytes(tree_capacity);
+            FIRST_TABLE_BYTES.min(usize::try_from(guess).unwrap_or(FIRST_TABLE_BYTES))
+        }
         known => known,
     };
     let (body, asked) = sys::with_region(bytes, || build_tables(index, tree_capacity));
@@ -492,7 +506,7 @@ fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody>
     } else {
         cct::Tree::new(tree_capacity)?
     };
-    let histogram = cct::Counts::new(HISTOGRAM_SLOTS)?;
+    let histogram = cct::Counts::new(histogram_slots(tree_capacity))?;
     let decode_cache = sys::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
     let ips = crate::access::patterns::IpTable::new()?;
     let sites = crate::access::patterns::SiteTable::new()?;

@@ -43,11 +43,17 @@ pub fn table_shift(full_bytes: u64) -> u32 {
 pub fn tree_capacity() -> usize {
     static CAPACITY: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CAPACITY.get_or_init(|| {
-        // A thread's tables: 192-byte nodes, their index, and the
-        // histogram, strides and caches (about 3 MiB), for a few threads.
-        let per_thread = TREE_CAPACITY as u64 * (192 + 8) + (3 << 20);
-        (TREE_CAPACITY >> table_shift(4 * per_thread)).max(1 << 12)
+        // A few threads' tables.
+        (TREE_CAPACITY >> table_shift(4 * thread_table_bytes(TREE_CAPACITY))).max(1 << 12)
     })
+}
+
+/// About the bytes of one thread's tables with `capacity` nodes: 192-byte
+/// nodes, their index, the histogram (20 bytes a slot, a slot a node:
+/// `threads::histogram_slots`), and the strides and caches (about 1.75
+/// MiB).
+pub fn thread_table_bytes(capacity: usize) -> u64 {
+    capacity as u64 * (192 + 8 + 20) + (7 << 18)
 }
 
 /// Below this period (1 ms) the task-clock event samples one overflow at

@@ -145,3 +145,16 @@ fn threads_allocate_and_free_each_others_blocks() {
         }
     }
 }
+
+#[test]
+fn the_reserve_is_a_32nd_of_an_address_space_limit_between_8_and_16_mib() {
+    assert_eq!(reserve_bytes(None), RESERVE);
+    assert_eq!(reserve_bytes(Some(100 << 20)), LIMITED_RESERVE_MIN);
+    assert_eq!(reserve_bytes(Some(320 << 20)), 10 << 20);
+    assert_eq!(
+        reserve_bytes(Some(300_000 << 10)),
+        ((300_000 << 10) / 32) & !(PAGE - 1)
+    );
+    assert_eq!(reserve_bytes(Some(4 << 30)), RESERVE);
+    assert_eq!(reserve_bytes(Some(u64::MAX)), RESERVE);
+}
