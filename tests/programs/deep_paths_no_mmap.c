@@ -24,31 +24,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "deny_mmap.h"
+
 #define THREADS 4
 #define PATHS 40000
 #define DEPTH 40
 #define ARRAY (256 * 1024)
 #define STRETCH 16384
-
-static void deny_mmap(void) {
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mremap, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1 /* EPERM */),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof code / sizeof code[0], code};
-    /* Every thread of the process (TSYNC), the profiler's too. */
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
-        perror("seccomp");
-        exit(2);
-    }
-}
 
 /* The end of a path: a small block from brk, a stretch of the array
  * summed into it. */
@@ -135,7 +117,7 @@ int main(void) {
         if (pthread_create(&t[i], NULL, worker, &w[i]) != 0)
             return 4;
     pthread_barrier_wait(&ready);
-    deny_mmap();
+    deny_mmap(DENY_MREMAP | DENY_ALL_THREADS);
     pthread_barrier_wait(&go);
     walk_all(&w[THREADS - 1]);
     for (int i = 0; i < THREADS - 1; i++)

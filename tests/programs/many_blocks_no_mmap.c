@@ -20,27 +20,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "deny_mmap.h"
+
 #define THREADS 4
 #define BLOCKS (2000000 / (THREADS + 1))
-
-static void deny_mmap(void) {
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mremap, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof code / sizeof code[0], code};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-        perror("seccomp");
-        exit(2);
-    }
-}
 
 /* 64 allocation sites: each a function of its own. */
 #define SITE(n)                                                              \
@@ -92,7 +75,7 @@ int main(void) {
     pthread_barrier_init(&go, NULL, THREADS + 1);
     for (int i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, worker, &w[i]);
-    deny_mmap();
+    deny_mmap(DENY_MREMAP);
     pthread_barrier_wait(&go);
     allocate(&w[THREADS]);
     for (int i = 0; i < THREADS; i++)

@@ -16,23 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void deny_mmap(void) {
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof code / sizeof code[0], code};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
-        perror("seccomp");
-        exit(2);
-    }
-}
+#include "deny_mmap.h"
 
 static __attribute__((noipa)) long sweep(long **blocks, long n, long words) {
     long s = 0;
@@ -63,7 +47,7 @@ static void *worker(void *arg) {
 int main(void) {
     printf("start\n");
     fflush(stdout);
-    deny_mmap();
+    deny_mmap(0);
     void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     printf("mmap %s\n", m == MAP_FAILED && errno == EPERM ? "EPERM" : "allowed");
     enum { BLOCK = 1024, COUNT = 64 << 10 };
