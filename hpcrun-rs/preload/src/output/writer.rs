@@ -128,6 +128,10 @@ pub fn finish(state: &ThreadState) -> bool {
     true
 }
 
+/// How the notices on what a profile built short of memory left out
+/// begin.
+const RAN_OUT: &str = "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): ";
+
 /// Heap bytes one node of the trees takes while a profile is built: its
 /// place, its node twice (a vector that grows holds its old and new
 /// blocks for a moment), its metrics block (`columns` values) and its
@@ -535,7 +539,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     if log_cut > 0 {
         profile.stats.notices.insert(
             format!(
-                "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): the {log_cut} oldest records of this thread's allocation log were not written"
+                "{RAN_OUT}the {log_cut} oldest records of this thread's allocation log were not written"
             ),
             1,
         );
@@ -543,7 +547,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     if cut.nodes > 0 {
         profile.stats.notices.insert(
             format!(
-                "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): {} of this thread's {n} call-path tree nodes, the paths first seen last, were not written, with their {} sample counts (a sample counts once in the code tree and once in a data tree)",
+                "{RAN_OUT}{} of this thread's {n} call-path tree nodes, the paths first seen last, were not written, with their {} sample counts (a sample counts once in the code tree and once in a data tree)",
                 cut.nodes, cut.samples
             ),
             1,
@@ -552,7 +556,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     if cut.sites > 0 {
         profile.stats.notices.insert(
             format!(
-                "measurement limited: the profiler's memory ran out (the kernel refused it new mappings and its reserve was nearly spent): {} allocation sites of this thread were written without their call paths",
+                "{RAN_OUT}{} allocation sites of this thread were written without their call paths",
                 cut.sites
             ),
             1,
