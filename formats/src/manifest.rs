@@ -372,6 +372,11 @@ pub fn check(manifest: &Manifest, present: &[Present]) -> Vec<Loss> {
             (None, None) => "nothing kept".to_string(),
         };
         if mine.is_empty() && p.finals.is_empty() && p.lost.is_empty() {
+            // An image that ended measuring no thread (a forked child that
+            // exec'd a launcher the library does not measure) lost nothing.
+            if p.exit.is_some_and(|(_, threads)| threads == 0) {
+                continue;
+            }
             let reason = if p.exit.is_some() {
                 "no profile written".to_string()
             } else {
@@ -556,6 +561,22 @@ mod tests {
             "process: main thread's final profile could not be written: No space left on device (checkpoint at 3.0 s of 8.0 s used)"
         );
         assert_eq!(lost[0].kind, "checkpoint");
+    }
+
+    #[test]
+    fn an_image_that_measured_nothing_before_exec_lost_nothing() {
+        let ended = |threads| Manifest {
+            processes: vec![ProcessManifest {
+                host: "n".into(),
+                pid: 7,
+                start_ns: 100 * S,
+                exit: Some((101 * S, threads)),
+                ..Default::default()
+            }],
+            run: None,
+        };
+        assert!(check(&ended(0), &[]).is_empty());
+        assert_eq!(check(&ended(1), &[]).len(), 1);
     }
 
     #[test]

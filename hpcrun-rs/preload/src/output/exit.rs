@@ -52,7 +52,8 @@ pub struct BeforeExec {
 /// the exec'd image's files take the next free names, `profile_file`).
 /// Sampling goes on, so a failed exec leaves the program measured as
 /// before, and its later profiles replace these. Threads that measured
-/// nothing (a forked child about to exec) write no file. It allocates:
+/// nothing (a forked child about to exec) write no file. The manifest's
+/// `exit` record follows, with the number of profiles written. It allocates:
 /// the caller does not call it from a signal handler (see `exec.rs`).
 pub fn before_exec() -> BeforeExec {
     let mut held = Vec::new();
@@ -60,9 +61,7 @@ pub fn before_exec() -> BeforeExec {
     let Some(dir) = crate::threads::config::get().out_dir.as_deref() else {
         return BeforeExec { _held: held };
     };
-    if !threads::all().any(|s| s.pid == pid) {
-        return BeforeExec { _held: held };
-    }
+    let mut written = 0;
     for state in threads::all().filter(|s| s.pid == pid) {
         // A checkpoint in progress finishes first (at most 1 s: the
         // caller may be a handler that interrupted this library's writer).
@@ -74,9 +73,14 @@ pub fn before_exec() -> BeforeExec {
             let profile = writer::build_profile(state);
             crate::output::notices::publish(dir, &profile.stats.notices);
             crate::output::profile_file::write(state, dir, &profile);
+            written += 1;
         }
         held.push(guard);
     }
+    // This image ends here: its manifest says so, also when it measured
+    // nothing (a forked child that execs a launcher such as Open MPI's
+    // `orted`, which is not measured, would otherwise look killed).
+    crate::output::manifest::exit(written);
     BeforeExec { _held: held }
 }
 
