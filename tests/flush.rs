@@ -42,7 +42,9 @@ fn merge(dir: &Path, measurements: &Path) -> String {
 /// works 1 s and exits: the three images' main-thread profiles are all
 /// there, final (not checkpoints), each with the samples of its second
 /// of work (the last one's taken after the failed exec), and hpcprof-rs
-/// merges all three. Before, only the last image's profile was written.
+/// merges all three, with no loss told: the third image's manifest says
+/// its failed exec let it run on (`resumed` after the `exit` written for
+/// the exec), then ends with its own final profile and `exit`.
 #[test]
 fn each_image_of_an_exec_chain_keeps_its_profile() {
     let dir = scratch("exec-chain");
@@ -73,8 +75,42 @@ fn each_image_of_an_exec_chain_keeps_its_profile() {
             periods(p)
         );
     }
+    let manifests: Vec<String> = std::fs::read_dir(&measurements)
+        .expect("measurements")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".hpcrun-manifest.")
+                && e.file_name() != ".hpcrun-manifest.run"
+        })
+        .map(|e| {
+            String::from_utf8_lossy(&std::fs::read(e.path()).expect("manifest"))
+                .trim_end_matches('\0')
+                .to_string()
+        })
+        .collect();
+    let kinds = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect()
+    };
+    let resumed: Vec<Vec<String>> = manifests
+        .iter()
+        .map(|m| kinds(m))
+        .filter(|k| k.contains(&"resumed".to_string()))
+        .collect();
+    assert_eq!(resumed.len(), 1, "one image's exec failed: {manifests:?}");
+    let after: Vec<&str> = resumed[0]
+        .iter()
+        .skip_while(|k| *k != "resumed")
+        .skip(1)
+        .map(String::as_str)
+        .collect();
+    assert_eq!(after, ["final", "exit"], "{manifests:?}");
     let summary = merge(&dir, &measurements);
     assert!(summary.contains("merged 3 profiles"), "{summary}");
+    assert!(!summary.contains("lost:"), "{summary}");
     let total: u64 = profiles.iter().map(|p| p.stats.samples).sum();
     assert_eq!(number_after(&summary, "samples:"), total, "{summary}");
 }

@@ -8,7 +8,8 @@
 //! thread's final profile written, `lost` for a profile that could not be
 //! written (with the reason), `signal` when a signal that ends it
 //! arrived and it began writing its profiles, `exit` when the process
-//! wrote its profiles at the end. Its first bytes are reserved when the process starts (the
+//! wrote its profiles at the end (also before an `exec` replaces its
+//! image), `resumed` when such an `exec` failed and the image ran on. Its first bytes are reserved when the process starts (the
 //! file is extended with zeros, [`RESERVED`]), so that the records fit on a
 //! disk that is full by the end of the run: readers stop at the first
 //! NUL. The launcher writes `.hpcrun-manifest.run` (`run`: start, end and
@@ -58,6 +59,10 @@ pub enum Record {
     /// `at_ns`: the process began writing its profiles (a process killed
     /// before its `exit` record was killed while writing them).
     Signal { signal: i32, at_ns: u64 },
+    /// An `exec` failed at `at_ns` after the process had written its
+    /// profiles and its `exit` for it: the image runs on, and the
+    /// `final` and `exit` records before this one no longer tell its end.
+    Resumed { at_ns: u64 },
     /// The launcher: the program ran from `start_ns` to `end_ns` and
     /// ended as `status` says ("exit 0", "signal 9").
     Run {
@@ -100,6 +105,7 @@ impl Record {
             } => format!("lost\t{index}\t{tid}\t{end_ns}\t{}\n", clean(reason)),
             Record::Exit { end_ns, threads } => format!("exit\t{end_ns}\t{threads}\n"),
             Record::Signal { signal, at_ns } => format!("signal\t{signal}\t{at_ns}\n"),
+            Record::Resumed { at_ns } => format!("resumed\t{at_ns}\n"),
             Record::Run {
                 start_ns,
                 end_ns,
@@ -140,6 +146,7 @@ impl Record {
                 signal: f.get(1)?.parse().ok()?,
                 at_ns: num(2)?,
             },
+            "resumed" => Record::Resumed { at_ns: num(1)? },
             "run" => Record::Run {
                 start_ns: num(1)?,
                 end_ns: num(2)?,
@@ -202,60 +209,75 @@ pub fn read_dir(dir: &Path) -> Option<Manifest> {
             continue;
         };
         any = true;
-        let mut proc: Option<ProcessManifest> = None;
-        for record in parse(&bytes) {
-            match record {
-                Record::Run {
-                    start_ns,
-                    end_ns,
-                    status,
-                } => out.run = Some((start_ns, end_ns, status)),
-                Record::Process {
+        fold(parse(&bytes), &mut out);
+    }
+    any.then_some(out)
+}
+
+/// Adds one manifest file's records to `out`: the launcher's `run`, or
+/// one process, its records read in order.
+fn fold(records: Vec<Record>, out: &mut Manifest) {
+    let mut proc: Option<ProcessManifest> = None;
+    for record in records {
+        match record {
+            Record::Run {
+                start_ns,
+                end_ns,
+                status,
+            } => out.run = Some((start_ns, end_ns, status)),
+            Record::Process {
+                host,
+                pid,
+                rank,
+                world,
+                start_ns,
+            } => {
+                proc = Some(ProcessManifest {
                     host,
                     pid,
                     rank,
                     world,
                     start_ns,
-                } => {
-                    proc = Some(ProcessManifest {
-                        host,
-                        pid,
-                        rank,
-                        world,
-                        start_ns,
-                        ..Default::default()
-                    })
+                    ..Default::default()
+                })
+            }
+            Record::Final { index, tid, end_ns } => {
+                if let Some(p) = proc.as_mut() {
+                    p.finals.insert(index, (tid, end_ns));
                 }
-                Record::Final { index, tid, end_ns } => {
-                    if let Some(p) = proc.as_mut() {
-                        p.finals.insert(index, (tid, end_ns));
-                    }
+            }
+            Record::Lost {
+                index,
+                tid,
+                end_ns,
+                reason,
+            } => {
+                if let Some(p) = proc.as_mut() {
+                    p.lost.push((index, tid, end_ns, reason));
                 }
-                Record::Lost {
-                    index,
-                    tid,
-                    end_ns,
-                    reason,
-                } => {
-                    if let Some(p) = proc.as_mut() {
-                        p.lost.push((index, tid, end_ns, reason));
-                    }
+            }
+            Record::Exit { end_ns, threads } => {
+                if let Some(p) = proc.as_mut() {
+                    p.exit = Some((end_ns, threads));
                 }
-                Record::Exit { end_ns, threads } => {
-                    if let Some(p) = proc.as_mut() {
-                        p.exit = Some((end_ns, threads));
-                    }
+            }
+            Record::Signal { signal, at_ns } => {
+                if let Some(p) = proc.as_mut() {
+                    p.signal.get_or_insert((signal, at_ns));
                 }
-                Record::Signal { signal, at_ns } => {
-                    if let Some(p) = proc.as_mut() {
-                        p.signal.get_or_insert((signal, at_ns));
-                    }
+            }
+            Record::Resumed { .. } => {
+                if let Some(p) = proc.as_mut() {
+                    // The profiles written for the exec are superseded:
+                    // the threads run on and owe their final ones again.
+                    p.finals.clear();
+                    p.lost.clear();
+                    p.exit = None;
                 }
             }
         }
-        out.processes.extend(proc);
     }
-    any.then_some(out)
+    out.processes.extend(proc);
 }
 
 /// A profile present in the measurements directory (its head).
@@ -535,6 +557,7 @@ mod tests {
                 end_ns: 10,
                 threads: 2,
             },
+            Record::Resumed { at_ns: 11 },
         ];
         let mut bytes: Vec<u8> = records.iter().flat_map(|r| r.line().into_bytes()).collect();
         bytes.extend([0; 64]);
@@ -577,6 +600,38 @@ mod tests {
         };
         assert!(check(&ended(0), &[]).is_empty());
         assert_eq!(check(&ended(1), &[]).len(), 1);
+    }
+
+    /// A process that wrote its profiles for an `exec` that then failed,
+    /// ran on and was killed: the profiles of before the exec do not hide
+    /// the kill; one that ran on and ended normally lost nothing.
+    #[test]
+    fn a_failed_exec_leaves_the_process_owing_its_end() {
+        let lines = |tail: &str| {
+            format!(
+                "process\tn\t7\t-\t-\t{}\nfinal\t0\t7\t{}\nexit\t{}\t1\nresumed\t{}\n{tail}",
+                100 * S,
+                101 * S,
+                101 * S,
+                101 * S
+            )
+        };
+        let read = |text: String| {
+            let mut m = Manifest::default();
+            fold(parse(text.as_bytes()), &mut m);
+            m
+        };
+        let killed = read(lines(""));
+        assert_eq!(killed.processes[0].exit, None);
+        let lost = check(&killed, &[present(7, None, 0, 103 * S)]);
+        assert_eq!(lost.len(), 1, "{lost:?}");
+        assert_eq!(lost[0].kind, "checkpoint");
+        let ended = read(lines(&format!(
+            "final\t0\t7\t{}\nexit\t{}\t1\n",
+            104 * S,
+            104 * S
+        )));
+        assert!(check(&ended, &[present(7, None, 0, 104 * S)]).is_empty());
     }
 
     #[test]

@@ -42,9 +42,20 @@ pub fn flush_all() {
 /// The profiles written before an `exec`, with every thread's writing
 /// lock held until the exec is over (no checkpoint may replace a final
 /// profile with a checkpoint meanwhile). Dropping it (the exec failed and
-/// the program runs on) lets the locks go.
+/// the program runs on) lets the locks go, after the manifest says the
+/// image runs on (`resumed`).
 pub struct BeforeExec {
-    _held: Vec<std::sync::MutexGuard<'static, ()>>,
+    held: Vec<std::sync::MutexGuard<'static, ()>>,
+    wrote_exit: bool,
+}
+
+impl Drop for BeforeExec {
+    fn drop(&mut self) {
+        if self.wrote_exit {
+            crate::output::manifest::resumed();
+        }
+        self.held.clear();
+    }
 }
 
 /// Before `exec` replaces this process's image: writes every thread's
@@ -59,7 +70,10 @@ pub fn before_exec() -> BeforeExec {
     let mut held = Vec::new();
     let pid = sys::getpid();
     let Some(dir) = crate::threads::config::get().out_dir.as_deref() else {
-        return BeforeExec { _held: held };
+        return BeforeExec {
+            held,
+            wrote_exit: false,
+        };
     };
     let mut written = 0;
     for state in threads::all().filter(|s| s.pid == pid) {
@@ -81,7 +95,10 @@ pub fn before_exec() -> BeforeExec {
     // nothing (a forked child that execs a launcher such as Open MPI's
     // `orted`, which is not measured, would otherwise look killed).
     crate::output::manifest::exit(written);
-    BeforeExec { _held: held }
+    BeforeExec {
+        held,
+        wrote_exit: true,
+    }
 }
 
 /// `lock`, waiting at most `ms` milliseconds.

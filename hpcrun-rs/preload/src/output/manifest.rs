@@ -157,6 +157,13 @@ pub fn exit(threads: u32) {
     });
 }
 
+/// An `exec` failed after [`exit`] was written for it: the image runs on.
+pub fn resumed() {
+    write(Record::Resumed {
+        at_ns: sys::now_unix_ns(),
+    });
+}
+
 /// How long a rank waits at most for its peers ([`wait_for_peer_ranks`]):
 /// under the one second Open MPI's `mpirun` gives a rank between SIGTERM
 /// and SIGKILL when no rank ends before.
