@@ -299,6 +299,9 @@ pub fn run(args: &Args) -> Result<Ended> {
     for (name, value) in &vars {
         command.env(name, value);
     }
+    // For this host's processes only (not in Open MPI's list): the program
+    // tells the signals forwarded to it from those it got directly.
+    command.env(env::LAUNCHER_PID, std::process::id().to_string());
     // Open MPI forwards only listed variables to ranks on other hosts: add
     // ours to its list (MPICH's Hydra and Slurm forward the environment).
     // Open MPI warns about every listed variable that is not set, so the

@@ -9,7 +9,14 @@
 //! with `sigwaitinfo` and sends them on through a pidfd (no pid reuse
 //! once the program is reaped). A signal the kernel sent to the whole
 //! foreground process group (Ctrl-C, a hang-up: `si_code` `SI_KERNEL`)
-//! reached the program already and is not sent twice.
+//! reached the program already and is not sent twice. A signal sent with
+//! `kill` goes on as `SI_QUEUE` with the sender's `si_pid` and `si_uid`
+//! and the mark [`hpcrun_abi::env::forward_mark`] as its value: the
+//! preload library in the program tells it from a copy sent to the
+//! program directly (`kill` of the process group, a batch system that
+//! signals every process of a job step) and lets the program see one of
+//! the two, with the `siginfo` of a `kill` (`process::forwarded` in the
+//! library).
 //!
 //! Once the program has ended and the launcher waits for processes of
 //! the run that outlived it ([`crate::descendants`]), SIGINT, SIGTERM and
@@ -122,33 +129,60 @@ pub fn forward_to(pid: u32) {
                     continue;
                 }
                 // SAFETY: sigwaitinfo filled it.
-                let code = unsafe { info.assume_init() }.si_code;
-                if code == libc::SI_KERNEL {
+                let mut info = unsafe { info.assume_init() };
+                if info.si_code == libc::SI_KERNEL {
                     continue; // The terminal sent it to the program too.
                 }
+                // A `kill`'s copy goes on marked; a `sigqueue`'s as it
+                // came (its value is the program's); any other kind (a
+                // `tgkill` of the launcher's thread) as a plain signal.
+                let info = match info.si_code {
+                    libc::SI_USER => {
+                        mark_forwarded(&mut info);
+                        &info as *const libc::siginfo_t
+                    }
+                    libc::SI_QUEUE => &info as *const libc::siginfo_t,
+                    _ => std::ptr::null(),
+                };
                 if pidfd >= 0 {
-                    // SAFETY: a pidfd this thread owns, no siginfo.
-                    let r = unsafe {
-                        libc::syscall(
-                            libc::SYS_pidfd_send_signal,
-                            pidfd,
-                            sig,
-                            std::ptr::null::<libc::siginfo_t>(),
-                            0,
-                        )
-                    };
+                    // SAFETY: a pidfd this thread owns; `info` is null or a
+                    // full siginfo_t for this signal.
+                    let r =
+                        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd, sig, info, 0) };
                     if r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
                     {
                         continue;
                     }
                 }
-                // SAFETY: kill with a pid and a signal number.
-                unsafe { libc::kill(pid, sig) };
+                if info.is_null() {
+                    // SAFETY: kill with a pid and a signal number.
+                    unsafe { libc::kill(pid, sig) };
+                } else {
+                    // SAFETY: a pid, a signal number and a full siginfo_t.
+                    unsafe { libc::syscall(libc::SYS_rt_sigqueueinfo, pid, sig, info) };
+                }
             }
         });
     if spawned.is_err() {
         // Without the thread, signals take their default action again.
         unblock_all();
+    }
+}
+
+/// Turns the `siginfo` of a `kill` the launcher received into that of its
+/// forwarded copy: `si_code` `SI_QUEUE` (the kernel refuses a code of 0
+/// from another process), `si_pid` and `si_uid` (offsets 16 and 20) kept,
+/// the 8-byte `si_value` (offset 24) the launcher's mark.
+fn mark_forwarded(info: &mut libc::siginfo_t) {
+    info.si_code = libc::SI_QUEUE;
+    let mark = hpcrun_abi::env::forward_mark(std::process::id());
+    // SAFETY: siginfo_t is 128 bytes; offset 24 holds the 8-byte value of
+    // the `_rt` member (`si_pid`, `si_uid`, `si_value`) on 64-bit Linux.
+    unsafe {
+        std::ptr::write_unaligned(
+            (info as *mut libc::siginfo_t as *mut u8).add(24) as *mut u64,
+            mark,
+        );
     }
 }
 

@@ -99,6 +99,8 @@ pub struct RunConfig {
     pub sharing_every: u32,
     /// `reuse[@N]`: arm the reuse watchpoint every N-th sample; 0: off.
     pub reuse_every: u32,
+    /// The launcher's pid ([`env::LAUNCHER_PID`]), if set.
+    pub launcher_pid: Option<u32>,
 }
 
 impl RunConfig {
@@ -137,6 +139,9 @@ impl RunConfig {
                 .unwrap_or(DEFAULT_CHECKPOINT_MS),
             sharing_every: sources.sharing_every,
             reuse_every: sources.reuse_every,
+            launcher_pid: var(env::LAUNCHER_PID)
+                .and_then(|s| s.parse().ok())
+                .filter(|&p| p > 0),
         }
     }
 }

@@ -28,3 +28,16 @@ pub const CHECKPOINT: &str = "HPCRUN_CHECKPOINT";
 pub const HW_ATTR: &str = "HPCRUN_HW_ATTR";
 /// The launcher's override of the preload library's path.
 pub const PRELOAD: &str = "HPCRUN_PRELOAD";
+/// The launcher's process id: its direct child tells the copies of
+/// SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 the launcher forwarded
+/// (`si_code` `SI_QUEUE`, `si_value` [`forward_mark`]) from those sent to
+/// it directly.
+pub const LAUNCHER_PID: &str = "HPCRUN_LAUNCHER_PID";
+
+/// The `si_value` of a signal the launcher `launcher_pid` forwarded on
+/// behalf of a `kill` (its `si_code` is `SI_QUEUE`, its `si_pid` and
+/// `si_uid` the sender's): a constant in the high half, the launcher's
+/// pid in the low one.
+pub fn forward_mark(launcher_pid: u32) -> u64 {
+    (0x4850_4657u64 << 32) | u64::from(launcher_pid)
+}
