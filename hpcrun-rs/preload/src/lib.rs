@@ -37,7 +37,8 @@
 //! always come from the program's allocator (the hooks forward to the
 //! next definitions of the malloc family, `sys::real`); the signal handler neither allocates
 //! nor takes a lock (but once: [`threads::lazy`]); `unsafe` is denied at the crate root and allowed only
-//! in [`sys`], the C entry points ([`hooks`], [`process::signal_hooks`]),
+//! in [`sys`], the C entry points ([`hooks`], [`process::signal_hooks`],
+//! [`process::forwarded`]'s handler),
 //! [`sample::handler`], and on single items that say why (the
 //! `ZeroInit` impls, `ThreadState: Sync`, the unwinder reading `.eh_frame`
 //! in place); every unsafe block has its `// SAFETY:` line.

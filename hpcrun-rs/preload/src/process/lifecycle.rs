@@ -73,6 +73,9 @@ fn init() {
             // Loaded without hpcrun-rs: stay passive.
             return;
         }
+        // Also in an MPI launcher started by hpcrun-rs: it too gets a
+        // group's signal twice.
+        super::forwarded::init(cfg.launcher_pid);
         if is_launcher() {
             // MPI launchers and daemons pass LD_PRELOAD and HPCRUN_* on to
             // the ranks (the environment is left untouched) but are not
@@ -134,6 +137,7 @@ fn init() {
         for signal in FATAL_SIGNALS {
             sys::install_fatal_handler(signal, handler::on_fatal);
         }
+        super::forwarded::set_fatal_path(handler::on_fatal);
         sys::at_fork(after_fork_in_child);
         if !code_only() && cfg.period_ns > 0 {
             crate::access::watch::configure(cfg.sharing_every, cfg.reuse_every);

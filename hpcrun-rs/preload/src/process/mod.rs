@@ -8,8 +8,11 @@
 //! * [`signal_hooks`]: the interposed `sigaction` family, which keeps the
 //!   sample handlers of [`crate::sample`] installed whatever the program
 //!   does with its own signals.
+//! * [`forwarded`]: a signal that reaches the program both directly and
+//!   through the launcher's forwarding runs the program's action once.
 //!
 //! The top layer: the only folder that may import every other.
 
+pub mod forwarded;
 pub mod lifecycle;
 pub mod signal_hooks;

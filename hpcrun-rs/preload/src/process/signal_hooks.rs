@@ -4,14 +4,17 @@
 //!
 //! For any signal other than the profiler's (and in a process the library
 //! does not measure) they are glibc's own calls, unchanged. What they do
-//! with the profiler's signals is explained in [`crate::threads::signals`]. errno
-//! follows the real calls' rules.
+//! with the profiler's signals is explained in [`crate::threads::signals`];
+//! what `sigaction`, `signal` and the waits do with the signals the
+//! launcher forwards (a signal sent to both reaches the program once), in
+//! [`crate::process::forwarded`]. errno follows the real calls' rules.
 
 #![allow(unsafe_code)]
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
+use crate::process::forwarded;
 use crate::sys;
 use crate::threads::signals;
 
@@ -28,8 +31,13 @@ pub unsafe extern "C" fn sigaction(
     if signals::program_sigaction(signal, new_ref, old_ref).is_some() {
         return 0;
     }
-    // SAFETY: forwarding the caller's arguments.
-    let rc = unsafe { sys::real_sigaction(signal, new, old) };
+    // SAFETY: as above (the previous references are not used any more).
+    let (new_ref, old_ref) = unsafe { (new.as_ref(), old.as_mut()) };
+    let rc = match forwarded::program_sigaction(signal, new_ref, old_ref) {
+        Some(rc) => rc,
+        // SAFETY: forwarding the caller's arguments.
+        None => unsafe { sys::real_sigaction(signal, new, old) },
+    };
     if rc == 0 {
         // SAFETY: as above.
         if let Some(old) = unsafe { old.as_mut() } {
@@ -54,6 +62,20 @@ static REAL_SIGNAL: AtomicUsize = AtomicUsize::new(0);
 pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
     if let Some(old) = signals::program_signal(signal, handler) {
         return old;
+    }
+    if forwarded::SIGNALS.contains(&signal) {
+        // glibc's signal(): BSD semantics, through the interposed
+        // sigaction (a handler is wrapped there).
+        let mut set = sys::empty_sigset();
+        sys::sigset_add(&mut set, signal);
+        let mut act = sys::make_sigaction(handler, libc::SA_RESTART, &sys::sigset_words(&set));
+        act.sa_mask = set;
+        let mut old = sys::make_sigaction(libc::SIG_DFL, 0, &[0; 16]);
+        // SAFETY: valid pointers to owned values.
+        if unsafe { sigaction(signal, &act, &mut old) } != 0 {
+            return libc::SIG_ERR;
+        }
+        return old.sa_sigaction;
     }
     let real = sys::next_symbol_cached(&REAL_SIGNAL, c"signal");
     if real == 0 {
@@ -165,18 +187,42 @@ unsafe fn wait(
     // SAFETY: RTLD_NEXT's sigtimedwait has this signature.
     let real: TimedWaitFn = unsafe { std::mem::transmute::<usize, TimedWaitFn>(real) };
     // SAFETY: `set` is valid per the contract.
-    let ours = unsafe { set.as_ref() }.is_some_and(signals::holds_ours);
-    if !ours {
+    let set_ref = unsafe { set.as_ref() };
+    let ours = set_ref.is_some_and(signals::holds_ours);
+    let paired = set_ref.is_some_and(forwarded::watches);
+    if !ours && !paired {
         // SAFETY: forwarding the caller's arguments.
         return unsafe { real(set, info, timeout) };
     }
+    // SAFETY: `timeout` is null or valid per the contract.
+    let deadline = unsafe { timeout.as_ref() }.map(|t| {
+        sys::monotonic_ns()
+            .saturating_add((t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000))
+            .saturating_add(t.tv_nsec.max(0) as u64)
+    });
+    let mut left = timeout;
+    let mut remaining: libc::timespec = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     loop {
         // SAFETY: an all-zero siginfo_t is valid storage.
         let mut mine: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: forwarding, with our own info buffer.
-        let rc = unsafe { real(set, &mut mine, timeout) };
+        let rc = unsafe { real(set, &mut mine, left) };
         if rc > 0 && signals::from_profiler(&sys::Delivered::waited(&mut mine)) {
             signals::WAIT_DROPPED.fetch_add(1, Relaxed);
+            continue;
+        }
+        if rc > 0 && forwarded::waited(rc, &mut mine) {
+            // A pair's second: the wait goes on, until the caller's
+            // deadline.
+            if let Some(deadline) = deadline {
+                let ns = deadline.saturating_sub(sys::monotonic_ns());
+                remaining.tv_sec = (ns / 1_000_000_000) as libc::time_t;
+                remaining.tv_nsec = (ns % 1_000_000_000) as libc::c_long;
+                left = &remaining;
+            }
             continue;
         }
         if rc > 0 {

@@ -13,6 +13,11 @@ pub fn getpid() -> u32 {
     unsafe { libc::getpid() as u32 }
 }
 
+pub fn getppid() -> u32 {
+    // SAFETY: getppid has no preconditions.
+    unsafe { libc::getppid() as u32 }
+}
+
 /// Clock `clock` in ns (`clock_gettime`: async-signal-safe); `None` for
 /// a clock that does not exist (any more).
 #[inline]

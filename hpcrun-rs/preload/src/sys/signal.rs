@@ -172,6 +172,65 @@ impl Delivered {
         }
     }
 
+    /// How a `kill` or a launcher's forwarded copy of one came: `Kill(pid)`
+    /// for `si_code` `SI_USER` from `pid`, `Forwarded(pid)` for `SI_QUEUE`
+    /// carrying `mark` as its value (`si_pid` at offset 16, the 8-byte
+    /// `si_value` at 24, the `_rt` member), `Other` for anything else.
+    pub fn origin(&self, mark: u64) -> Origin {
+        if self.info.is_null() {
+            return Origin::Other;
+        }
+        // SAFETY: a valid, full siginfo_t (128 bytes, per `new`); both
+        // offsets lie inside it.
+        unsafe {
+            let base = self.info as *const u8;
+            let pid = std::ptr::read_unaligned(base.add(16) as *const i32);
+            match (*self.info).si_code {
+                libc::SI_USER => Origin::Kill(pid),
+                libc::SI_QUEUE if std::ptr::read_unaligned(base.add(24) as *const u64) == mark => {
+                    Origin::Forwarded(pid)
+                }
+                _ => Origin::Other,
+            }
+        }
+    }
+
+    /// Makes a forwarded copy's `siginfo` that of the `kill` it stands
+    /// for: `si_code` `SI_USER`, no value (`si_pid` and `si_uid` are the
+    /// sender's already).
+    pub fn as_kill(&self) {
+        if self.info.is_null() {
+            return;
+        }
+        // SAFETY: a valid, writable, full siginfo_t (per `new`); offset
+        // 24 lies inside it.
+        unsafe {
+            (*self.info).si_code = libc::SI_USER;
+            std::ptr::write_unaligned((self.info as *mut u8).add(24) as *mut u64, 0);
+        }
+    }
+
+    /// Calls `handler`, a program's handler for `signal`, with this
+    /// signal's arguments (three if `siginfo`, else one), without touching
+    /// the mask (the kernel set it from the program's action).
+    ///
+    /// # Safety
+    /// `handler` is a function of the signature `siginfo` says (the
+    /// program installed it with those flags).
+    pub unsafe fn call_handler(&self, signal: c_int, handler: usize, siginfo: bool) {
+        // SAFETY: per the caller's contract; the arguments are the kernel's.
+        unsafe {
+            if siginfo {
+                let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                    std::mem::transmute(handler);
+                f(signal, self.info, self.context);
+            } else {
+                let f: extern "C" fn(c_int) = std::mem::transmute(handler);
+                f(signal);
+            }
+        }
+    }
+
     /// Queues `signal` with the same info to the calling thread again and
     /// makes the interrupted code resume with `signal` blocked: it stays
     /// pending (for `sigwait`, `signalfd`, or the program's unblocking
@@ -221,6 +280,49 @@ impl Delivered {
         }
         raw_sigmask(libc::SIG_SETMASK, Some(&old), None);
     }
+}
+
+/// Where a delivered signal came from ([`Delivered::origin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `kill` (`SI_USER`) from this pid.
+    Kill(i32),
+    /// A launcher's forwarded copy of a `kill` from this pid.
+    Forwarded(i32),
+    Other,
+}
+
+/// Installs `handler` for `signal` with the program's `flags` (always
+/// with `SA_SIGINFO`, never `SA_RESETHAND`) and `mask`: the kernel blocks
+/// and restarts as it would for the program's own handler, on the stack
+/// the program chose. Returns glibc's result (errno set on failure).
+pub fn install_program_wrapper(
+    signal: c_int,
+    handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void),
+    flags: c_int,
+    mask: &libc::sigset_t,
+) -> c_int {
+    // SAFETY: a zeroed sigaction with our handler, a copied mask.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as *const () as usize;
+        // (SA_RESTORER, 0x04000000, from a program that passes a queried
+        // action back: glibc supplies its own restorer.)
+        sa.sa_flags = (flags | libc::SA_SIGINFO) & !(libc::SA_RESETHAND | 0x0400_0000);
+        sa.sa_mask = *mask;
+        __sigaction(signal, &sa, std::ptr::null_mut())
+    }
+}
+
+/// Gives `signal` its default action (glibc's real `sigaction`).
+pub fn set_default_action(signal: c_int) {
+    let dfl = make_sigaction(
+        libc::SIG_DFL,
+        0,
+        &[0; std::mem::size_of::<libc::sigset_t>() / 8],
+    );
+    // SAFETY: a valid sigaction, no old-value pointer.
+    unsafe { __sigaction(signal, &dfl, std::ptr::null_mut()) };
 }
 
 /// The 64-bit words of a signal set.
