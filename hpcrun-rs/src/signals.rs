@@ -144,22 +144,33 @@ pub fn forward_to(pid: u32) {
                     libc::SI_QUEUE => &info as *const libc::siginfo_t,
                     _ => std::ptr::null(),
                 };
-                if pidfd >= 0 {
-                    // SAFETY: a pidfd this thread owns; `info` is null or a
-                    // full siginfo_t for this signal.
-                    let r =
-                        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd, sig, info, 0) };
-                    if r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-                    {
-                        continue;
+                // With the info, then (refused: a plain signal is better
+                // than none) without it.
+                for info in [info, std::ptr::null()] {
+                    if pidfd >= 0 {
+                        // SAFETY: a pidfd this thread owns; `info` is null or
+                        // a full siginfo_t for this signal.
+                        let r = unsafe {
+                            libc::syscall(libc::SYS_pidfd_send_signal, pidfd, sig, info, 0)
+                        };
+                        if r == 0
+                            || std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+                        {
+                            break;
+                        }
                     }
-                }
-                if info.is_null() {
-                    // SAFETY: kill with a pid and a signal number.
-                    unsafe { libc::kill(pid, sig) };
-                } else {
-                    // SAFETY: a pid, a signal number and a full siginfo_t.
-                    unsafe { libc::syscall(libc::SYS_rt_sigqueueinfo, pid, sig, info) };
+                    // SAFETY: a pid, a signal number, `info` null or a full
+                    // siginfo_t.
+                    let r = unsafe {
+                        if info.is_null() {
+                            libc::kill(pid, sig)
+                        } else {
+                            libc::syscall(libc::SYS_rt_sigqueueinfo, pid, sig, info) as libc::c_int
+                        }
+                    };
+                    if r == 0 {
+                        break;
+                    }
                 }
             }
         });

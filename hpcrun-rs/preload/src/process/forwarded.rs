@@ -69,7 +69,8 @@ pub fn init(launcher_pid: Option<u32>) {
     }
 }
 
-fn enabled() -> bool {
+/// True in the launcher's direct child (pairing is on).
+pub fn enabled() -> bool {
     MARK.load(Relaxed) != 0
 }
 

@@ -63,7 +63,7 @@ pub unsafe extern "C" fn signal(signal: c_int, handler: libc::sighandler_t) -> l
     if let Some(old) = signals::program_signal(signal, handler) {
         return old;
     }
-    if forwarded::SIGNALS.contains(&signal) {
+    if forwarded::SIGNALS.contains(&signal) && forwarded::enabled() {
         // glibc's signal(): BSD semantics, through the interposed
         // sigaction (a handler is wrapped there).
         let mut set = sys::empty_sigset();
@@ -226,7 +226,9 @@ unsafe fn wait(
             continue;
         }
         if rc > 0 {
-            signals::after_wait();
+            if ours {
+                signals::after_wait();
+            }
             // SAFETY: `info` is null or valid per the contract.
             if let Some(info) = unsafe { info.as_mut() } {
                 *info = mine;
