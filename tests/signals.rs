@@ -165,7 +165,19 @@ fn wait_running(child: &mut std::process::Child) -> u32 {
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
 }
 
-/// An 8-thread program killed with SIGKILL after 3 s, checkpointing every
+/// The number of profiles in `dir`.
+fn profile_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "hpcrun"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// An 8-thread program killed with SIGKILL after 3 s (or once every
+/// thread has its checkpoint, if that takes longer), checkpointing every
 /// second: every thread's profile is there, readable, with the samples of
 /// at least the first checkpoint, and hpcprof-rs merges them and says they
 /// are checkpoints of a run that did not finish.
@@ -183,7 +195,13 @@ fn a_run_killed_with_sigkill_keeps_its_checkpoints() {
         .spawn()
         .expect("start hpcrun-rs");
     let pid = wait_running(&mut child);
+    // At least 3 s, and until every thread's checkpoint is there (a loaded
+    // machine may give the checkpointing thread its turn late; at most 60 s).
+    let start = std::time::Instant::now();
     std::thread::sleep(std::time::Duration::from_secs(3));
+    while profile_files(&measurements) < 9 && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     let kill = run(Command::new("kill").args(["-KILL", &pid.to_string()]));
     assert!(kill.status.success(), "kill -KILL {pid}");
     let out = child.wait_with_output().expect("hpcrun-rs ends");
