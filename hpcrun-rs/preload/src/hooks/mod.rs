@@ -232,8 +232,8 @@ fn small_site(state: &threads::ThreadState, caller: Caller) -> Option<u32> {
     let unwinder = unwind::get()?;
     let mut first = [0u64; objects::small_sites::KEY_FRAMES];
     // SAFETY: the hook cache is used only by this thread's hooks, and
-    // the IN_HOOK guard excludes nested use (made at its first use).
-    let cache = unsafe { &mut *state.hook_cache.get() }.get_or_insert_with(unwind::Cache::new_in);
+    // the IN_HOOK guard excludes nested use.
+    let cache = unsafe { &mut *state.hook_cache.get() };
     let got = unwind::unwind_from_call(
         unwinder,
         cache,
@@ -331,8 +331,8 @@ fn program_path(
     frames: &mut [u64],
 ) -> usize {
     // SAFETY: the hook cache is used only by this thread's hooks, and
-    // the IN_HOOK guard excludes nested use (made at its first use).
-    let cache = unsafe { &mut *state.hook_cache.get() }.get_or_insert_with(unwind::Cache::new_in);
+    // the IN_HOOK guard excludes nested use.
+    let cache = unsafe { &mut *state.hook_cache.get() };
     let got = match caller {
         Some(c) => {
             unwind::unwind_from_call(unwinder, cache, &state.stack, c.ret, c.sp, c.bp, frames)

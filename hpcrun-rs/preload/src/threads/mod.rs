@@ -388,10 +388,8 @@ pub struct ThreadBody {
     /// The tree nodes of the previous sample's callers (handler only).
     pub handler_paths: UnsafeCell<cct::PathCache>,
     /// Unwind cache used only by the allocation hooks (never by the handler,
-    /// so a signal during a hook cannot alias it); made by the thread's
-    /// first hook that unwinds, so that a thread that
-    /// tracks no block never writes its 33 KiB.
-    pub hook_cache: UnsafeCell<Option<unwind::Cache>>,
+    /// so a signal during a hook cannot alias it).
+    pub hook_cache: UnsafeCell<unwind::Cache>,
     /// Sites of small blocks by their first frames, used only by the
     /// allocation hooks (`objects::small_sites`).
     pub small_sites: UnsafeCell<crate::objects::small_sites::SiteCache>,
@@ -543,7 +541,7 @@ fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody>
         handler_frames: UnsafeCell::new([0; MAX_FRAMES]),
         frames_seen: unwind::FrameRanges::default(),
         handler_paths: UnsafeCell::new(cct::PathCache::default()),
-        hook_cache: UnsafeCell::new(None),
+        hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
         small_sites: UnsafeCell::new(Default::default()),
         hw: crate::pmu::sampler::ThreadHw::new(),
         slot: AtomicU32::new(u32::MAX),
