@@ -227,7 +227,7 @@ fn handler_benches(c: &mut Criterion) {
     }
     tree_group.finish();
 
-    let stack = StackBounds::current().expect("stack bounds");
+    let stack = StackBounds::current(sys::stack_address()).expect("stack bounds");
     let mut unwind_group = c.benchmark_group("unwind");
     for depth in [10u32, 50] {
         at_depth(depth, block_addr + 8, &mut |(regs, sp, bp)| {

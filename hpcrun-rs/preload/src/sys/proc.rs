@@ -87,12 +87,90 @@ pub fn set_errno(value: c_int) {
     unsafe { *libc::__errno_location() = value }
 }
 
-/// The calling thread's stack as [low, high).
-pub fn current_stack_range() -> Option<(u64, u64)> {
+/// The calling thread's stack as [low, high), as glibc's
+/// `pthread_getattr_np` gives it. `here`: an address on that stack (a
+/// local of the thread's own frames, [`stack_address`]; the call itself
+/// may run on another stack).
+pub fn current_stack_range(here: u64) -> Option<(u64, u64)> {
+    if let Some(range) = main_stack_range(here) {
+        return Some(range);
+    }
     // glibc allocates the attributes' CPU set with `malloc`: served by the
     // library's heap (freed again inside), a thread that never allocates
     // gets no glibc arena from this call.
     super::heap::with_libc_served(stack_range_of_self)
+}
+
+/// An address on the calling thread's current stack.
+#[inline(always)]
+pub fn stack_address() -> u64 {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as u64
+}
+
+extern "C" {
+    /// The loader's record of where the initial thread's stack began
+    /// (glibc, `ld.so`).
+    static __libc_stack_end: *mut c_void;
+}
+
+/// The initial thread's stack when `here` lies on it, computed as
+/// glibc's `pthread_getattr_np` does but without reading
+/// `/proc/self/maps` (a few dozen lines formatted by the kernel and
+/// parsed with `sscanf`, at every process start): high is the page above
+/// `__libc_stack_end`, low is high minus the stack limit less what lies
+/// between high and the end of the stack's mapping. That end is found as
+/// the kernel lays a new image's stack out (the executable's name,
+/// `AT_EXECFN`, is its last string, followed by one null pointer) and
+/// checked with `mincore` (the page there is not mapped, the one below
+/// is). `None` (glibc's answer is taken) without a stack limit (glibc
+/// then bounds the stack by the mapping below it, which only the maps
+/// tell), off that stack (another thread, or a forked child of one), or
+/// when a check fails.
+fn main_stack_range(here: u64) -> Option<(u64, u64)> {
+    // SAFETY: reads a pointer-sized variable the loader set at start.
+    let stack_end = unsafe { __libc_stack_end } as u64;
+    // SAFETY: getauxval has no preconditions.
+    let page = unsafe { libc::getauxval(libc::AT_PAGESZ) };
+    if !page.is_power_of_two() {
+        return None;
+    }
+    let high = (stack_end & !(page - 1)).checked_add(page)?;
+    let limit = stack_limit()?;
+    // SAFETY: getauxval has no preconditions.
+    let execfn = unsafe { libc::getauxval(libc::AT_EXECFN) };
+    if stack_end == 0 || execfn == 0 || here >= high || here < high.saturating_sub(limit) {
+        return None;
+    }
+    // SAFETY: AT_EXECFN points to the NUL-terminated path the kernel
+    // copied onto the initial stack.
+    let name_len = unsafe { libc::strlen(execfn as *const libc::c_char) } as u64;
+    let end = execfn + name_len + 1 + 8;
+    if end % page != 0 || end < high || end - high > limit || !mapped(end - page) || mapped(end) {
+        return None;
+    }
+    let size = (limit - (end - high)) & !(page - 1);
+    Some((high - size, high))
+}
+
+/// The soft stack limit (`None`: unlimited or unknown).
+fn stack_limit() -> Option<u64> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: writes one rlimit.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut rl) } == 0;
+    (ok && rl.rlim_cur != libc::RLIM_INFINITY).then_some(rl.rlim_cur)
+}
+
+/// True if the page at `addr` (page-aligned) is mapped (`mincore` fails
+/// with ENOMEM on an unmapped one).
+fn mapped(addr: u64) -> bool {
+    let mut resident = 0u8;
+    // SAFETY: mincore only inspects the mappings and writes one byte per
+    // page (one page here) into `resident`.
+    unsafe { libc::mincore(addr as *mut c_void, 1, &mut resident) == 0 }
 }
 
 fn stack_range_of_self() -> Option<(u64, u64)> {
@@ -269,9 +347,10 @@ pub struct StackBounds {
 }
 
 impl StackBounds {
-    /// Bounds of the calling thread's stack.
-    pub fn current() -> Option<StackBounds> {
-        current_stack_range().map(|(low, high)| StackBounds { low, high })
+    /// Bounds of the calling thread's stack, which holds `here`
+    /// ([`stack_address`]).
+    pub fn current(here: u64) -> Option<StackBounds> {
+        current_stack_range(here).map(|(low, high)| StackBounds { low, high })
     }
 
     /// The bounds as [low, high).
@@ -389,4 +468,50 @@ pub fn intel_cpu() -> bool {
         // "Genu" "ineI" "ntel" in ebx, edx, ecx.
         r.ebx == 0x756e_6547 && r.edx == 0x4965_6e69 && r.ecx == 0x6c65_746e
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The initial thread's stack as glibc computes it from
+    /// `/proc/self/maps`: the mapping holding `__libc_stack_end`, the
+    /// stack limit, the mapping below.
+    fn main_stack_from_maps() -> Option<(u64, u64)> {
+        // SAFETY: as in `main_stack_range`.
+        let stack_end = unsafe { __libc_stack_end } as u64;
+        let high = (stack_end & !4095) + 4096;
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        let mut last_to = 0;
+        for line in maps.lines() {
+            let range = line.split(' ').next()?;
+            let (from, to) = range.split_once('-')?;
+            let from = u64::from_str_radix(from, 16).ok()?;
+            let to = u64::from_str_radix(to, 16).ok()?;
+            if (from..to).contains(&stack_end) {
+                let limit = stack_limit()?;
+                let size = ((limit - (to - high)) & !4095).min(high - last_to);
+                return Some((high - size, high));
+            }
+            last_to = to;
+        }
+        None
+    }
+
+    #[test]
+    fn the_initial_stack_is_what_the_maps_say() {
+        // SAFETY: as in `main_stack_range`.
+        let on_it = unsafe { __libc_stack_end } as u64;
+        let Some(expected) = main_stack_from_maps() else {
+            // Unlimited stack: glibc's own answer is used.
+            assert_eq!(main_stack_range(on_it), None);
+            return;
+        };
+        assert_eq!(main_stack_range(on_it), Some(expected));
+        // Off that stack (a test runs on a thread of its own): glibc's.
+        let here = stack_address();
+        assert_eq!(main_stack_range(here), None);
+        let (low, high) = current_stack_range(here).expect("the thread's stack");
+        assert!((low..high).contains(&here));
+    }
 }

@@ -457,6 +457,8 @@ pub fn next_index() -> u32 {
 /// and the unwinder caches it creates take more than a small thread
 /// stack (16 KiB) holds.
 pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
+    // (On the thread's own stack, before the handler stack takes over.)
+    let here = sys::stack_address();
     let handler_stack = sys::HandlerStack::for_current_thread().unwrap_or_default();
     let mut state = None;
     handler_stack.run(&mut || {
@@ -467,7 +469,7 @@ pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static Thread
             }
             None => build_body(index, tree_capacity),
         };
-        state = body.and_then(|body| register(index, handler_stack, body));
+        state = body.and_then(|body| register(index, handler_stack, body, here));
     });
     state
 }
@@ -550,18 +552,20 @@ fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody>
 }
 
 /// Gives `body` to the calling thread: a new identity in the body's
-/// registry slot (or a new slot), made current.
+/// registry slot (or a new slot), made current. `here`: an address on the
+/// thread's own stack.
 fn register(
     index: u32,
     handler_stack: sys::HandlerStack,
     body: &'static ThreadBody,
+    here: u64,
 ) -> Option<&'static ThreadState> {
     let pid = sys::getpid();
     let state = ThreadState {
         pid,
         tid: sys::gettid(),
         index,
-        stack: StackBounds::current().unwrap_or_default(),
+        stack: StackBounds::current(here).unwrap_or_default(),
         handler_stack,
         start_ns: sys::now_unix_ns(),
         finished: AtomicBool::new(false),
