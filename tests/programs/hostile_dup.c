@@ -27,12 +27,13 @@ static __attribute__((noipa)) double work(double *a, long n) {
 #define N (1L << 20)
 #define ROUNDS 20
 static double *a;
-static pthread_barrier_t taken;
+static pthread_barrier_t started, taken;
 
 /* Runs across the dup2s (its own descriptors among the replaced ones)
  * and ends after them: the profiler closes its events then. */
 static void *worker(void *arg) {
     double *out = arg;
+    pthread_barrier_wait(&started);
     pthread_barrier_wait(&taken);
     for (int round = 0; round < ROUNDS; round++) {
         double *b = malloc(N * sizeof *b);
@@ -74,12 +75,13 @@ int main(void) {
     for (long i = 0; i < N; i++)
         a[i] = 1.0;
     double w = 0, s = 0;
+    pthread_barrier_init(&started, NULL, 2);
     pthread_barrier_init(&taken, NULL, 2);
     pthread_t t;
     pthread_create(&t, NULL, worker, &w);
-    /* Both threads' events are open once the worker waits at the
-     * barrier; give it a moment to get there. */
-    usleep(20000);
+    /* Both threads' events are open once the worker runs its own code
+     * (the profiler opens a thread's events before its start routine). */
+    pthread_barrier_wait(&started);
 
     char path[] = "/tmp/hostile_dup.XXXXXX";
     int file = mkstemp(path);
