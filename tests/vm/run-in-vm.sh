@@ -139,6 +139,10 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+# No network card; the loopback interface and this machine's host name
+# (Open MPI needs both).
+ip link set lo up
+hostname "$(tr ' ' '\n' </proc/cmdline | sed -n 's/^vm.hostname=//p')"
 for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "init: insmod $m failed"; done
 o=trans=virtio,version=9p2000.L,msize=512000
 mount -t 9p -o $o,ro,cache=loose hostroot /lower || { echo "init: no hostroot"; poweroff -f; }
@@ -204,7 +208,7 @@ qemu=(qemu-system-x86_64
     -accel tcg,thread=multi -smp "$smp" -m "$mem" -cpu "$cpu"
     -nographic -no-reboot -net none
     -kernel "$vmlinuz" -initrd "$initrd"
-    -append "console=ttyS0 quiet loglevel=3 panic=-1 vm.worktree=$root"
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 vm.worktree=$root vm.hostname=$(hostname)"
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
     -virtfs "local,path=$root,mount_tag=worktree,security_model=none,multidevs=remap")
 echo "run-in-vm.sh: -cpu $cpu -smp $smp -m $mem, kernel $kver: $*" >&2
