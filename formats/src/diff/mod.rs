@@ -51,9 +51,12 @@
 //! noise with a growing share (the row's verdict, [`Row::beyond_noise`]
 //! and `z > 0`), or the application objects' total, risen by more than
 //! the percentage and by more than `3 sqrt(before + after)` samples
-//! ([`beyond_noise`], the totals' test). Two runs of the same build do
-//! not fail, whatever percentage is given, but about once in 370 diffs
-//! per object.
+//! ([`beyond_noise`], the totals' test). No object of two runs of the
+//! same build fails, whatever percentage is given, but about once in 370
+//! diffs per object. Their totals differ as their CPU times do: a
+//! machine's load changes those, so the total can fail at a percentage
+//! below that change; its reason then says that no object's share rose
+//! (every object took longer alike).
 //!
 //! ```
 //! use formats::database::Database;

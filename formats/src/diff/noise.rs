@@ -161,17 +161,30 @@ pub(super) fn noise_warnings(t: &Total) -> Vec<String> {
 /// rose by more than `pct` percent and its row changed beyond noise with
 /// a growing share ([`Row::beyond_noise`](super::Row::beyond_noise), `z > 0`: the row's verdict).
 /// Thread stacks, runtime objects and the `<...>` buckets are not judged.
-/// Empty when nothing got worse beyond noise.
+/// The total follows the run's CPU time, which machine load changes too:
+/// when no application object's share rose beyond noise, its reason says
+/// that every object rose alike. Empty when nothing got worse beyond
+/// noise.
 pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
     let mut out = Vec::new();
     let limit = 1.0 + pct / 100.0;
     let (tb, ta) = (d.total.application_before, d.total.application_after);
     if ta as f64 > tb as f64 * limit && ta > 0 && beyond_noise(tb, ta) {
+        let share_rose = d.objects.iter().any(|r| {
+            r.application && r.beyond_noise && r.z > 0.0 && r.before.is_some() && r.after.is_some()
+        });
         out.push(format!(
             "total memory time rose from {tb} to {ta} samples in the application's objects ({}), \
-             beyond sampling noise ({:.0} samples)",
+             beyond sampling noise ({:.0} samples){}",
             pct_text(change_pct(tb, ta)),
-            NOISE_SIGMAS * ((ta + tb) as f64).sqrt()
+            NOISE_SIGMAS * ((ta + tb) as f64).sqrt(),
+            if share_rose {
+                ""
+            } else {
+                "; no object's share rose beyond noise: every object took longer alike, as \
+                 under another machine load or CPU frequency, or after a change that slows all \
+                 code (compiler flags)"
+            }
         ));
     }
     for r in &d.objects {

@@ -316,6 +316,32 @@ fn fail_if_worse_ignores_rises_within_noise() {
 }
 
 #[test]
+fn a_total_that_rose_with_every_object_alike_says_so() {
+    // The whole run took 20% longer (a loaded machine): both objects rose
+    // alike, their shares stayed, and only the total is a reason, telling
+    // that no share rose.
+    let before = db("/a", &[("A", 12, 1000), ("B", 13, 1000)]);
+    let after = db("/a", &[("A", 12, 1200), ("B", 13, 1200)]);
+    let reasons = worse(&diff(&before, &after), 0.0, 0.01);
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(reasons[0].contains("application's objects"), "{reasons:?}");
+    assert!(reasons[0].contains("no object's share rose"), "{reasons:?}");
+    // When an object's share rose, the total's reason does not say so.
+    let after = db("/a", &[("A", 12, 1400), ("B", 13, 1000)]);
+    let reasons = worse(&diff(&before, &after), 0.0, 0.01);
+    assert!(
+        reasons.iter().any(|r| r.contains("object A")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .all(|r| !r.contains("no object's share rose")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
 fn unknown_addresses_pair_with_a_database_that_did_not_name_them() {
     let unknown = |mut d: Database| {
         for o in d
