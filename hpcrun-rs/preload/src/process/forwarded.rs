@@ -37,7 +37,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::sys;
 
@@ -78,91 +78,18 @@ fn index(signal: c_int) -> Option<usize> {
     SIGNALS.iter().position(|&s| s == signal)
 }
 
-const MASK_WORDS: usize = std::mem::size_of::<libc::sigset_t>() / 8;
+/// The program's action per signal of [`SIGNALS`] (the kernel has the
+/// wrapper). Writers block every signal on their thread: no handler of
+/// theirs finds a half-written action, nor calls `sigaction` while the
+/// table is held.
+static PROGRAM: sys::ProgramActions<5> = sys::ProgramActions::new();
 
-/// The program's action per signal, under a sequence lock (the handler
-/// reads it without waiting; writers block every signal on their thread
-/// and take `WRITING`).
-struct Program {
-    seq: AtomicU64,
-    handler: AtomicUsize,
-    flags: AtomicU64,
-    mask: [AtomicU64; MASK_WORDS],
-}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const NO_ACTION: Program = Program {
-    seq: AtomicU64::new(0),
-    handler: AtomicUsize::new(libc::SIG_DFL),
-    flags: AtomicU64::new(0),
-    mask: [const { AtomicU64::new(0) }; MASK_WORDS],
-};
-
-static PROGRAM: [Program; 5] = [NO_ACTION; 5];
-static WRITING: AtomicBool = AtomicBool::new(false);
-
-fn store(i: usize, handler: usize, flags: c_int, mask: &libc::sigset_t) {
-    let a = &PROGRAM[i];
-    a.seq.fetch_add(1, AcqRel);
-    a.handler.store(handler, Relaxed);
-    a.flags.store(flags as u32 as u64, Relaxed);
-    for (w, v) in a.mask.iter().zip(sys::sigset_words(mask)) {
-        w.store(v, Relaxed);
+fn all_signals() -> libc::sigset_t {
+    let mut all = sys::empty_sigset();
+    for s in 1..=64 {
+        sys::sigset_add(&mut all, s);
     }
-    a.seq.fetch_add(1, Release);
-}
-
-fn load(i: usize) -> libc::sigaction {
-    let a = &PROGRAM[i];
-    loop {
-        let before = a.seq.load(Acquire);
-        if before % 2 == 1 {
-            std::hint::spin_loop();
-            continue;
-        }
-        let mut words = [0u64; MASK_WORDS];
-        for (v, w) in words.iter_mut().zip(&a.mask) {
-            *v = w.load(Relaxed);
-        }
-        let act = sys::make_sigaction(
-            a.handler.load(Relaxed),
-            a.flags.load(Relaxed) as u32 as c_int,
-            &words,
-        );
-        std::sync::atomic::fence(Acquire);
-        if a.seq.load(Relaxed) == before {
-            return act;
-        }
-    }
-}
-
-/// A writer of `PROGRAM`: every signal blocked on this thread (no
-/// handler of this thread can find a half-written action, nor call
-/// `sigaction` while `WRITING` is held), then `WRITING`.
-struct Writing {
-    mask: libc::sigset_t,
-}
-
-impl Writing {
-    fn lock() -> Writing {
-        let mut all = sys::empty_sigset();
-        for s in 1..=64 {
-            sys::sigset_add(&mut all, s);
-        }
-        let mut mask = sys::empty_sigset();
-        sys::raw_sigmask(libc::SIG_BLOCK, Some(&all), Some(&mut mask));
-        while WRITING.swap(true, Acquire) {
-            std::hint::spin_loop();
-        }
-        Writing { mask }
-    }
-}
-
-impl Drop for Writing {
-    fn drop(&mut self) {
-        WRITING.store(false, Release);
-        sys::raw_sigmask(libc::SIG_SETMASK, Some(&self.mask), None);
-    }
+    all
 }
 
 fn wrapper_address() -> usize {
@@ -184,10 +111,10 @@ pub fn program_sigaction(
         return None;
     }
     let i = index(signal)?;
-    let _guard = Writing::lock();
+    let writer = PROGRAM.write(&all_signals());
     let current = sys::real_sigaction_query(signal)?;
     let previous = if current.sa_sigaction == wrapper_address() {
-        load(i)
+        writer.load(i)
     } else {
         current
     };
@@ -199,7 +126,7 @@ pub fn program_sigaction(
             }
             handler => {
                 // Stored first: the wrapper finds it from its first call.
-                store(i, handler, new.sa_flags, &new.sa_mask);
+                writer.store(i, handler, new.sa_flags, &new.sa_mask);
                 let rc =
                     sys::install_program_wrapper(signal, on_signal, new.sa_flags, &new.sa_mask);
                 if rc == 0 {
@@ -208,7 +135,7 @@ pub fn program_sigaction(
                     if let Some(now) = sys::real_sigaction_query(signal) {
                         let own = libc::SA_SIGINFO | libc::SA_RESETHAND;
                         let flags = (now.sa_flags & !own) | (new.sa_flags & own);
-                        store(i, handler, flags, &now.sa_mask);
+                        writer.store(i, handler, flags, &now.sa_mask);
                     }
                 }
                 rc
@@ -319,7 +246,7 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
         sys::set_errno(saved);
         return;
     }
-    let act = load(i);
+    let act = PROGRAM.load(i);
     match act.sa_sigaction {
         libc::SIG_IGN => {}
         libc::SIG_DFL => {
@@ -338,9 +265,8 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
             }
         }
         handler => {
-            if act.sa_flags & libc::SA_RESETHAND != 0 && !WRITING.swap(true, Acquire) {
-                store(i, libc::SIG_DFL, act.sa_flags, &act.sa_mask);
-                WRITING.store(false, Release);
+            if act.sa_flags & libc::SA_RESETHAND != 0 {
+                PROGRAM.reset_handler_if_free(i);
             }
             sys::set_errno(saved);
             // SAFETY: the program installed `handler` with these flags.

@@ -29,6 +29,8 @@
 //! * [`dl`]: loaded modules, `dlsym(RTLD_NEXT)`, load bias of a handle.
 //! * [`proc`]: ids, clocks, errno, stack bounds, atexit/atfork/thread-exit
 //!   registration, `exit_group`, current CPU.
+//! * [`program_action`]: [`ProgramActions`], the program's signal
+//!   actions that the kernel does not hold, readable from a handler.
 //! * [`publish`]: [`Published`], the publication primitive, and the read
 //!   sections ([`reading`]) after which a replaced value is freed.
 //! * [`seccomp`]: the seccomp mode at start, what a filter does to the
@@ -48,6 +50,7 @@ pub mod mem;
 pub mod messages;
 pub mod perf;
 pub mod proc;
+pub mod program_action;
 pub mod publish;
 pub mod seccomp;
 pub mod signal;
@@ -60,6 +63,7 @@ pub use mem::*;
 pub use messages::*;
 pub use perf::*;
 pub use proc::*;
+pub use program_action::{ProgramActions, Writer};
 pub use publish::*;
 pub use signal::*;
 pub use stack::*;

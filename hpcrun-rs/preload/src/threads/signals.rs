@@ -68,30 +68,12 @@ pub fn handler_at(slot: usize) -> usize {
     HANDLERS.get(slot).map_or(0, |h| h.load(Relaxed))
 }
 
-/// The action the program asked for, per profiler signal, under a
-/// sequence lock (the handler reads it without waiting).
-struct ProgramAction {
-    seq: AtomicU64,
-    handler: AtomicUsize,
-    flags: AtomicU64,
-    mask: [AtomicU64; MASK_WORDS],
-}
+/// The action the program asked for, per profiler signal (the kernel
+/// has the profiler's handler). Writers block the profiler's signals on
+/// their thread ([`ours_blocked`]).
+static PROGRAM: sys::ProgramActions<3> = sys::ProgramActions::new();
 
 const MASK_WORDS: usize = std::mem::size_of::<libc::sigset_t>() / 8;
-
-#[allow(clippy::declare_interior_mutable_const)]
-const NO_ACTION: ProgramAction = ProgramAction {
-    seq: AtomicU64::new(0),
-    handler: AtomicUsize::new(libc::SIG_DFL),
-    flags: AtomicU64::new(0),
-    mask: [const { AtomicU64::new(0) }; MASK_WORDS],
-};
-
-static PROGRAM: [ProgramAction; 3] = [NO_ACTION, NO_ACTION, NO_ACTION];
-
-/// Serialises writers of `PROGRAM` (never taken by the handler; it uses
-/// a try-lock for `SA_RESETHAND`).
-static WRITING: AtomicBool = AtomicBool::new(false);
 
 /// Process-wide counts, written into the main thread's profile.
 pub static BLOCKS: AtomicU64 = AtomicU64::new(0);
@@ -183,7 +165,7 @@ pub fn take_over_sigio(handler: extern "C" fn(c_int, *mut libc::siginfo_t, *mut 
 /// handler of its own).
 pub fn sigio_left_default() -> bool {
     matches!(
-        load_action(SIGIO_SLOT).sa_sigaction,
+        PROGRAM.load(SIGIO_SLOT).sa_sigaction,
         libc::SIG_DFL | libc::SIG_IGN
     )
 }
@@ -195,7 +177,7 @@ fn take_over_at(
     block: &[c_int],
 ) -> bool {
     if let Some(old) = sys::real_sigaction_query(signal) {
-        store_action(free, &old);
+        PROGRAM.write(&ours_blocked()).store_action(free, &old);
     }
     let Some(installed) = sys::install_handler(signal, handler, block) else {
         return false;
@@ -205,71 +187,15 @@ fn take_over_at(
     true
 }
 
-/// A writer of `PROGRAM`: holds `WRITING` with the profiler's signals
-/// blocked on this thread, so that no handler of this thread can find a
-/// half-written action (and spin on it forever).
-struct Writing {
-    mask: libc::sigset_t,
-}
-
-impl Writing {
-    fn lock() -> Writing {
-        let mut ours = sys::empty_sigset();
-        for s in OURS.iter().map(|s| s.load(Relaxed)).filter(|&s| s > 0) {
-            sys::sigset_add(&mut ours, s);
-        }
-        let mut mask = sys::empty_sigset();
-        sys::raw_sigmask(libc::SIG_BLOCK, Some(&ours), Some(&mut mask));
-        while WRITING.swap(true, Acquire) {
-            std::hint::spin_loop();
-        }
-        Writing { mask }
+/// The profiler's signals, for a writer of `PROGRAM` to block: no
+/// handler of its thread can then find a half-written action (and spin
+/// on it forever).
+fn ours_blocked() -> libc::sigset_t {
+    let mut ours = sys::empty_sigset();
+    for s in OURS.iter().map(|s| s.load(Relaxed)).filter(|&s| s > 0) {
+        sys::sigset_add(&mut ours, s);
     }
-}
-
-impl Drop for Writing {
-    fn drop(&mut self) {
-        WRITING.store(false, Release);
-        sys::raw_sigmask(libc::SIG_SETMASK, Some(&self.mask), None);
-    }
-}
-
-fn store_action(slot: usize, act: &libc::sigaction) {
-    let a = &PROGRAM[slot];
-    let seq = a.seq.fetch_add(1, AcqRel) + 1; // odd: being written
-    debug_assert!(seq % 2 == 1);
-    a.handler.store(act.sa_sigaction, Relaxed);
-    a.flags.store(act.sa_flags as u64, Relaxed);
-    for (w, v) in a.mask.iter().zip(sys::sigset_words(&act.sa_mask)) {
-        w.store(v, Relaxed);
-    }
-    a.seq.fetch_add(1, Release);
-}
-
-/// The program's action for profiler slot `slot` (consistent: retried
-/// while a writer is active).
-fn load_action(slot: usize) -> libc::sigaction {
-    let a = &PROGRAM[slot];
-    loop {
-        let before = a.seq.load(Acquire);
-        if before % 2 == 1 {
-            std::hint::spin_loop();
-            continue;
-        }
-        let mut words = [0u64; MASK_WORDS];
-        for (v, w) in words.iter_mut().zip(&a.mask) {
-            *v = w.load(Relaxed);
-        }
-        let act = sys::make_sigaction(
-            a.handler.load(Relaxed),
-            a.flags.load(Relaxed) as c_int,
-            &words,
-        );
-        std::sync::atomic::fence(Acquire);
-        if a.seq.load(Relaxed) == before {
-            return act;
-        }
-    }
+    ours
 }
 
 /// `sigaction` on a profiler signal: remembers `new`, reports the
@@ -281,14 +207,14 @@ pub fn program_sigaction(
     old: Option<&mut libc::sigaction>,
 ) -> Option<()> {
     let slot = slot(signal)?;
-    let guard = Writing::lock();
+    let writer = PROGRAM.write(&ours_blocked());
     if let Some(old) = old {
-        *old = load_action(slot);
+        *old = writer.load(slot);
     }
     if let Some(new) = new {
-        store_action(slot, new);
+        writer.store_action(slot, new);
     }
-    drop(guard);
+    drop(writer);
     Some(())
 }
 
@@ -300,10 +226,10 @@ pub fn program_signal(signal: c_int, handler: usize) -> Option<usize> {
     let bit = (signal - 1) as usize;
     mask[bit / 64] |= 1 << (bit % 64);
     let new = sys::make_sigaction(handler, libc::SA_RESTART, &mask);
-    let guard = Writing::lock();
-    let old = load_action(slot).sa_sigaction;
-    store_action(slot, &new);
-    drop(guard);
+    let writer = PROGRAM.write(&ours_blocked());
+    let old = writer.load(slot).sa_sigaction;
+    writer.store_action(slot, &new);
+    drop(writer);
     Some(old)
 }
 
@@ -321,7 +247,7 @@ pub fn forward(signal: c_int, delivered: &sys::Delivered, flush: fn()) {
         return;
     }
     FORWARDED.fetch_add(1, Relaxed);
-    let act = load_action(slot);
+    let act = PROGRAM.load(slot);
     match act.sa_sigaction {
         libc::SIG_IGN => {}
         libc::SIG_DFL => {
@@ -334,12 +260,8 @@ pub fn forward(signal: c_int, delivered: &sys::Delivered, flush: fn()) {
             sys::set_errno(saved);
         }
         _ => {
-            if act.sa_flags & libc::SA_RESETHAND != 0 && !WRITING.swap(true, Acquire) {
-                store_action(
-                    slot,
-                    &sys::make_sigaction(libc::SIG_DFL, 0, &[0; MASK_WORDS]),
-                );
-                WRITING.store(false, Release);
+            if act.sa_flags & libc::SA_RESETHAND != 0 {
+                PROGRAM.reset_handler_if_free(slot);
             }
             delivered.call_program_handler(signal, &act);
         }
