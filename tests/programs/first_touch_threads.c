@@ -1,10 +1,16 @@
 /* Two arrays, each first touched by a known thread: `by_worker` by the
  * thread that main starts (thread 1), `by_main` by the main thread
- * (thread 0). Then both threads read both. */
+ * (thread 0). Then both threads read both.
+ * "huge": the arrays are aligned to 2 MiB and advised to be transparent
+ * huge pages (MADV_HUGEPAGE), so that where the kernel has them one
+ * fault maps 512 of the arrays' 4 KiB pages; otherwise huge pages are off
+ * for this process. */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define N (4 << 20) /* doubles: 32 MiB, 8192 pages */
 
@@ -25,13 +31,23 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-int main(void) {
-    /* Transparent huge pages off for this process: under THP "always" one
-     * fault maps 2 MiB (512 pages), and the page counts here are of 4 KiB
-     * pages. */
-    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    double *by_worker = malloc(N * sizeof(double));
-    double *by_main = malloc(N * sizeof(double));
+static double *array(int huge) {
+    if (!huge)
+        return malloc(N * sizeof(double));
+    double *a = aligned_alloc(2 << 20, N * sizeof(double));
+    if (a)
+        madvise(a, N * sizeof(double), MADV_HUGEPAGE);
+    return a;
+}
+
+int main(int argc, char **argv) {
+    int huge = argc > 1 && !strcmp(argv[1], "huge");
+    /* Otherwise transparent huge pages off for this process: the other
+     * tests count faults, and under THP "always" one fault maps 2 MiB. */
+    if (!huge)
+        prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    double *by_worker = array(huge);
+    double *by_main = array(huge);
     if (!by_worker || !by_main)
         return 1;
     pthread_t t;

@@ -61,10 +61,12 @@ pub const DOCS: [EventDoc; 7] = [
     },
     EventDoc {
         event: Event::PageFaults,
-        what: "page faults of user code with their data addresses (every fault costs about 35 us, \
-               so the default samples about 2% of a fault-bound phase; @1 gives exact page \
-               counts): which thread first touched each object's pages (first_touch) and from \
-               where; alone or next to a timer source (-e mem:soft -e page-faults)",
+        what: "minor page faults of user code (first touches, copies on write) with their data \
+               addresses (every fault costs about 35 us, so the default samples about 2% of a \
+               fault-bound phase; @1 gives exact page counts): which thread first touched each \
+               object's pages (first_touch, in 4 KiB pages: a transparent huge page's one fault \
+               counts its 512) and from where; alone or next to a timer source (-e mem:soft -e \
+               page-faults)",
         runs_on: "everywhere mem:soft runs",
     },
     EventDoc {

@@ -1,7 +1,8 @@
 //! The set of pages whose first fault has been seen (process-wide), for
 //! the `first_touch` metric of the `page-faults` source: the first sampled
 //! fault on a page is its first touch, and the faulting thread is the one
-//! the kernel's first-touch policy places the page near.
+//! the kernel's first-touch policy places the page near. A huge page is
+//! one fault that places all its 4 KiB pages ([`pages_mapped`]).
 //!
 //! A lock-free open-addressing set of page numbers in memory mapped at
 //! start (`MAP_NORESERVE`: only the touched part costs memory), safe in a
@@ -40,6 +41,18 @@ pub fn init() {
     }
 }
 
+/// The 4 KiB pages a fault mapped, from the page size its sample reports
+/// (`PERF_SAMPLE_DATA_PAGE_SIZE`): 512 for a 2 MiB transparent huge page;
+/// 1 when the size is not reported (0) or not a power of two of at least
+/// 4 KiB.
+pub fn pages_mapped(page_size: u64) -> u64 {
+    if page_size >= 4096 && page_size.is_power_of_two() {
+        page_size / 4096
+    } else {
+        1
+    }
+}
+
 /// Records the page of `addr`; true if this is the first time it is seen.
 pub fn first_touch(addr: u64) -> bool {
     let Some(table) = SET.get() else {
@@ -69,6 +82,15 @@ fn insert(table: &[AtomicU64], page: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_page_counts_its_small_pages() {
+        assert_eq!(pages_mapped(4096), 1);
+        assert_eq!(pages_mapped(2 << 20), 512);
+        assert_eq!(pages_mapped(1 << 30), 262_144);
+        assert_eq!(pages_mapped(0), 1);
+        assert_eq!(pages_mapped(12_288), 1);
+    }
 
     #[test]
     fn a_page_is_first_touched_once() {

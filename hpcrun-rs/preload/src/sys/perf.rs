@@ -100,27 +100,62 @@ pub fn limit_to_one_overflow(fd: c_int) -> bool {
     unsafe { libc::ioctl(fd, pe::REFRESH as _, 1) == 0 }
 }
 
-/// Sample layout of the page-fault event.
-pub const PAGE_FAULT_SAMPLE_TYPE: u64 = (perf_event_open_sys::bindings::PERF_SAMPLE_IP
+/// Sample layout of the page-fault event: IP, thread, data address and
+/// the size of the page the fault mapped (`PERF_SAMPLE_DATA_PAGE_SIZE`,
+/// Linux 5.11: 2 MiB for a transparent huge page).
+pub const PAGE_FAULT_SAMPLE_TYPE: u64 = PAGE_FAULT_SAMPLE_TYPE_NO_SIZE
+    | perf_event_open_sys::bindings::PERF_SAMPLE_DATA_PAGE_SIZE as u64;
+
+/// The layout on kernels that do not report page sizes (before 5.11):
+/// each fault then counts one page.
+pub const PAGE_FAULT_SAMPLE_TYPE_NO_SIZE: u64 = (perf_event_open_sys::bindings::PERF_SAMPLE_IP
     | perf_event_open_sys::bindings::PERF_SAMPLE_TID
     | perf_event_open_sys::bindings::PERF_SAMPLE_ADDR)
     as u64;
 
+/// The layout the page-fault events were opened with (0 before the
+/// first): all threads get the same kernel's answer.
+static PAGE_FAULT_LAYOUT: AtomicU64 = AtomicU64::new(0);
+
+/// The sample layout of the page-fault events opened so far
+/// ([`PAGE_FAULT_SAMPLE_TYPE`], or [`PAGE_FAULT_SAMPLE_TYPE_NO_SIZE`] on
+/// an older kernel).
+pub fn page_fault_layout() -> u64 {
+    match PAGE_FAULT_LAYOUT.load(Relaxed) {
+        0 => PAGE_FAULT_SAMPLE_TYPE,
+        layout => layout,
+    }
+}
+
 /// Opens a page-fault sampling event for the calling thread: every
-/// `period`-th fault of its user code writes a sample (IP, TID, data
-/// address) into a ring of `data_pages` pages and sends `signal` to this
-/// thread. Returns the fd and the ring's mapping.
+/// `period`-th minor fault of its user code (a page mapped without
+/// reading a file or swap: a first touch, or a copy on write) writes a
+/// sample (IP, TID, data address and, where the kernel reports it, the
+/// size of the page mapped: [`page_fault_layout`]) into a ring of
+/// `data_pages` pages and sends `signal` to this thread. Returns the fd
+/// and the ring's mapping.
+///
+/// Minor faults, not all faults: the kernel counts those after the page
+/// is mapped, so the sample knows the page's size; it counts a fault of
+/// any kind before it is handled.
 pub fn open_page_faults(
     period: u64,
     signal: c_int,
     data_pages: usize,
 ) -> Result<(c_int, RingMemory), c_int> {
     use perf_event_open_sys::bindings as pe;
-    let mut attr = software_attr(pe::PERF_COUNT_SW_PAGE_FAULTS as u64, period.max(1));
-    attr.sample_type = PAGE_FAULT_SAMPLE_TYPE;
+    let mut attr = software_attr(pe::PERF_COUNT_SW_PAGE_FAULTS_MIN as u64, period.max(1));
+    attr.sample_type = page_fault_layout();
     // A wakeup (and so a signal) for every sample.
     attr.__bindgen_anon_2.wakeup_events = 1;
-    let fd = open_perf_event(&mut attr, -1)?;
+    let fd = match open_perf_event(&mut attr, -1) {
+        Err(libc::EINVAL) if attr.sample_type == PAGE_FAULT_SAMPLE_TYPE => {
+            attr.sample_type = PAGE_FAULT_SAMPLE_TYPE_NO_SIZE;
+            open_perf_event(&mut attr, -1)?
+        }
+        opened => opened?,
+    };
+    PAGE_FAULT_LAYOUT.store(attr.sample_type, Relaxed);
     let Some(ring) = map_perf_ring(fd, data_pages) else {
         let e = errno();
         close_fd(fd);

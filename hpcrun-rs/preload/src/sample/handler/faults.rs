@@ -30,10 +30,10 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     let Some(ring) = state.fault_ring.get() else {
         return;
     };
-    let layout = SampleLayout::new(sys::PAGE_FAULT_SAMPLE_TYPE);
+    let layout = SampleLayout::new(sys::page_fault_layout());
     let dropped = &state.stats.dropped;
     let drained = ring.for_each_record(|header, body| match record::parse(header, body, &layout) {
-        Ok(Record::Sample(s)) => fault(state, &ctx, s.ip, s.addr),
+        Ok(Record::Sample(s)) => fault(state, &ctx, s.ip, s.addr, s.data_page_size),
         Ok(Record::Lost { lost, .. }) => {
             dropped[threads::DROP_RING_LOST].fetch_add(lost, Relaxed);
         }
@@ -64,8 +64,9 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
 /// See `page_faults`.
 const MAX_IDLE_FAULT_SIGNALS: u32 = 1_000;
 
-/// One sampled page fault of user code at `ip` on data address `addr`.
-fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
+/// One sampled page fault of user code at `ip` on data address `addr`,
+/// which mapped a page of `page_size` bytes (0: not reported).
+fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64, page_size: u64) {
     let stats = &state.stats;
     stats.page_faults.fetch_add(1, Relaxed);
     // (A fault in the profiler's own code: its trees and tables being
@@ -107,10 +108,13 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64) {
         stats.dropped[threads::DROP_MAP_BUSY].fetch_add(1, Relaxed);
         return;
     };
-    let first = crate::access::pages::first_touch(addr);
+    // A transparent huge page is placed whole by its one fault: its first
+    // touch counts all its 4 KiB pages, and is known by its first page.
+    let pages = crate::access::pages::pages_mapped(page_size);
+    let first = crate::access::pages::first_touch(addr & !(pages * 4096 - 1));
     let metrics = [
         (cct::M_PAGE_FAULTS, 1),
-        (cct::M_FIRST_TOUCH, u64::from(first)),
+        (cct::M_FIRST_TOUCH, if first { pages } else { 0 }),
     ];
     let metrics = if first { &metrics[..] } else { &metrics[..1] };
     record(state, path, metrics, Some(target), None, metrics, None);
