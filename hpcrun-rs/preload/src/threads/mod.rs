@@ -338,6 +338,7 @@ impl std::ops::Deref for ThreadState {
 
 /// A thread's tables, caches and counters: reserved once, handed from an
 /// ended thread to the next ([`recycle`]).
+#[repr(C)]
 pub struct ThreadBody {
     pub tree: cct::Tree,
     /// Offset histograms of the data objects: (object node, bucket) -> count.
@@ -383,24 +384,6 @@ pub struct ThreadBody {
     /// Set once a handler ran a sample's work (the tables may hold
     /// something: they are emptied before the body goes to another thread).
     pub touched: AtomicBool,
-    /// Unwind cache used only by the signal handler, built at its first
-    /// sample ([`ThreadState::handler_cache`]).
-    handler_cache: sys::Prepared<unwind::Cache>,
-    /// The handler's frame buffer (not on the signal stack: no 1 KiB
-    /// zeroing per sample).
-    pub handler_frames: UnsafeCell<[u64; MAX_FRAMES]>,
-    /// The frames of this thread's stack at its latest sample, for other
-    /// threads' samples of addresses on it.
-    pub frames_seen: unwind::FrameRanges,
-    /// The tree nodes of the previous sample's callers (handler only).
-    pub handler_paths: UnsafeCell<cct::PathCache>,
-    /// Unwind cache used only by the allocation hooks (never by the handler,
-    /// so a signal during a hook cannot alias it), built at their first
-    /// unwind ([`ThreadState::hook_cache`]).
-    hook_cache: sys::Prepared<unwind::Cache>,
-    /// Sites of small blocks by their first frames, used only by the
-    /// allocation hooks (`objects::small_sites`).
-    pub small_sites: UnsafeCell<crate::objects::small_sites::SiteCache>,
     /// The hardware memory event's ring and counts (mem:latency, mem:stores).
     pub hw: crate::pmu::sampler::ThreadHw,
     /// The registry slot of the body's current thread, and the process
@@ -409,6 +392,29 @@ pub struct ThreadBody {
     slot_pid: AtomicU32,
     /// The next body on the free list.
     next_free: std::sync::atomic::AtomicPtr<ThreadBody>,
+    // (Laid out in this order, `repr(C)`: the fields above and the two
+    // cache slots below are written when the body is built and fit its
+    // first page; the 9 KiB after them are valid when zero, and their
+    // pages are touched only by a thread that samples or tracks blocks:
+    // `build`.)
+    /// Unwind cache used only by the signal handler, built at its first
+    /// sample ([`ThreadState::handler_cache`]).
+    handler_cache: sys::Prepared<unwind::Cache>,
+    /// Unwind cache used only by the allocation hooks (never by the handler,
+    /// so a signal during a hook cannot alias it), built at their first
+    /// unwind ([`ThreadState::hook_cache`]).
+    hook_cache: sys::Prepared<unwind::Cache>,
+    /// The handler's frame buffer (not on the signal stack: no 1 KiB
+    /// zeroing per sample).
+    pub handler_frames: UnsafeCell<[u64; MAX_FRAMES]>,
+    /// The frames of this thread's stack at its latest sample, for other
+    /// threads' samples of addresses on it.
+    pub frames_seen: unwind::FrameRanges,
+    /// The tree nodes of the previous sample's callers (handler only).
+    pub handler_paths: UnsafeCell<cct::PathCache>,
+    /// Sites of small blocks by their first frames, used only by the
+    /// allocation hooks (`objects::small_sites`).
+    pub small_sites: UnsafeCell<crate::objects::small_sites::SiteCache>,
 }
 
 // SAFETY: the UnsafeCell caches are only used by the owning thread (see the
