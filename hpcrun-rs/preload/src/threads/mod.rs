@@ -467,9 +467,8 @@ pub fn next_index() -> u32 {
 
 /// Creates, registers and makes current a state for the calling thread:
 /// an ended thread's body if one is free ([`recycle`]), else a new one.
-/// Built on the thread's handler stack (`sys::HandlerStack`): the state
-/// and the unwinder caches it creates take more than a small thread
-/// stack (16 KiB) holds.
+/// Runs on the thread's handler stack (`sys::HandlerStack`), not on the
+/// thread's own, which may be small (16 KiB) or a coroutine's.
 pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
     // (On the thread's own stack, before the handler stack takes over.)
     let here = sys::stack_address();
