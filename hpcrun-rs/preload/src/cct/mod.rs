@@ -394,6 +394,11 @@ pub struct PathCache {
     data_next: usize,
 }
 
+// SAFETY: integers and a bool only: all-zero bytes are the empty cache,
+// the same as `default()`.
+#[allow(unsafe_code)]
+unsafe impl crate::sys::ZeroInit for PathCache {}
+
 impl Default for PathCache {
     fn default() -> Self {
         PathCache {

@@ -24,6 +24,12 @@ use crate::sys::{self, StackBounds};
 pub type Unwind = UnwinderX86_64<&'static [u8], MustNotAllocateDuringUnwind>;
 pub type Cache = CacheX86_64<MustNotAllocateDuringUnwind>;
 
+/// Memory obtained at a thread's start for one [`Cache`]'s boxes (its
+/// 24 KiB unwind context and 8 KiB rule cache), built at its first use
+/// (`sys::Prepared`; a unit test checks that they fit). Address space
+/// only until then.
+pub const CACHE_MEMORY: usize = 36 << 10;
+
 static UNWINDER: sys::Published<Unwind> = sys::Published::new();
 
 /// The current unwinder; valid only inside a read section (`sys::reading`).
@@ -156,6 +162,11 @@ pub struct FrameRanges {
 
 /// Frames a [`FrameRanges`] keeps (the innermost ones).
 pub const PUBLISHED_FRAMES: usize = 64;
+
+// SAFETY: atomics only: all-zero bytes are a valid (empty) table, the
+// same as `default()`.
+#[allow(unsafe_code)]
+unsafe impl sys::ZeroInit for FrameRanges {}
 
 impl Default for FrameRanges {
     fn default() -> Self {

@@ -233,7 +233,7 @@ fn small_site(state: &threads::ThreadState, caller: Caller) -> Option<u32> {
     let mut first = [0u64; objects::small_sites::KEY_FRAMES];
     // SAFETY: the hook cache is used only by this thread's hooks, and
     // the IN_HOOK guard excludes nested use.
-    let cache = unsafe { &mut *state.hook_cache.get() };
+    let cache = unsafe { &mut *state.hook_cache() };
     let got = unwind::unwind_from_call(
         unwinder,
         cache,
@@ -332,7 +332,7 @@ fn program_path(
 ) -> usize {
     // SAFETY: the hook cache is used only by this thread's hooks, and
     // the IN_HOOK guard excludes nested use.
-    let cache = unsafe { &mut *state.hook_cache.get() };
+    let cache = unsafe { &mut *state.hook_cache() };
     let got = match caller {
         Some(c) => {
             unwind::unwind_from_call(unwinder, cache, &state.stack, c.ret, c.sp, c.bp, frames)

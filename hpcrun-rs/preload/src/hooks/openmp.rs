@@ -317,7 +317,7 @@ fn record_path(state: &ThreadState, from: From, region: &mut Region) {
         let mut frames = [0u64; REGION_FRAMES];
         // SAFETY: the hook cache is used only by this thread's hooks, and
         // the hook guard excludes nested use.
-        let cache = unsafe { &mut *state.hook_cache.get() };
+        let cache = unsafe { &mut *state.hook_cache() };
         let got = match from {
             From::Call(c) => unwind::unwind_from_call(
                 unwinder,

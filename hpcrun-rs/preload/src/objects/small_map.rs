@@ -105,19 +105,24 @@ struct Shard {
 }
 
 impl Shard {
-    fn new() -> Shard {
+    const fn new() -> Shard {
         Shard {
             lock: AtomicBool::new(false),
-            free: std::array::from_fn(|_| AtomicU64::new(0)),
+            free: [const { AtomicU64::new(0) }; CLASSES],
             bump: AtomicU64::new(0),
             bump_end: AtomicU64::new(0),
         }
     }
 }
 
+/// The process map's shards (8 KiB): a zero-initialised static, so that
+/// their pages are touched only when blocks are entered there (a process
+/// that tracks no small block never touches them).
+static PROCESS_SHARDS: [Shard; SHARDS] = [const { Shard::new() }; SHARDS];
+
 /// The map (one per process: [`get`]).
 pub struct SmallMap {
-    shards: [Shard; SHARDS],
+    shards: &'static [Shard; SHARDS],
     /// Directory: leaf index (a chunk index's high bits) -> address of a
     /// leaf of 1 << [`LEAF_BITS`] slots (0: none), each the address of
     /// its chunk's `PageDir`s (0: none).
@@ -145,7 +150,7 @@ pub fn get() -> Option<&'static SmallMap> {
     if let Some(m) = MAP.get() {
         return Some(m);
     }
-    let m = SmallMap::new()?;
+    let m = SmallMap::new(&PROCESS_SHARDS)?;
     let _ = MAP.set(m);
     MAP.get()
 }
@@ -214,10 +219,10 @@ fn split(e: u64) -> (u64, u32) {
 }
 
 impl SmallMap {
-    fn new() -> Option<SmallMap> {
+    fn new(shards: &'static [Shard; SHARDS]) -> Option<SmallMap> {
         let chunk_shift = chunk_shift(sys::address_space_limit());
         Some(SmallMap {
-            shards: std::array::from_fn(|_| Shard::new()),
+            shards,
             leaves: sys::map_own::<AtomicU64>(1 << (ADDRESS_BITS - chunk_shift - LEAF_BITS))?,
             chunk_shift,
             chunk_lock: AtomicBool::new(false),
@@ -536,7 +541,7 @@ impl SmallMap {
     /// stays odd: its blocks are not found, and a writer makes it even
     /// again).
     pub fn reset_locks_after_fork(&self) {
-        for s in &self.shards {
+        for s in self.shards {
             s.lock.store(false, Relaxed);
         }
         self.chunk_lock.store(false, Relaxed);
@@ -686,7 +691,7 @@ mod tests {
     #[test]
     fn the_cap_stops_the_map_from_growing() {
         // A map of its own, so the cap does not touch the other tests'.
-        let m = SmallMap::new().unwrap();
+        let m = SmallMap::new(Box::leak(Box::new([const { Shard::new() }; SHARDS]))).unwrap();
         m.set_cap(1 << 20);
         let base = 0x6500_0000_0000u64;
         let mut refused = 0;

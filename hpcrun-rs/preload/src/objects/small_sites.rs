@@ -119,6 +119,11 @@ pub struct SiteCache {
     pub misses: u64,
 }
 
+// SAFETY: integers only: all-zero bytes are the empty cache, the same as
+// `default()`.
+#[allow(unsafe_code)]
+unsafe impl crate::sys::ZeroInit for SiteCache {}
+
 impl Default for SiteCache {
     fn default() -> Self {
         SiteCache {

@@ -112,12 +112,20 @@ fn counted_crash_alloc(layout: Layout) -> Option<*mut u8> {
 // the size asked, aligned as asked, freed and resized with their layout).
 unsafe impl GlobalAlloc for LibraryAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // (A value built in memory obtained earlier: not an allocation.)
+        if let Some(p) = super::prepared::serve(layout.size(), layout.align()) {
+            return p;
+        }
         if let Some(p) = counted_crash_alloc(layout) {
             return p;
         }
         super::heap::alloc(layout.size(), layout.align())
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // (Fresh mapped memory, each byte served once: zero already.)
+        if let Some(p) = super::prepared::serve(layout.size(), layout.align()) {
+            return p;
+        }
         if let Some(p) = counted_crash_alloc(layout) {
             // Fresh anonymous pages are zero.
             return p;
@@ -131,7 +139,7 @@ unsafe impl GlobalAlloc for LibraryAllocator {
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if in_crash_mode() {
+        if in_crash_mode() || super::prepared::serving(ptr) {
             return; // Leaked: the process is about to die.
         }
         // SAFETY: `ptr` came from this allocator with `layout` (a block
@@ -141,6 +149,14 @@ unsafe impl GlobalAlloc for LibraryAllocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr` came from this allocator with `layout`.
         unsafe {
+            if super::prepared::serving(ptr) {
+                // Moved out of the memory being served (never freed).
+                let new = self.alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
+                if !new.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                }
+                return new;
+            }
             if in_crash_mode() {
                 let new = crash_alloc(Layout::from_size_align_unchecked(new_size, layout.align()));
                 if !new.is_null() {

@@ -119,6 +119,10 @@ pub unsafe trait ZeroInit: Sync {}
 unsafe impl ZeroInit for std::sync::atomic::AtomicU32 {}
 // SAFETY: see above.
 unsafe impl ZeroInit for std::sync::atomic::AtomicU64 {}
+// SAFETY: an integer is valid when all its bytes are zero.
+unsafe impl ZeroInit for u64 {}
+// SAFETY: an array of values valid when zero is valid when zero.
+unsafe impl<T: ZeroInit, const N: usize> ZeroInit for [T; N] {}
 
 /// A private, zeroed, lazily reserved anonymous mapping of `bytes`.
 fn map_anonymous(bytes: usize) -> Option<*mut u8> {
@@ -207,6 +211,28 @@ pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
     // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
     // unmapped, and T is valid when zeroed (ZeroInit).
     Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
+}
+
+/// Zeroed, untouched memory for one `T` to be built in place (its fields
+/// written one by one: those valid when zero need no writing, and their
+/// pages are touched only when used), carved like [`map_zeroed`] from the
+/// thread's region if one is being set up, else mapped on its own. Never
+/// unmapped. `None` when the kernel refuses.
+pub fn map_uninit<T>() -> Option<&'static mut std::mem::MaybeUninit<T>> {
+    const { assert!(std::mem::align_of::<T>() <= PIECE_ALIGN as usize) };
+    let bytes = std::mem::size_of::<T>().max(1);
+    ASKED.with(|a| {
+        let page = PIECE_ALIGN as usize - 1;
+        a.set(a.get().saturating_add(bytes.saturating_add(page) & !page))
+    });
+    let p = match carve(bytes) {
+        Some(p) => p,
+        None => map_anonymous(bytes)?,
+    };
+    // SAFETY: a fresh private mapping (or a part of one no other table
+    // took) of at least `bytes`, page-aligned (enough for T, checked
+    // above), never unmapped: the caller has the only reference.
+    Some(unsafe { &mut *(p as *mut std::mem::MaybeUninit<T>) })
 }
 
 /// Maps `len` zeroed values of `T` on a mapping of their own, never

@@ -15,6 +15,8 @@
 //!   definitions of the malloc family, `dlsym(RTLD_NEXT)`),
 //!   allocations-in-handler counting.
 //! * [`heap`]: the library's heap, size classes on private mappings.
+//! * [`prepared`]: [`Prepared`], a value whose memory is obtained at a
+//!   thread's start and which is built at its first use.
 //! * [`mem`]: the `mmap` system calls, zeroed mappings ([`ZeroInit`]),
 //!   file mappings, views of loaded code, NUMA node of a page.
 //! * [`perf`]: perf events (task clock, page faults, watchpoints), ring
@@ -49,6 +51,7 @@ pub mod mask;
 pub mod mem;
 pub mod messages;
 pub mod perf;
+pub mod prepared;
 pub mod proc;
 pub mod program_action;
 pub mod publish;
@@ -62,6 +65,7 @@ pub use dl::*;
 pub use mem::*;
 pub use messages::*;
 pub use perf::*;
+pub use prepared::Prepared;
 pub use proc::*;
 pub use program_action::{ProgramActions, Writer};
 pub use publish::*;

@@ -31,6 +31,7 @@
 //! thread's state (checkpoints, the exit writer) take its `writing` lock
 //! and see it finished before its body can be handed on.
 
+mod build;
 pub mod config;
 pub mod creators;
 pub mod guard;
@@ -158,6 +159,11 @@ pub struct Stats {
     /// The handler's time per sample.
     pub handler_time: crate::access::handler_time::Histogram,
 }
+
+// SAFETY: atomic counters only (`handler_time` too): all-zero bytes are
+// the same value as `default()`.
+#[allow(unsafe_code)]
+unsafe impl sys::ZeroInit for Stats {}
 
 impl Stats {
     /// Back to zero, for the next thread (its body was handed on). Every
@@ -332,6 +338,7 @@ impl std::ops::Deref for ThreadState {
 
 /// A thread's tables, caches and counters: reserved once, handed from an
 /// ended thread to the next ([`recycle`]).
+#[repr(C)]
 pub struct ThreadBody {
     pub tree: cct::Tree,
     /// Offset histograms of the data objects: (object node, bucket) -> count.
@@ -377,22 +384,6 @@ pub struct ThreadBody {
     /// Set once a handler ran a sample's work (the tables may hold
     /// something: they are emptied before the body goes to another thread).
     pub touched: AtomicBool,
-    /// Unwind cache used only by the signal handler.
-    pub handler_cache: UnsafeCell<unwind::Cache>,
-    /// The handler's frame buffer (not on the signal stack: no 1 KiB
-    /// zeroing per sample).
-    pub handler_frames: UnsafeCell<[u64; MAX_FRAMES]>,
-    /// The frames of this thread's stack at its latest sample, for other
-    /// threads' samples of addresses on it.
-    pub frames_seen: unwind::FrameRanges,
-    /// The tree nodes of the previous sample's callers (handler only).
-    pub handler_paths: UnsafeCell<cct::PathCache>,
-    /// Unwind cache used only by the allocation hooks (never by the handler,
-    /// so a signal during a hook cannot alias it).
-    pub hook_cache: UnsafeCell<unwind::Cache>,
-    /// Sites of small blocks by their first frames, used only by the
-    /// allocation hooks (`objects::small_sites`).
-    pub small_sites: UnsafeCell<crate::objects::small_sites::SiteCache>,
     /// The hardware memory event's ring and counts (mem:latency, mem:stores).
     pub hw: crate::pmu::sampler::ThreadHw,
     /// The registry slot of the body's current thread, and the process
@@ -401,6 +392,29 @@ pub struct ThreadBody {
     slot_pid: AtomicU32,
     /// The next body on the free list.
     next_free: std::sync::atomic::AtomicPtr<ThreadBody>,
+    // (Laid out in this order, `repr(C)`: the fields above and the two
+    // cache slots below are written when the body is built and fit its
+    // first page; the 9 KiB after them are valid when zero, and their
+    // pages are touched only by a thread that samples or tracks blocks:
+    // `build`.)
+    /// Unwind cache used only by the signal handler, built at its first
+    /// sample ([`ThreadState::handler_cache`]).
+    handler_cache: sys::Prepared<unwind::Cache>,
+    /// Unwind cache used only by the allocation hooks (never by the handler,
+    /// so a signal during a hook cannot alias it), built at their first
+    /// unwind ([`ThreadState::hook_cache`]).
+    hook_cache: sys::Prepared<unwind::Cache>,
+    /// The handler's frame buffer (not on the signal stack: no 1 KiB
+    /// zeroing per sample).
+    pub handler_frames: UnsafeCell<[u64; MAX_FRAMES]>,
+    /// The frames of this thread's stack at its latest sample, for other
+    /// threads' samples of addresses on it.
+    pub frames_seen: unwind::FrameRanges,
+    /// The tree nodes of the previous sample's callers (handler only).
+    pub handler_paths: UnsafeCell<cct::PathCache>,
+    /// Sites of small blocks by their first frames, used only by the
+    /// allocation hooks (`objects::small_sites`).
+    pub small_sites: UnsafeCell<crate::objects::small_sites::SiteCache>,
 }
 
 // SAFETY: the UnsafeCell caches are only used by the owning thread (see the
@@ -453,9 +467,8 @@ pub fn next_index() -> u32 {
 
 /// Creates, registers and makes current a state for the calling thread:
 /// an ended thread's body if one is free ([`recycle`]), else a new one.
-/// Built on the thread's handler stack (`sys::HandlerStack`): the state
-/// and the unwinder caches it creates take more than a small thread
-/// stack (16 KiB) holds.
+/// Runs on the thread's handler stack (`sys::HandlerStack`), not on the
+/// thread's own, which may be small (16 KiB) or a coroutine's.
 pub fn start_current(index: u32, tree_capacity: usize) -> Option<&'static ThreadState> {
     // (On the thread's own stack, before the handler stack takes over.)
     let here = sys::stack_address();
@@ -495,60 +508,9 @@ fn build_body(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
         }
         known => known,
     };
-    let (body, asked) = sys::with_region(bytes, || build_tables(index, tree_capacity));
+    let (body, asked) = sys::with_region(bytes, || build::body(index, tree_capacity));
     TABLE_BYTES.store(asked, Relaxed);
     body
-}
-
-fn build_tables(index: u32, tree_capacity: usize) -> Option<&'static ThreadBody> {
-    // The main thread's pool is mapped whole: a single-threaded program
-    // has no helper thread to map more, and may never allocate.
-    let tree = if index == 0 {
-        cct::Tree::new_whole(tree_capacity)?
-    } else {
-        cct::Tree::new(tree_capacity)?
-    };
-    let histogram = cct::Counts::new(histogram_slots(tree_capacity))?;
-    let decode_cache = sys::map_zeroed::<AtomicU64>(DECODE_CACHE * 2)?;
-    let ips = crate::access::patterns::IpTable::new()?;
-    let sites = crate::access::patterns::SiteTable::new()?;
-    let sharing = crate::access::watch::SharingTable::new()?;
-    let reuse = cct::Counts::new(REUSE_SLOTS)?;
-    let body = ThreadBody {
-        tree,
-        histogram,
-        ips,
-        sites,
-        watch: crate::access::watch::Watches::default(),
-        sharing,
-        reuse,
-        stats: Stats::default(),
-        decode_cache,
-        perf_fd: AtomicI32::new(-1),
-        cpu_timer: AtomicI32::new(-1),
-        clock_limited: AtomicBool::new(false),
-        fault_fd: AtomicI32::new(-1),
-        fault_ring: std::sync::OnceLock::new(),
-        fault_progress: AtomicBool::new(false),
-        fault_idle: AtomicU32::new(0),
-        fault_last_page: AtomicU64::new(0),
-        fault_same_page: AtomicU32::new(0),
-        fault_watch: Default::default(),
-        last_record: AtomicU64::new(0),
-        in_handler: AtomicBool::new(false),
-        touched: AtomicBool::new(false),
-        handler_cache: UnsafeCell::new(unwind::Cache::new_in()),
-        handler_frames: UnsafeCell::new([0; MAX_FRAMES]),
-        frames_seen: unwind::FrameRanges::default(),
-        handler_paths: UnsafeCell::new(cct::PathCache::default()),
-        hook_cache: UnsafeCell::new(unwind::Cache::new_in()),
-        small_sites: UnsafeCell::new(Default::default()),
-        hw: crate::pmu::sampler::ThreadHw::new(),
-        slot: AtomicU32::new(u32::MAX),
-        slot_pid: AtomicU32::new(0),
-        next_free: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
-    };
-    Some(Box::leak(Box::new(body)))
 }
 
 /// Gives `body` to the calling thread: a new identity in the body's

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering::*;
 use crate::access::soft::Regs;
 use crate::code::modules::Snapshot;
 use crate::code::unwind;
+use crate::sys;
 use crate::threads::{self, ThreadState};
 
 use super::MAX_FRAMES;
@@ -44,9 +45,16 @@ pub(super) fn call_path_owning<'a>(
         state.stats.dropped[threads::DROP_UNWIND].fetch_add(1, Relaxed);
         return None;
     };
+    if !state.handler_cache_made() && sys::heap::lock_held() {
+        // Its first sample builds the cache in memory of its own; should
+        // that not suffice, the rest would come from the heap, whose lock
+        // the interrupted code (this thread's) holds.
+        state.stats.dropped[threads::DROP_IN_PROFILER].fetch_add(1, Relaxed);
+        return None;
+    }
     // SAFETY: the handler cache is used only by this thread's handler, and
     // `in_handler` excludes re-entry.
-    let cache = unsafe { &mut *state.handler_cache.get() };
+    let cache = unsafe { &mut *state.handler_cache() };
     // (The walk also publishes the frames' ranges, for other threads'
     // samples of this stack.)
     let got = unwind::owning_frame(
