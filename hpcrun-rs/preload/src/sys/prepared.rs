@@ -21,15 +21,40 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 thread_local! {
     /// The memory the calling thread's allocations come from while a
-    /// value is built: (start, next, end), the unused part [next, end);
-    /// all 0 when none. Const-initialised, no destructor: readable from
-    /// the allocator at any time.
-    static SERVING: Cell<(usize, usize, usize)> = const { Cell::new((0, 0, 0)) };
+    /// value is built: [FIRST, END), the unused part [NEXT, END); END 0
+    /// when none. Const-initialised, no destructor: readable from the
+    /// allocator at any time. Atomics, not cells: a signal handler that
+    /// interrupts this thread's [`serve`] and allocates too (or builds a
+    /// value of its own, restoring the window before it returns) makes the
+    /// interrupted bump retry instead of handing out the handler's block
+    /// again.
+    static FIRST: AtomicUsize = const { AtomicUsize::new(0) };
+    static NEXT: AtomicUsize = const { AtomicUsize::new(0) };
+    static END: AtomicUsize = const { AtomicUsize::new(0) };
     /// Set when an allocation did not fit the memory being served.
-    static OVERFLOWED: Cell<bool> = const { Cell::new(false) };
+    static OVERFLOWED: AtomicBool = const { AtomicBool::new(false) };
+}
+
+/// The serving window: (first, next, end).
+fn window() -> (usize, usize, usize) {
+    (
+        FIRST.with(|f| f.load(Relaxed)),
+        NEXT.with(|n| n.load(Relaxed)),
+        END.with(|e| e.load(Relaxed)),
+    )
+}
+
+/// Sets the serving window, closed while it changes (END 0 first, last
+/// set).
+fn set_window((first, next, end): (usize, usize, usize)) {
+    END.with(|e| e.store(0, Relaxed));
+    FIRST.with(|f| f.store(first, Relaxed));
+    NEXT.with(|n| n.store(next, Relaxed));
+    END.with(|e| e.store(end, Relaxed));
 }
 
 /// A block of `size` bytes aligned to `align` from the memory the calling
@@ -37,28 +62,36 @@ thread_local! {
 /// fits (`None` otherwise: the allocator's usual path). Async-signal-safe.
 #[inline]
 pub fn serve(size: usize, align: usize) -> Option<*mut u8> {
-    let (first, next, end) = SERVING.with(|s| s.get());
+    let end = END.with(|e| e.load(Relaxed));
     if end == 0 {
         return None;
     }
-    let start = next.checked_add(align - 1)? & !(align - 1);
-    match start.checked_add(size.max(1)) {
-        Some(stop) if stop <= end => {
-            SERVING.with(|s| s.set((first, stop, end)));
-            Some(start as *mut u8)
+    NEXT.with(|n| {
+        let mut next = n.load(Relaxed);
+        loop {
+            let start = next.checked_add(align - 1)? & !(align - 1);
+            match start.checked_add(size.max(1)) {
+                Some(stop) if stop <= end => {
+                    match n.compare_exchange(next, stop, Relaxed, Relaxed) {
+                        Ok(_) => return Some(start as *mut u8),
+                        // A handler of this thread took memory meanwhile.
+                        Err(now) => next = now,
+                    }
+                }
+                _ => {
+                    OVERFLOWED.with(|o| o.store(true, Relaxed));
+                    return None;
+                }
+            }
         }
-        _ => {
-            OVERFLOWED.with(|o| o.set(true));
-            None
-        }
-    }
+    })
 }
 
 /// True if `p` lies in the memory the calling thread is building a value
 /// in (a block served there is never given to the heap's free lists).
 #[inline]
 pub fn serving(p: *mut u8) -> bool {
-    let (first, _, end) = SERVING.with(|s| s.get());
+    let (first, _, end) = window();
     (first..end).contains(&(p as usize))
 }
 
@@ -103,13 +136,14 @@ impl<T> Prepared<T> {
         let slot = self.value.get();
         if !self.made.get() {
             let (start, end) = self.memory;
-            let outer = SERVING.with(|s| s.replace((start, start, end)));
-            let outer_overflow = OVERFLOWED.with(|o| o.replace(false));
+            let outer = window();
+            set_window((start, start, end));
+            let outer_overflow = OVERFLOWED.with(|o| o.swap(false, Relaxed));
             let value = make();
             // Whatever the memory has left is not used again: the value's
             // blocks are never freed.
-            SERVING.with(|s| s.set(outer));
-            let overflowed = OVERFLOWED.with(|o| o.replace(outer_overflow));
+            set_window(outer);
+            let overflowed = OVERFLOWED.with(|o| o.swap(outer_overflow, Relaxed));
             // SAFETY: the caller guarantees exclusive use; the slot is
             // uninitialised until `made` is set just below.
             unsafe { (*slot).write(value) };
@@ -129,5 +163,40 @@ impl<T> Prepared<T> {
     /// at start (from the heap).
     pub fn fits(&self) -> bool {
         self.fitted.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value built while another is being built (a signal handler's
+    /// cache, built in the middle of a hook's) takes its blocks from its
+    /// own memory; the outer value's next block follows its earlier ones,
+    /// never overlapping what was handed out.
+    #[test]
+    fn nested_values_take_blocks_from_their_own_memory() {
+        let outer = Prepared::<Vec<(usize, usize)>>::new(4096).unwrap();
+        let inner = Prepared::<usize>::new(4096).unwrap();
+        let (o_lo, o_hi) = outer.memory;
+        let (i_lo, i_hi) = inner.memory;
+        // SAFETY: this test's own values, used by this thread only.
+        let blocks = unsafe {
+            &*outer.get(|| {
+                let a = serve(100, 8).unwrap() as usize;
+                let nested = *inner.get(|| serve(64, 16).unwrap() as usize);
+                let b = serve(100, 8).unwrap() as usize;
+                vec![(a, b), (nested, 0)]
+            })
+        };
+        let (a, b) = blocks[0];
+        let nested = blocks[1].0;
+        assert!((o_lo..o_hi).contains(&a) && (o_lo..o_hi).contains(&b));
+        assert!(b >= a + 100, "{a:#x} {b:#x}");
+        assert!((i_lo..i_hi).contains(&nested) && nested % 16 == 0);
+        assert!(outer.fits() && inner.fits());
+        // Outside any value's construction nothing is served.
+        assert!(serve(8, 8).is_none());
+        assert!(!serving(a as *mut u8));
     }
 }
