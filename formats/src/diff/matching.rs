@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::noise::{is_application_object, share_beyond_noise, share_z};
+use super::percent::change_pct;
 use super::{Row, Side, Status};
 use crate::database::{DataObject, Database, Frame};
 use crate::views;
@@ -55,10 +56,6 @@ pub(super) fn site_text(f: &Frame) -> String {
         // No line information: the function and the call's offset.
         _ => f.function_at(),
     }
-}
-
-pub(super) fn change_pct(before: u64, after: u64) -> Option<f64> {
-    (before > 0).then(|| 100.0 * (after as f64 - before as f64) / before as f64)
 }
 
 /// Key -> (kind, name, site, bytes, side) of one run.

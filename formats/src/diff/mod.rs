@@ -69,7 +69,8 @@
 //! (objects by kind, name and site; functions; lines) and sums the
 //! totals; [`noise`] judges the totals and every row against sampling
 //! noise and says what `--fail-if-worse` fails on; [`render`] writes the
-//! text report, JSON and CSV.
+//! text report, JSON and CSV; below them all, `percent` computes and
+//! writes a change in percent.
 
 use serde::Serialize;
 
@@ -77,6 +78,7 @@ use crate::database::Database;
 
 pub mod matching;
 pub mod noise;
+mod percent;
 pub mod render;
 
 pub use matching::{alloc_site, object_key};
@@ -87,10 +89,11 @@ pub use noise::{
 pub use render::{to_csv, to_json, to_text, to_text_with};
 
 use matching::{
-    application_keys, change_pct, code_tables, cpu_samples, data_total, labels_unknown,
-    object_table, rows, UNKNOWN,
+    application_keys, code_tables, cpu_samples, data_total, labels_unknown, object_table, rows,
+    UNKNOWN,
 };
 use noise::noise_warnings;
+use percent::change_pct;
 
 /// Value of the top-level `format` field.
 pub const FORMAT: &str = "hpcprof-rs/diff";

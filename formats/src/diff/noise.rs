@@ -5,8 +5,7 @@
 //! and what `--fail-if-worse` fails on ([`worse`]: the application's
 //! objects only, [`is_application_object`]).
 
-use super::matching::change_pct;
-use super::render::pct_text;
+use super::percent::{change_pct, pct_text};
 use super::{Diff, Total};
 use crate::database::ObjectKind;
 

@@ -3,16 +3,9 @@
 //! the middle, rows within noise after the others or hidden), JSON
 //! (the [`Diff`] document as it is) and CSV (one line per row).
 
-use super::matching::change_pct;
 use super::noise::beyond_noise;
+use super::percent::{change_pct, pct_text};
 use super::{Diff, Row, Side, Status};
-
-pub(super) fn pct_text(p: Option<f64>) -> String {
-    match p {
-        Some(p) => format!("{p:+.1}%"),
-        None => "new".into(),
-    }
-}
 
 pub(super) fn side_text(s: Option<Side>) -> String {
     match s {

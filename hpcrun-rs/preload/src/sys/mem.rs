@@ -193,6 +193,20 @@ thread_local! {
     static ASKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// `bytes` of zeroed, page-aligned memory: carved from the thread's
+/// region inside [`with_region`] (and counted as asked of it), else a
+/// mapping of its own. `None` when the kernel refuses.
+fn carve_or_map(bytes: usize) -> Option<*mut u8> {
+    ASKED.with(|a| {
+        let page = PIECE_ALIGN as usize - 1;
+        a.set(a.get().saturating_add(bytes.saturating_add(page) & !page))
+    });
+    match carve(bytes) {
+        Some(p) => Some(p),
+        None => map_anonymous(bytes),
+    }
+}
+
 /// Maps `len` zeroed values of `T` for the rest of the process's life. Pages
 /// are reserved lazily (MAP_NORESERVE), so large capacities cost nothing
 /// until used. Returns `None` when the kernel refuses.
@@ -200,14 +214,7 @@ thread_local! {
 /// (page-aligned, the rest of its last page unused).
 pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
     let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
-    ASKED.with(|a| {
-        let page = PIECE_ALIGN as usize - 1;
-        a.set(a.get().saturating_add(bytes.saturating_add(page) & !page))
-    });
-    let p = match carve(bytes) {
-        Some(p) => p,
-        None => map_anonymous(bytes)?,
-    };
+    let p = carve_or_map(bytes)?;
     // SAFETY: the mapping is zeroed, page-aligned (enough for T), never
     // unmapped, and T is valid when zeroed (ZeroInit).
     Some(unsafe { std::slice::from_raw_parts(p as *const T, len) })
@@ -220,15 +227,7 @@ pub fn map_zeroed<T: ZeroInit>(len: usize) -> Option<&'static [T]> {
 /// unmapped. `None` when the kernel refuses.
 pub fn map_uninit<T>() -> Option<&'static mut std::mem::MaybeUninit<T>> {
     const { assert!(std::mem::align_of::<T>() <= PIECE_ALIGN as usize) };
-    let bytes = std::mem::size_of::<T>().max(1);
-    ASKED.with(|a| {
-        let page = PIECE_ALIGN as usize - 1;
-        a.set(a.get().saturating_add(bytes.saturating_add(page) & !page))
-    });
-    let p = match carve(bytes) {
-        Some(p) => p,
-        None => map_anonymous(bytes)?,
-    };
+    let p = carve_or_map(std::mem::size_of::<T>().max(1))?;
     // SAFETY: a fresh private mapping (or a part of one no other table
     // took) of at least `bytes`, page-aligned (enough for T, checked
     // above), never unmapped: the caller has the only reference.
