@@ -3,7 +3,9 @@
 //! `ys` WORK times per `xs` once. Two runs with WORK 1 differ only by
 //! sampling noise: neither array's row is a change. WORK 2 doubles the
 //! work on `ys` (its share goes from about 50% to about 67%): both rows
-//! are changes beyond noise, `ys` up and `xs` down.
+//! are changes beyond noise, `ys` up and `xs` down. Runs of the same work
+//! are judged at `--noise-sigmas 4`, so that a row of pure noise fails
+//! the test about once in 16,000 runs rather than once in 370.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,12 +25,17 @@ fn run_with(name: &str, exe: &Path, work: &str) -> PathBuf {
     run.db
 }
 
-fn diff_json(before: &Path, after: &Path) -> serde_json::Value {
+/// Two runs of the same work are compared at 4 standard deviations (a
+/// row of noise is called a change once in 16,000 diffs, not once in 370
+/// as at the default 3); a real change at the default.
+const SAME_WORK_SIGMAS: &str = "4";
+
+fn diff_json(before: &Path, after: &Path, sigmas: &str) -> serde_json::Value {
     let out = run(Command::new(tool("hpcprof-rs"))
         .arg("diff")
         .arg(before)
         .arg(after)
-        .args(["--format", "json"]));
+        .args(["--format", "json", "--noise-sigmas", sigmas]));
     let text = ok_stdout(&out, "hpcprof-rs diff --format json");
     serde_json::from_str(&text).expect("diff JSON")
 }
@@ -50,7 +57,8 @@ fn diff_of_two_runs_is_noise_and_doubled_work_is_a_change() {
     let second = run_with("diff-noise-second", &exe, "1");
     let doubled = run_with("diff-noise-doubled", &exe, "2");
 
-    let same = diff_json(&first, &second);
+    let same = diff_json(&first, &second, SAME_WORK_SIGMAS);
+    assert_eq!(same["noise_sigmas"], 4.0);
     for name in ["xs", "ys"] {
         let r = heap_row(&same, name);
         eprintln!("same work, {name}: {r}");
@@ -61,7 +69,7 @@ fn diff_of_two_runs_is_noise_and_doubled_work_is_a_change() {
         assert_eq!(r["beyond_noise"], false, "{r:#}");
     }
 
-    let changed = diff_json(&first, &doubled);
+    let changed = diff_json(&first, &doubled, "3");
     let ys = heap_row(&changed, "ys");
     let xs = heap_row(&changed, "xs");
     eprintln!("doubled work on ys: {ys}\n{xs}");
@@ -85,7 +93,8 @@ fn diff_of_two_runs_is_noise_and_doubled_work_is_a_change() {
         &run(Command::new(tool("hpcprof-rs"))
             .arg("diff")
             .arg(&first)
-            .arg(&second)),
+            .arg(&second)
+            .args(["--noise-sigmas", SAME_WORK_SIGMAS])),
         "hpcprof-rs diff",
     );
     let row = |name: &str| {
@@ -112,16 +121,23 @@ fn diff_of_two_runs_is_noise_and_doubled_work_is_a_change() {
     assert!(!hidden.contains("within noise\n"), "{hidden}");
 }
 
-fn diff_fail_if_worse(before: &Path, after: &Path, pct: &str) -> std::process::Output {
+fn diff_fail_if_worse(
+    before: &Path,
+    after: &Path,
+    pct: &str,
+    sigmas: &str,
+) -> std::process::Output {
     run(Command::new(tool("hpcprof-rs"))
         .arg("diff")
         .arg(before)
         .arg(after)
-        .args(["--fail-if-worse", pct, "--format", "json"]))
+        .args(["--fail-if-worse", pct, "--format", "json"])
+        .args(["--noise-sigmas", sigmas]))
 }
 
 /// `--fail-if-worse` fails on changes beyond sampling noise only. Two
-/// runs of one build name no object, both ways round, even at 0%: their
+/// runs of one build name no object at 4 standard deviations, both ways
+/// round, even at 0%: their
 /// objects' shares differ by noise alone (one of the two rose, which a
 /// bare percentage would call worse). Their totals differ as their CPU
 /// times do, which a loaded machine changes (0.53 s against 0.60 s was
@@ -147,7 +163,7 @@ fn fail_if_worse_fails_on_a_hotter_array_not_on_noise() {
 
     let mut rose = false;
     for (a, b) in [(&first, &second), (&second, &first)] {
-        let out = diff_fail_if_worse(a, b, "0");
+        let out = diff_fail_if_worse(a, b, "0", SAME_WORK_SIGMAS);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let reasons: Vec<&str> = stderr
             .lines()
@@ -178,7 +194,7 @@ fn fail_if_worse_fails_on_a_hotter_array_not_on_noise() {
     }
     assert!(rose, "no object's samples rose in either direction");
 
-    let out = diff_fail_if_worse(&first, &hotter, "10");
+    let out = diff_fail_if_worse(&first, &hotter, "10", "3");
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("hotter ys: {stderr}");
     assert_eq!(out.status.code(), Some(1), "hotter ys: {stderr}");

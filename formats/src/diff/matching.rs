@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::noise::{is_application_object, share_beyond_noise, share_z};
+use super::noise::{is_application_object, share_beyond_noise_at, share_z};
 use super::percent::change_pct;
 use super::{Row, Side, Status};
 use crate::database::{DataObject, Database, Frame};
@@ -178,7 +178,7 @@ pub(super) fn code_tables(db: &Database) -> (Table, Table) {
     (functions, lines)
 }
 
-pub(super) fn rows(before: Table, mut after: Table) -> Vec<Row> {
+pub(super) fn rows(before: Table, mut after: Table, sigmas: f64) -> Vec<Row> {
     // Each table splits its run's samples: its sums are the totals the
     // shares are judged against.
     let total = |t: &Table| t.values().map(|e| e.4.samples).sum::<u64>();
@@ -244,7 +244,7 @@ pub(super) fn rows(before: Table, mut after: Table) -> Vec<Row> {
             r.after.map_or(0, |s| s.samples),
         );
         r.z = share_z(b, total_before, a, total_after);
-        r.beyond_noise = share_beyond_noise(b, total_before, a, total_after);
+        r.beyond_noise = share_beyond_noise_at(b, total_before, a, total_after, sigmas);
     }
     out.sort_by(|x, y| {
         y.beyond_noise

@@ -24,7 +24,9 @@
 //! samples can resolve, `3 sqrt(1/N_before + 1/N_after)` of all samples.
 //! Either way [`Diff::warnings`] says so: the runs did different work or
 //! ran under different conditions (machine load, input, period), and
-//! shares are then the fairer comparison.
+//! shares are then the fairer comparison. [`diff_at`] puts another number
+//! of standard deviations than 3 in all these tests and those below
+//! (`hpcprof-rs diff --noise-sigmas K`).
 //!
 //! **Rows.** Each row's change is judged against the same noise, on
 //! shares: the row had `b` of the `N_b` samples before and `a` of `N_a`
@@ -83,7 +85,8 @@ pub mod render;
 
 pub use matching::{alloc_site, object_key};
 pub use noise::{
-    beyond_noise, is_application_object, share_beyond_noise, share_z, time_resolution, worse,
+    beyond_noise, beyond_noise_at, is_application_object, share_beyond_noise,
+    share_beyond_noise_at, share_z, time_resolution, time_resolution_at, two_sided_p, worse,
     NOISE_SIGMAS,
 };
 pub use render::{to_csv, to_json, to_text, to_text_with};
@@ -207,13 +210,23 @@ pub struct Diff {
     pub functions: Vec<Row>,
     /// Source lines, largest absolute change first.
     pub lines: Vec<Row>,
+    /// Standard deviations beyond which a difference is a change, not
+    /// noise ([`NOISE_SIGMAS`] unless asked otherwise, [`diff_at`]).
+    pub noise_sigmas: f64,
     /// The runs' total samples or run times differ by more than their
     /// noise (see the module documentation); empty otherwise.
     pub warnings: Vec<String>,
 }
 
-/// Compares `before` with `after`.
+/// Compares `before` with `after`, noise judged at [`NOISE_SIGMAS`].
 pub fn diff(before: &Database, after: &Database) -> Diff {
+    diff_at(before, after, NOISE_SIGMAS)
+}
+
+/// Compares `before` with `after`, a change beyond noise at `sigmas`
+/// standard deviations (the rows' exact test at the same two-sided
+/// probability, [`two_sided_p`]).
+pub fn diff_at(before: &Database, after: &Database, sigmas: f64) -> Diff {
     let (fb, lb) = code_tables(before);
     let (fa, la) = code_tables(after);
     let (tb, ta) = (data_total(before), data_total(after));
@@ -225,6 +238,7 @@ pub fn diff(before: &Database, after: &Database) -> Diff {
     let mut objects = rows(
         object_table(before, fold_unknown),
         object_table(after, fold_unknown),
+        sigmas,
     );
     for r in &mut objects {
         r.application = app.contains(&r.key());
@@ -254,7 +268,8 @@ pub fn diff(before: &Database, after: &Database) -> Diff {
         metric: after.primary_metric_name().to_string(),
         measure: MEASURE,
         total,
-        warnings: noise_warnings(&total)
+        noise_sigmas: sigmas,
+        warnings: noise_warnings(&total, sigmas)
             .into_iter()
             .chain(fold_unknown.then(|| {
                 format!(
@@ -263,8 +278,8 @@ pub fn diff(before: &Database, after: &Database) -> Diff {
             }))
             .collect(),
         objects,
-        functions: rows(fb, fa),
-        lines: rows(lb, la),
+        functions: rows(fb, fa, sigmas),
+        lines: rows(lb, la, sigmas),
     }
 }
 

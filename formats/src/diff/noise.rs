@@ -26,8 +26,27 @@ pub const NOISE_SIGMAS: f64 = 3.0;
 /// True when two sample counts differ by more than their sampling noise:
 /// `|a - b| > 3 sqrt(a + b)` (each a Poisson count).
 pub fn beyond_noise(a: u64, b: u64) -> bool {
+    beyond_noise_at(a, b, NOISE_SIGMAS)
+}
+
+/// [`beyond_noise`] at `sigmas` standard deviations: `|a - b| > sigmas
+/// sqrt(a + b)`.
+pub fn beyond_noise_at(a: u64, b: u64, sigmas: f64) -> bool {
     let (a, b) = (a as f64, b as f64);
-    (a - b).abs() > NOISE_SIGMAS * (a + b).sqrt()
+    (a - b).abs() > sigmas * (a + b).sqrt()
+}
+
+/// The two-sided probability of a normal variable beyond `sigmas`
+/// standard deviations, `erfc(sigmas / sqrt 2)` (Abramowitz and Stegun
+/// 7.1.26, absolute error under 1.5e-7): 0.0027 at 3, 6.3e-5 at 4.
+pub fn two_sided_p(sigmas: f64) -> f64 {
+    let x = sigmas.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    (poly * (-x * x).exp()).clamp(0.0, 1.0)
 }
 
 /// The change of a row's share between two runs in standard errors: the
@@ -95,15 +114,32 @@ pub(super) const NOISE_P: f64 = 0.0027;
 /// `|`[`share_z`]`| > 3`, or for a row of at most 1,000 samples the exact
 /// binomial test at the same level (0.27%, two-sided).
 pub fn share_beyond_noise(before: u64, total_before: u64, after: u64, total_after: u64) -> bool {
+    share_beyond_noise_at(before, total_before, after, total_after, NOISE_SIGMAS)
+}
+
+/// [`share_beyond_noise`] at `sigmas` standard deviations (the exact
+/// test at [`two_sided_p`]`(sigmas)`).
+pub fn share_beyond_noise_at(
+    before: u64,
+    total_before: u64,
+    after: u64,
+    total_after: u64,
+    sigmas: f64,
+) -> bool {
     let n = before + after;
     if total_before == 0 || total_after == 0 || n == 0 {
         return false;
     }
     if n <= EXACT_UP_TO {
         let q = total_after as f64 / (total_before as f64 + total_after as f64);
-        binomial_p(before, after, q) < NOISE_P
+        let level = if sigmas == NOISE_SIGMAS {
+            NOISE_P
+        } else {
+            two_sided_p(sigmas)
+        };
+        binomial_p(before, after, q) < level
     } else {
-        share_z(before, total_before, after, total_after).abs() > NOISE_SIGMAS
+        share_z(before, total_before, after, total_after).abs() > sigmas
     }
 }
 
@@ -111,14 +147,19 @@ pub fn share_beyond_noise(before: u64, total_before: u64, after: u64, total_afte
 /// `samples_after` samples can resolve: `3 sqrt(1/N_b + 1/N_a)`
 /// (infinite without samples).
 pub fn time_resolution(samples_before: u64, samples_after: u64) -> f64 {
+    time_resolution_at(samples_before, samples_after, NOISE_SIGMAS)
+}
+
+/// [`time_resolution`] at `sigmas` standard deviations.
+pub fn time_resolution_at(samples_before: u64, samples_after: u64, sigmas: f64) -> f64 {
     if samples_before == 0 || samples_after == 0 {
         return f64::INFINITY;
     }
-    NOISE_SIGMAS * (1.0 / samples_before as f64 + 1.0 / samples_after as f64).sqrt()
+    sigmas * (1.0 / samples_before as f64 + 1.0 / samples_after as f64).sqrt()
 }
 
 /// What [`Diff::warnings`] says (see the module documentation).
-pub(super) fn noise_warnings(t: &Total) -> Vec<String> {
+pub(super) fn noise_warnings(t: &Total, sigmas: f64) -> Vec<String> {
     let mut out = Vec::new();
     // All samples when the event counts them (cpu_samples), else the
     // memory samples.
@@ -126,23 +167,23 @@ pub(super) fn noise_warnings(t: &Total) -> Vec<String> {
         (Some(b), Some(a)) => (b, a),
         _ => (t.before, t.after),
     };
-    if beyond_noise(b, a) {
+    if beyond_noise_at(b, a, sigmas) {
         out.push(format!(
             "the runs' total samples differ by more than sampling noise: {b} -> {a} ({}), \
-             noise is within {:.0} samples (3 sqrt(before + after)); the runs did different \
+             noise is within {:.0} samples ({sigmas} sqrt(before + after)); the runs did different \
              work or ran under different conditions (machine load, input, period): compare \
              shares (d.share) rather than sample counts",
             pct_text(change_pct(b, a)),
-            NOISE_SIGMAS * ((a + b) as f64).sqrt()
+            sigmas * ((a + b) as f64).sqrt()
         ));
     }
     if let (Some(tb), Some(ta)) = (t.cpu_time_before_ns, t.cpu_time_after_ns) {
         let rel = (ta as f64 - tb as f64).abs() / (0.5 * (ta + tb) as f64);
-        let resolution = time_resolution(b, a);
+        let resolution = time_resolution_at(b, a, sigmas);
         if rel > resolution {
             out.push(format!(
                 "the runs' CPU times differ by more than their noise: {:.2} s -> {:.2} s ({}), \
-                 more than the {:.1}% these samples resolve (3 sqrt(1/N_before + 1/N_after))",
+                 more than the {:.1}% these samples resolve ({sigmas} sqrt(1/N_before + 1/N_after))",
                 tb as f64 / 1e9,
                 ta as f64 / 1e9,
                 pct_text(change_pct(tb, ta)),
@@ -168,7 +209,7 @@ pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
     let mut out = Vec::new();
     let limit = 1.0 + pct / 100.0;
     let (tb, ta) = (d.total.application_before, d.total.application_after);
-    if ta as f64 > tb as f64 * limit && ta > 0 && beyond_noise(tb, ta) {
+    if ta as f64 > tb as f64 * limit && ta > 0 && beyond_noise_at(tb, ta, d.noise_sigmas) {
         let share_rose = d.objects.iter().any(|r| {
             r.application && r.beyond_noise && r.z > 0.0 && r.before.is_some() && r.after.is_some()
         });
@@ -176,7 +217,7 @@ pub fn worse(d: &Diff, pct: f64, min_share: f64) -> Vec<String> {
             "total memory time rose from {tb} to {ta} samples in the application's objects ({}), \
              beyond sampling noise ({:.0} samples){}",
             pct_text(change_pct(tb, ta)),
-            NOISE_SIGMAS * ((ta + tb) as f64).sqrt(),
+            d.noise_sigmas * ((ta + tb) as f64).sqrt(),
             if share_rose {
                 ""
             } else {

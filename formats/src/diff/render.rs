@@ -3,7 +3,7 @@
 //! the middle, rows within noise after the others or hidden), JSON
 //! (the [`Diff`] document as it is) and CSV (one line per row).
 
-use super::noise::beyond_noise;
+use super::noise::beyond_noise_at;
 use super::percent::{change_pct, pct_text};
 use super::{Diff, Row, Side, Status};
 
@@ -78,7 +78,7 @@ pub fn to_text_with(d: &Diff, top: usize, hide_noise: bool) -> String {
         d.total.before,
         d.total.after,
         pct_text(d.total.change_pct),
-        if beyond_noise(d.total.before, d.total.after) {
+        if beyond_noise_at(d.total.before, d.total.after, d.noise_sigmas) {
             ""
         } else {
             ", within noise"

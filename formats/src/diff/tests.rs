@@ -316,6 +316,51 @@ fn fail_if_worse_ignores_rises_within_noise() {
 }
 
 #[test]
+fn a_higher_noise_level_calls_fewer_changes() {
+    // The normal tail: 0.27% beyond 3 standard deviations, 0.0063% beyond 4.
+    assert!((two_sided_p(3.0) - 0.0027).abs() < 1e-5);
+    assert!((two_sided_p(4.0) - 6.33e-5).abs() < 1e-6);
+    assert!((two_sided_p(1.0) - 0.3173).abs() < 1e-4);
+    // 1000 -> 1120 samples: 2.6 standard deviations of the difference; 1000
+    // -> 1200: 4.3.
+    assert!(!beyond_noise_at(1000, 1120, 3.0));
+    assert!(beyond_noise_at(1000, 1200, 3.0) && beyond_noise_at(1000, 1200, 4.0));
+    assert!(beyond_noise_at(1000, 1160, 3.0) && !beyond_noise_at(1000, 1160, 4.0));
+    // A row of 1,000 of 2,000 samples before and 1,380 of 2,380 after (z
+    // about 3.5): a change at 3, noise at 4.
+    assert!(share_beyond_noise_at(1000, 2000, 1380, 2380, 3.0));
+    assert!(!share_beyond_noise_at(1000, 2000, 1380, 2380, 4.0));
+    // By the exact test (at most 1,000 samples): 100 -> 155 of 1,000 each,
+    // p about 0.0007.
+    assert!(share_beyond_noise_at(100, 1000, 155, 1000, 3.0));
+    assert!(!share_beyond_noise_at(100, 1000, 155, 1000, 4.0));
+    // The whole diff at 4: A's share 50% -> 58.5% of 2,000 samples each
+    // (z about 3.6) is within noise and no reason to fail; at 3 it is both.
+    let before = db("/a", &[("A", 12, 1000), ("B", 13, 1000)]);
+    let after = db("/a", &[("A", 12, 1170), ("B", 13, 830)]);
+    let row = |d: &Diff| {
+        d.objects
+            .iter()
+            .find(|r| r.name == "A")
+            .unwrap()
+            .beyond_noise
+    };
+    let at3 = diff(&before, &after);
+    assert!(row(&at3));
+    assert!(worse(&at3, 0.0, 0.01)
+        .iter()
+        .any(|r| r.contains("object A")));
+    let at4 = diff_at(&before, &after, 4.0);
+    assert!(!row(&at4));
+    assert_eq!(at4.noise_sigmas, 4.0);
+    assert!(
+        worse(&at4, 0.0, 0.01).is_empty(),
+        "{:?}",
+        worse(&at4, 0.0, 0.01)
+    );
+}
+
+#[test]
 fn a_total_that_rose_with_every_object_alike_says_so() {
     // The whole run took 20% longer (a loaded machine): both objects rose
     // alike, their shares stayed, and only the total is a reason, telling

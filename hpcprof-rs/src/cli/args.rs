@@ -209,6 +209,14 @@ pub(crate) struct DiffArgs {
     /// of all data samples in both runs (their counts are noise).
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]
     pub(crate) min_share: f64,
+
+    /// Standard deviations beyond which a difference is a change, not
+    /// noise (the 3s above; for the rows' exact test, the same two-sided
+    /// probability: 0.27% at 3, 0.0063% at 4). Each row is a test of its
+    /// own: a gate over many objects raises false alarms at about 0.27% a
+    /// row at 3, so a nightly gate over dozens of objects may want 4.
+    #[arg(long, value_name = "K", default_value_t = formats::diff::NOISE_SIGMAS)]
+    pub(crate) noise_sigmas: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

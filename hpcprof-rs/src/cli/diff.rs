@@ -18,11 +18,17 @@ pub(crate) fn run(args: DiffArgs) -> Result<ExitCode> {
             anyhow::bail!("--fail-if-worse {p}: give a percentage of 0 or more");
         }
     }
+    if !args.noise_sigmas.is_finite() || args.noise_sigmas < 1.0 {
+        anyhow::bail!(
+            "--noise-sigmas {}: give a number of standard deviations of 1 or more (3 by default)",
+            args.noise_sigmas
+        );
+    }
     database_or_hint(&args.before, "hpcprof-rs diff")?;
     database_or_hint(&args.after, "hpcprof-rs diff")?;
     let before = load(&args.before)?;
     let after = load(&args.after)?;
-    let d = formats::diff::diff(&before, &after);
+    let d = formats::diff::diff_at(&before, &after, args.noise_sigmas);
     let text = match args.format {
         DiffFormatArg::Text => formats::diff::to_text_with(&d, args.top, args.hide_noise),
         DiffFormatArg::Json => formats::diff::to_json(&d),
