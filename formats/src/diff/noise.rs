@@ -106,10 +106,6 @@ pub(super) fn binomial_p(before: u64, after: u64, q: f64) -> f64 {
     (2.0 * f64::min(lower, upper)).min(1.0)
 }
 
-/// The two-sided probability beyond [`NOISE_SIGMAS`] standard deviations
-/// of a normal distribution (3: 0.27%).
-pub(super) const NOISE_P: f64 = 0.0027;
-
 /// True when a row's share changed by more than sampling noise explains:
 /// `|`[`share_z`]`| > 3`, or for a row of at most 1,000 samples the exact
 /// binomial test at the same level (0.27%, two-sided).
@@ -132,12 +128,7 @@ pub fn share_beyond_noise_at(
     }
     if n <= EXACT_UP_TO {
         let q = total_after as f64 / (total_before as f64 + total_after as f64);
-        let level = if sigmas == NOISE_SIGMAS {
-            NOISE_P
-        } else {
-            two_sided_p(sigmas)
-        };
-        binomial_p(before, after, q) < level
+        binomial_p(before, after, q) < two_sided_p(sigmas)
     } else {
         share_z(before, total_before, after, total_after).abs() > sigmas
     }
