@@ -513,3 +513,31 @@ fn handler_time_histogram_counts_every_sample() {
         .sum();
     assert_eq!(counts, total, "{stats}");
 }
+
+/// A C program measured has one library more in its address space, the
+/// profiler's own: the C runtime's unwinder (`libgcc_s.so.1`), which the
+/// profiler's code needs only when something unwinds through it, is not
+/// loaded with it.
+#[test]
+fn a_measured_c_program_loads_the_profiler_and_nothing_else() {
+    let dir = scratch("loaded-libraries");
+    let exe = compile_test_program("loaded_libraries.c", &dir, &["-O1"]);
+    let native = ok_stdout(&run(&mut Command::new(&exe)), "native loaded_libraries");
+    assert!(native.lines().any(|l| l.starts_with("libc.so")), "{native}");
+    let (profiled, _) = hpcrun(&dir, EVENT, &exe, &[]);
+    let measured = ok_stdout(&profiled, "measured loaded_libraries");
+    let mut added: Vec<&str> = measured
+        .lines()
+        .filter(|l| !native.lines().any(|n| n == *l))
+        .collect();
+    added.sort_unstable();
+    assert_eq!(
+        added,
+        ["libhpcrun_preload.so"],
+        "native:\n{native}\nmeasured:\n{measured}"
+    );
+    assert!(
+        native.lines().all(|n| measured.lines().any(|l| l == n)),
+        "native:\n{native}\nmeasured:\n{measured}"
+    );
+}

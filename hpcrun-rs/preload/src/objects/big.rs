@@ -222,7 +222,9 @@ impl BigBlocks {
     }
 
     pub fn reset_after_fork(&self) {
-        self.write_lock.store(false, Relaxed);
+        if self.write_lock.load(Relaxed) {
+            self.write_lock.store(false, Relaxed);
+        }
         let s = self.seq.load(Relaxed);
         if s & 1 == 1 {
             self.seq.store(s + 1, Relaxed);

@@ -38,6 +38,9 @@
 //! * [`seccomp`]: the seccomp mode at start, what a filter does to the
 //!   calls it refuses, the raw system call the interposed `syscall` and
 //!   `prctl` forward to.
+//! * [`unwinder`]: the C unwinder's functions (`_Unwind_*`) that Rust's
+//!   panics and personality routine call, found at their first call
+//!   rather than `libgcc_s` loaded with the library.
 //! * [`stack`]: each thread's handler stack ([`HandlerStack`]: its
 //!   alternate signal stack, and a stack switch), `sigaltstack` as the
 //!   program sees it.
@@ -59,6 +62,7 @@ pub mod seccomp;
 pub mod signal;
 pub mod stack;
 pub mod timer;
+pub mod unwinder;
 
 pub use alloc::*;
 pub use dl::*;

@@ -87,8 +87,13 @@ impl Drop for Reading {
 /// reclamation and make every `dlclose` wait its limit. The calling thread
 /// must have none open.
 pub fn reset_readers_after_fork() {
+    // Only an open count is written: a page the child only reads stays
+    // shared with the parent (no copy-on-write fault in a child that
+    // execs at once).
     for stripe in OPEN.iter().flatten() {
-        stripe.0.store(0, SeqCst);
+        if stripe.0.load(SeqCst) != 0 {
+            stripe.0.store(0, SeqCst);
+        }
     }
 }
 

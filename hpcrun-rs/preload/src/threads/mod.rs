@@ -716,14 +716,27 @@ pub fn clear_current() {
 /// After fork in the child: states of the parent's threads are dropped
 /// from the registry (they belong to the parent's files).
 pub fn reset_after_fork() {
+    // Each value is written only when it differs: a page the child only
+    // reads stays shared with the parent (no copy-on-write fault in a
+    // child that execs at once).
     let reg = registry();
-    reg.count.store(0, Release);
-    NEXT_INDEX.store(0, Relaxed);
+    if reg.count.load(Relaxed) != 0 {
+        reg.count.store(0, Release);
+    }
+    if NEXT_INDEX.load(Relaxed) != 0 {
+        NEXT_INDEX.store(0, Relaxed);
+    }
     // The free bodies may have been mid-list in another thread at the
     // fork: the child starts a list of its own.
-    FREE.head.store(std::ptr::null_mut(), Relaxed);
-    FREE.lock.store(false, Release);
-    RECYCLED_CPU_NS.store(0, Relaxed);
+    if !FREE.head.load(Relaxed).is_null() {
+        FREE.head.store(std::ptr::null_mut(), Relaxed);
+    }
+    if FREE.lock.load(Relaxed) {
+        FREE.lock.store(false, Release);
+    }
+    if RECYCLED_CPU_NS.load(Relaxed) != 0 {
+        RECYCLED_CPU_NS.store(0, Relaxed);
+    }
     clear_current();
 }
 
