@@ -54,6 +54,40 @@ fn first_touch_counts_the_pages_a_huge_page_fault_places() {
     }
 }
 
+/// Two static arrays of 1 MiB share one 2 MiB window advised to be a
+/// transparent huge page; thread 1 touches the left one first, thread 0
+/// the right one after. Each counts its own 256 pages whether the kernel
+/// gave a huge page or not. With a huge page, thread 1's one fault placed
+/// both, so the right array's pages are thread 1's first touches.
+#[test]
+fn a_huge_page_s_first_touch_is_split_among_the_objects_it_holds() {
+    let dir = scratch("first-touch-huge-neighbours");
+    let exe = compile_test_program(
+        "huge_page_neighbours.c",
+        &dir,
+        &["-pthread", "-fno-toplevel-reorder"],
+    );
+    let native = ok_stdout(&run(&mut Command::new(&exe)), "native huge_page_neighbours");
+    assert!(native.starts_with("adjacent\n"), "{native}");
+    let p = profile(&dir, "mem:soft,page-faults@1", &exe, &[]);
+    assert_eq!(
+        p.program_stdout, native,
+        "output changed under the profiler"
+    );
+    let data = export_json(&p.db, "data");
+    let (left, right) = (object(&data, "left"), object(&data, "right"));
+    let faults = metric(left, "page_faults");
+    let huge = faults < 128;
+    eprintln!("left: first touched in {faults} faults (huge page: {huge})");
+    for (name, o) in [("left", left), ("right", right)] {
+        let pages = metric(o, "first_touch");
+        assert!((250..=256).contains(&pages), "{name}: {pages} pages\n{o:#}");
+    }
+    assert_eq!(left["first_touch_thread"], "thread 1", "{left:#}");
+    let right_thread = if huge { "thread 1" } else { "thread 0" };
+    assert_eq!(right["first_touch_thread"], right_thread, "{right:#}");
+}
+
 #[test]
 fn first_touch_threads_match_the_program() {
     let dir = scratch("first-touch-threads");

@@ -65,7 +65,8 @@ pub const DOCS: [EventDoc; 7] = [
                addresses (every fault costs about 35 us, so the default samples about 2% of a \
                fault-bound phase; @1 gives exact page counts): which thread first touched each \
                object's pages (first_touch, in 4 KiB pages: a transparent huge page's one fault \
-               counts its 512) and from where; alone or next to a timer source (-e mem:soft -e \
+               counts its 512, each for the object it holds) and from where; alone or next to a \
+               timer source (-e mem:soft -e \
                page-faults)",
         runs_on: "everywhere mem:soft runs",
     },

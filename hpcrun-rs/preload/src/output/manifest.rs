@@ -38,15 +38,20 @@ static RANK: AtomicU64 = AtomicU64::new(0);
 /// The size of the MPI job this process belongs to, from the launchers'
 /// variables.
 fn world_size() -> Option<u32> {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMIX_SIZE",
-        "PMI_SIZE",
-        "MV2_COMM_WORLD_SIZE",
-        "SLURM_NTASKS",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+    // Read once, at load (a forked child keeps its parent's, and reads
+    // nothing: see `writer::rank_from_env`).
+    static WORLD: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *WORLD.get_or_init(|| {
+        [
+            "OMPI_COMM_WORLD_SIZE",
+            "PMIX_SIZE",
+            "PMI_SIZE",
+            "MV2_COMM_WORLD_SIZE",
+            "SLURM_NTASKS",
+        ]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+    })
 }
 
 /// Creates this process's manifest with its `process` record (at load,
@@ -57,7 +62,7 @@ pub fn start(rank: Option<u32>) {
     };
     let pid = sys::getpid();
     let start_ns = sys::now_unix_ns();
-    let host = sys::hostname();
+    let host = sys::hostname().to_string();
     let path = format!("{dir}/{PREFIX}{host}.{pid}.{start_ns}");
     let world = world_size();
     let in_job = rank.is_some() && world.is_some_and(|w| w > 1);

@@ -219,7 +219,7 @@ fn read_process_info() -> ProcessInfo {
     let exe = sys::exe_path().to_string();
     ProcessInfo {
         pid: sys::getpid(),
-        host: sys::hostname(),
+        host: sys::hostname().to_string(),
         rank: rank_from_env(),
         exe,
         command,

@@ -327,15 +327,19 @@ pub fn task_alive(tid: u32) -> bool {
     unsafe { libc::access(path.as_ptr() as *const libc::c_char, libc::F_OK) == 0 }
 }
 
-/// Host name of the machine.
-pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buffer and its length.
-    if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
-        return String::from("localhost");
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+/// Host name of the machine, read once (when the library loads; a forked
+/// child keeps its parent's without a call or an allocation).
+pub fn hostname() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: buffer and its length.
+        if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } != 0 {
+            return String::from("localhost");
+        }
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    })
 }
 
 /// The calling thread's stack bounds; reading a word inside them is safe

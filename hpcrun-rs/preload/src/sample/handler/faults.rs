@@ -1,6 +1,7 @@
 //! The page-fault event's signal (`-e page-faults`): drains the thread's
 //! ring and records each fault at its data address (first touch), with a
-//! brake on feedback loops.
+//! brake on feedback loops. A transparent huge page's first touch is
+//! split among the objects its 4 KiB pages hold.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering::*;
@@ -111,11 +112,47 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64, page_s
     // A transparent huge page is placed whole by its one fault: its first
     // touch counts all its 4 KiB pages, and is known by its first page.
     let pages = crate::access::pages::pages_mapped(page_size);
-    let first = crate::access::pages::first_touch(addr & !(pages * 4096 - 1));
-    let metrics = [
-        (cct::M_PAGE_FAULTS, 1),
-        (cct::M_FIRST_TOUCH, if first { pages } else { 0 }),
-    ];
-    let metrics = if first { &metrics[..] } else { &metrics[..1] };
-    record(state, path, metrics, Some(target), None, metrics, None);
+    let base = addr & !(pages * 4096 - 1);
+    if !crate::access::pages::first_touch(base) {
+        let metrics = [(cct::M_PAGE_FAULTS, 1)];
+        record(state, path, &metrics, Some(target), None, &metrics, None);
+        return;
+    }
+    let end = base + pages * 4096;
+    if pages == 1 || target.range.is_some_and(|(s, e)| s <= base && e >= end) {
+        let metrics = [(cct::M_PAGE_FAULTS, 1), (cct::M_FIRST_TOUCH, pages)];
+        record(state, path, &metrics, Some(target), None, &metrics, None);
+        return;
+    }
+    // A huge page that holds more than the faulting object: each of its
+    // pages counts for the object at its first byte (the faulting page for
+    // the faulting object), in runs of pages of one object.
+    let own = (addr - base) / 4096;
+    let object_of = |page: u64| {
+        if page == own {
+            target
+        } else {
+            classify(state, snap, base + page * 4096, None).unwrap_or(target)
+        }
+    };
+    let mut start = 0;
+    let mut run = object_of(0);
+    for page in 1..=pages {
+        let next = (page < pages).then(|| object_of(page));
+        if next.is_some_and(|t| same_object(&t, &run)) {
+            continue;
+        }
+        let faulted = (start..page).contains(&own);
+        let metrics = [(cct::M_FIRST_TOUCH, page - start), (cct::M_PAGE_FAULTS, 1)];
+        let metrics = if faulted { &metrics[..] } else { &metrics[..1] };
+        record(state, path, metrics, Some(run), None, metrics, None);
+        if let Some(t) = next {
+            (start, run) = (page, t);
+        }
+    }
+}
+
+/// True if `a` and `b` are one data object (one node of the data trees).
+fn same_object(a: &super::classify::Target, b: &super::classify::Target) -> bool {
+    (a.root, a.tag, a.key) == (b.root, b.tag, b.key)
 }
