@@ -350,8 +350,7 @@ impl SmallMap {
             if self.over_cap(slab_bytes) {
                 return Err(Untracked::Cap);
             }
-            let slab =
-                sys::map_own::<AtomicU64>(self.slab_bytes / 8).ok_or(Untracked::NoMemory)?;
+            let slab = sys::map_own::<AtomicU64>(self.slab_bytes / 8).ok_or(Untracked::NoMemory)?;
             at = slab.as_ptr() as u64;
             shard.bump_end.store(at + slab_bytes, Relaxed);
             self.bytes.fetch_add(slab_bytes, Relaxed);

@@ -110,7 +110,12 @@ pub fn map_private(bytes: usize, flags: c_int) -> Option<*mut u8> {
 /// says why).
 pub fn try_map_private(bytes: usize, flags: c_int) -> Option<*mut u8> {
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags;
-    match map_with_room(bytes, headroom_now(), libc::PROT_READ | libc::PROT_WRITE, flags) {
+    match map_with_room(
+        bytes,
+        headroom_now(),
+        libc::PROT_READ | libc::PROT_WRITE,
+        flags,
+    ) {
         Ok(p) => Some(p),
         Err(errno) => {
             super::super::set_errno(errno);
