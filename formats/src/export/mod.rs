@@ -224,6 +224,15 @@ pub struct Stats {
     /// The timer source's sampling period (ns; 0 for other sources and
     /// older databases; `SampleStats::timer_period_ns`).
     pub timer_period_ns: u64,
+    /// What limited the measurement (`SampleStats::notices`: a refused
+    /// memory, a sandbox), each with the number of threads that said so;
+    /// left out when there is none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub notices: std::collections::BTreeMap<String, u64>,
+    /// Small heap blocks the object map did not take, by reason
+    /// (`SampleStats::untracked_blocks`); left out when there is none.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub untracked_blocks: std::collections::BTreeMap<String, crate::notes::UntrackedBlocks>,
 }
 
 #[derive(Debug, Serialize)]
@@ -487,6 +496,8 @@ pub fn build_with(db: &Database, view: View, top: Option<usize>, options: Option
             short_lived_threads: stats.short_lived_threads,
             short_lived_cpu_ns: stats.short_lived_cpu_ns,
             timer_period_ns: stats.timer_period_ns,
+            notices: stats.notices.clone(),
+            untracked_blocks: stats.untracked_blocks.clone(),
         },
         objects: None,
         functions: None,

@@ -239,13 +239,17 @@ impl Tree {
 
     /// Maps the next chunk (never from a signal handler); false when the
     /// pool is at its capacity, another thread is mapping one, or the
-    /// kernel refused (an address-space limit).
+    /// library's memory was refused (`sys::heap::short_of_memory`: an
+    /// address-space limit, a sandbox), now or before: a pool that has
+    /// its first chunk then stops growing, and samples on paths not seen
+    /// before are dropped (counted as "tree full").
     pub fn grow(&self) -> bool {
         if self.growing.swap(true, Acquire) {
             return false;
         }
         let mapped = self.mapped.load(Relaxed);
-        let grown = mapped < self.capacity && {
+        let stopped = mapped > 0 && sys::heap::short_of_memory();
+        let grown = mapped < self.capacity && !stopped && {
             let (k, _) = chunk_of(mapped, self.first_shift);
             let len = chunk_len(k, self.first_shift);
             match sys::map_zeroed::<Node>(len) {

@@ -152,10 +152,21 @@ fn bump(counter: &std::sync::atomic::AtomicU64, n: u64) -> u64 {
 fn record(ptr: *mut c_void, size: usize, caller: Option<Caller>) {
     if ptr.is_null()
         || !READY.load(Ordering::Acquire)
-        || sys::heap::short_of_memory()
         || sys::heap::serving_libc()
         || real::in_allocator()
     {
+        return;
+    }
+    if sys::heap::short_of_memory() {
+        // The profiler's memory was refused: no new block is tracked; a
+        // small one is still counted, as one the map had no memory for.
+        if size > 0 && size < small_limit() {
+            objects::small_sites::count_untracked(
+                objects::small_sites::Reason::NoMemory,
+                size as u64,
+            );
+            objects::note_small_block(ptr as u64);
+        }
         return;
     }
     timed(|| {

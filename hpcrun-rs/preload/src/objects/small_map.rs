@@ -58,8 +58,11 @@ const LEAF_BITS: u32 = 9;
 /// Record size classes: 4 << class entries, up to 512 (a page of 8-byte
 /// positions).
 const CLASSES: usize = 8;
-/// Bytes a shard's slab maps at a time.
+/// Bytes a shard's slab maps at a time, less under an address-space
+/// limit ([`slab_bytes`]).
 const SLAB_BYTES: usize = 256 << 10;
+/// The smallest slab under a limit (four records of the largest class).
+const MIN_SLAB_BYTES: usize = 16 << 10;
 /// The default cap's floor: tracking may always take this much.
 pub const DEFAULT_CAP_FLOOR: u64 = 64 << 20;
 /// Times a reader retries a page a writer is changing.
@@ -129,6 +132,8 @@ pub struct SmallMap {
     leaves: &'static [AtomicU64],
     /// A chunk covers 1 << `chunk_shift` bytes of the heap.
     chunk_shift: u32,
+    /// Bytes of a shard's slab ([`slab_bytes`]).
+    slab_bytes: usize,
     chunk_lock: AtomicBool,
     /// Bytes of slabs mapped, and of page directories in use.
     bytes: AtomicU64,
@@ -210,6 +215,22 @@ pub fn chunk_shift(limit: Option<u64>) -> u32 {
     shift
 }
 
+/// Bytes of a shard's slab: [`SLAB_BYTES`], or under an address-space
+/// limit of `limit` bytes the power of two that keeps a slab for every
+/// shard within 1/64 of the limit, at least [`MIN_SLAB_BYTES`] (blocks
+/// spread over many pages reach every shard soon: full-size slabs
+/// took 16 MiB of address space for a few thousand blocks).
+pub fn slab_bytes(limit: Option<u64>) -> usize {
+    let Some(limit) = limit else {
+        return SLAB_BYTES;
+    };
+    let mut bytes = SLAB_BYTES;
+    while bytes > MIN_SLAB_BYTES && (bytes * SHARDS) as u64 > limit / 64 {
+        bytes /= 2;
+    }
+    bytes
+}
+
 fn entry(size: u64, site: u32) -> u64 {
     size << 32 | site as u64
 }
@@ -220,11 +241,13 @@ fn split(e: u64) -> (u64, u32) {
 
 impl SmallMap {
     fn new(shards: &'static [Shard; SHARDS]) -> Option<SmallMap> {
-        let chunk_shift = chunk_shift(sys::address_space_limit());
+        let limit = sys::address_space_limit();
+        let chunk_shift = chunk_shift(limit);
         Some(SmallMap {
             shards,
             leaves: sys::map_own::<AtomicU64>(1 << (ADDRESS_BITS - chunk_shift - LEAF_BITS))?,
             chunk_shift,
+            slab_bytes: slab_bytes(limit),
             chunk_lock: AtomicBool::new(false),
             bytes: AtomicU64::new(0),
             cap: AtomicU64::new(0),
@@ -323,13 +346,14 @@ impl SmallMap {
         let bytes = (capacity(class) * 8) as u64;
         let mut at = shard.bump.load(Relaxed);
         if at == 0 || at + bytes > shard.bump_end.load(Relaxed) {
-            if self.over_cap(SLAB_BYTES as u64) {
+            let slab_bytes = self.slab_bytes as u64;
+            if self.over_cap(slab_bytes) {
                 return Err(Untracked::Cap);
             }
-            let slab = sys::map_own::<AtomicU64>(SLAB_BYTES / 8).ok_or(Untracked::NoMemory)?;
+            let slab = sys::map_own::<AtomicU64>(self.slab_bytes / 8).ok_or(Untracked::NoMemory)?;
             at = slab.as_ptr() as u64;
-            shard.bump_end.store(at + SLAB_BYTES as u64, Relaxed);
-            self.bytes.fetch_add(SLAB_BYTES as u64, Relaxed);
+            shard.bump_end.store(at + slab_bytes, Relaxed);
+            self.bytes.fetch_add(slab_bytes, Relaxed);
         }
         shard.bump.store(at + bytes, Relaxed);
         Ok(at)
@@ -688,6 +712,11 @@ mod tests {
         // 300,000 KiB / 256 = 1.14 MiB: 1 MiB of directories per 32 MiB.
         assert_eq!(chunk_shift(Some(300_000 << 10)), 25);
         assert_eq!(chunk_shift(Some(1 << 20)), MIN_CHUNK_SHIFT);
+        assert_eq!(slab_bytes(None), SLAB_BYTES);
+        assert_eq!(slab_bytes(Some(4 << 30)), SLAB_BYTES);
+        // 400,000 KiB: 64 slabs of 64 KiB (4 MiB, under 6.1 MiB).
+        assert_eq!(slab_bytes(Some(400_000 << 10)), 64 << 10);
+        assert_eq!(slab_bytes(Some(1 << 20)), MIN_SLAB_BYTES);
         // Every chunk shift's directory reaches the whole address space.
         for shift in MIN_CHUNK_SHIFT..=CHUNK_SHIFT {
             assert!(ADDRESS_BITS - shift > LEAF_BITS);

@@ -20,7 +20,10 @@
 //! free, `threads::lazy`) and is reset in a forked child.
 //!
 //! When the kernel refuses a mapping (a seccomp filter that makes `mmap`
-//! fail, an address-space limit reached), memory comes from a reserve of
+//! fail, an address-space limit reached), or under an address-space
+//! limit a mapping would leave the program less than its headroom
+//! (`mem::limit`: the heap's mappings, as all of the library's own,
+//! leave it that much), memory comes from a reserve of
 //! [`RESERVE`] bytes of address space mapped at load ([`map_reserve`],
 //! no memory until touched; under an address-space limit a 32nd of the
 //! limit, 8 to 16 MiB: [`reserve_bytes`]), and [`refused`] says so from
@@ -40,9 +43,12 @@
 //! writing one profile after another (threads that end) takes the same
 //! memory again instead of spending the reserve.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 
+use super::mem::limit::{map_private, room_to_grow, try_map_private};
 use super::mem::{raw_mmap, raw_mremap, raw_munmap};
+
+pub use super::mem::limit::{refused, short_of_memory};
 
 /// Block sizes of the classes (multiples of 16; the powers of two among
 /// them are aligned to their size up to a page).
@@ -184,11 +190,6 @@ static RESERVE_END: AtomicUsize = AtomicUsize::new(0);
 /// Bytes in the heap's `reusable` ranges.
 static REUSABLE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
-/// The errno of the first refused mapping (0: none refused yet), and
-/// when (CLOCK_MONOTONIC ns).
-static REFUSED_ERRNO: AtomicI32 = AtomicI32::new(0);
-static REFUSED_AT_NS: AtomicU64 = AtomicU64::new(0);
-
 /// Maps the reserve (once, at load; without it a refused mapping is a
 /// failed allocation). `MAP_NORESERVE`: address space only, until used.
 pub fn map_reserve() {
@@ -297,20 +298,6 @@ pub fn can_spare(bytes: usize) -> bool {
     !short_of_memory() || reserve_left() >= bytes.saturating_add(KEPT)
 }
 
-/// The errno of the first mapping the kernel refused the heap and when
-/// it happened (CLOCK_MONOTONIC ns), if one was.
-pub fn refused() -> Option<(i32, u64)> {
-    let errno = REFUSED_ERRNO.load(Relaxed);
-    (errno != 0).then(|| (errno, REFUSED_AT_NS.load(Relaxed)))
-}
-
-/// True once a mapping was refused: callers that can do without memory
-/// (tracking one more block) should.
-#[inline]
-pub fn short_of_memory() -> bool {
-    REFUSED_ERRNO.load(Relaxed) != 0
-}
-
 /// `bytes` (page multiple) from the reserve, page-aligned; null when
 /// it is spent.
 fn from_reserve(bytes: usize) -> *mut u8 {
@@ -327,24 +314,12 @@ fn from_reserve(bytes: usize) -> *mut u8 {
     }
 }
 
+/// `bytes` (page multiple) of a mapping of their own, else (refused,
+/// and recorded: [`refused`]) of the reserve; null when both refuse.
 fn map(bytes: usize) -> *mut u8 {
-    match raw_mmap(
-        0,
-        bytes,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
-    ) {
+    match map_private(bytes, 0) {
         Some(p) => p,
         None => {
-            let errno = super::errno();
-            if REFUSED_ERRNO
-                .compare_exchange(0, errno.max(1), Relaxed, Relaxed)
-                .is_ok()
-            {
-                REFUSED_AT_NS.store(super::monotonic_ns(), Relaxed);
-            }
             let p = reuse(bytes);
             if p.is_null() {
                 from_reserve(bytes)
@@ -411,14 +386,7 @@ fn new_slab() -> *mut u8 {
     if let Some(slab) = carved {
         return slab;
     }
-    let Some(chunk) = raw_mmap(
-        0,
-        CHUNK,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-        -1,
-        0,
-    ) else {
+    let Some(chunk) = try_map_private(CHUNK, 0) else {
         return map(SLAB);
     };
     let (next, end) = (chunk as usize + SLAB, chunk as usize + CHUNK);
@@ -508,9 +476,12 @@ pub unsafe fn realloc(p: *mut u8, size: usize, align: usize, new_size: usize) ->
             if old == new {
                 return p;
             }
-            // (Refused: a new block and a copy, perhaps from the reserve.)
-            if let Some(moved) = raw_mremap(p as u64, old, new, libc::MREMAP_MAYMOVE, 0) {
-                return moved;
+            // (Refused, or no room for it under an address-space limit:
+            // a new block and a copy, perhaps from the reserve.)
+            if new < old || room_to_grow(new - old) {
+                if let Some(moved) = raw_mremap(p as u64, old, new, libc::MREMAP_MAYMOVE, 0) {
+                    return moved;
+                }
             }
         }
         _ => {}

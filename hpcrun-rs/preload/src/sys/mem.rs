@@ -1,9 +1,13 @@
 //! Memory: the `mmap` family and System V `shmat`/`shmdt` as system
 //! calls, the file behind a descriptor, zeroed mappings for
 //! lock-free tables ([`ZeroInit`]), read-only file mappings, views of
-//! loaded code, and the NUMA node of a page.
+//! loaded code, and the NUMA node of a page; under an address-space
+//! limit, the library's mappings leave the program its headroom and the
+//! first refusal is recorded ([`limit`]).
 
 use std::ffi::{c_int, c_void};
+
+pub mod limit;
 
 /// The mmap system call itself, bypassing the interposed `mmap` (the
 /// library's own mappings are not the program's objects).
@@ -124,16 +128,11 @@ unsafe impl ZeroInit for u64 {}
 // SAFETY: an array of values valid when zero is valid when zero.
 unsafe impl<T: ZeroInit, const N: usize> ZeroInit for [T; N] {}
 
-/// A private, zeroed, lazily reserved anonymous mapping of `bytes`.
+/// A private, zeroed, lazily reserved anonymous mapping of `bytes`
+/// (leaving the program its headroom under an address-space limit; a
+/// refusal is recorded: [`limit::map_private`]).
 fn map_anonymous(bytes: usize) -> Option<*mut u8> {
-    raw_mmap(
-        0,
-        bytes,
-        libc::PROT_READ | libc::PROT_WRITE,
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-        -1,
-        0,
-    )
+    limit::map_private(bytes, libc::MAP_NORESERVE)
 }
 
 thread_local! {
@@ -172,7 +171,8 @@ fn carve(bytes: usize) -> Option<*mut u8> {
 pub fn with_region<R>(bytes: usize, build: impl FnOnce() -> R) -> (R, usize) {
     let bytes = (bytes as u64 + PIECE_ALIGN - 1) & !(PIECE_ALIGN - 1);
     let start = if bytes > 0 {
-        map_anonymous(bytes as usize).map_or(0, |p| p as u64)
+        // (A guess: refused, the tables are mapped one by one.)
+        limit::try_map_private(bytes as usize, libc::MAP_NORESERVE).map_or(0, |p| p as u64)
     } else {
         0
     };

@@ -13,9 +13,11 @@
 //!   in place, and makes no call of its own after it: no sampling, no
 //!   tracking, nothing at thread creation, nothing at exit
 //!   ([`quiet`]).
-//! * The kernel refused the library's heap a mapping
-//!   (`sys::heap::refused`): the hooks stop tracking new blocks, new
-//!   threads are not measured and checkpoints are skipped (counted:
+//! * The kernel refused the library a mapping, or under an address-space
+//!   limit a mapping would have left the program less than its headroom
+//!   (`sys::heap::refused`, `sys::mem::limit`): the hooks stop tracking
+//!   new blocks, the call-path trees stop growing, new threads are not
+//!   measured and checkpoints are skipped (counted:
 //!   [`checkpoint_skipped`]), so that the heap's reserve lasts until the
 //!   profiles are written.
 
@@ -119,9 +121,19 @@ pub fn notices() -> Vec<String> {
         } else {
             String::new()
         };
+        let why = match sys::address_space_limit() {
+            Some(limit) if sys::mem::limit::refused_for_headroom() => format!(
+                "the profiler's memory reached the process's address-space limit (ulimit -v {} KiB; the profiler leaves the last {} KiB of it to the program)",
+                limit >> 10,
+                sys::mem::limit::headroom_bytes(limit) >> 10
+            ),
+            _ => format!(
+                "the kernel refused the profiler memory (mmap failed, errno {errno}: {})",
+                std::io::Error::from_raw_os_error(errno)
+            ),
+        };
         out.push(format!(
-            "measurement limited: the kernel refused the profiler memory (mmap failed, errno {errno}: {}) at {:.3} s: heap blocks allocated and threads started after that are not measured (the blocks count in no object) and the profiles were written from the profiler's reserve{checkpoints}{symbols}",
-            std::io::Error::from_raw_os_error(errno),
+            "measurement limited: {why} at {:.3} s: heap blocks allocated and threads started after that are not measured (the blocks count in no object), call paths first reached after that are not recorded (their samples are dropped as \"tree full\") and the profiles were written from the profiler's reserve{checkpoints}{symbols}",
             secs(at_ns)
         ));
     }
