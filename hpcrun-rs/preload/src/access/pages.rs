@@ -2,7 +2,10 @@
 //! the `first_touch` metric of the `page-faults` source: the first sampled
 //! fault on a page is its first touch, and the faulting thread is the one
 //! the kernel's first-touch policy places the page near. A huge page is
-//! one fault that places all its 4 KiB pages ([`pages_mapped`]).
+//! one fault that places all its 4 KiB pages ([`pages_mapped`]); its
+//! 2 MiB window is kept, so that its pages are not first touched again
+//! when it is split and they fault in one by one
+//! ([`first_touch_huge`]).
 //!
 //! A lock-free open-addressing set of page numbers in memory mapped at
 //! start (`MAP_NORESERVE`: only the touched part costs memory), safe in a
@@ -53,21 +56,83 @@ pub fn pages_mapped(page_size: u64) -> u64 {
     }
 }
 
-/// Records the page of `addr`; true if this is the first time it is seen.
+/// Key bit of a 2 MiB window that a huge page's fault placed whole.
+const HUGE_WINDOW: u64 = 1 << 62;
+/// Key bit of a 2 MiB window in which a 4 KiB page was first touched.
+const SMALL_IN_WINDOW: u64 = 1 << 61;
+/// log2 of the windows' size (2 MiB).
+const WINDOW_SHIFT: u32 = 21;
+
+/// The first touch of the 4 KiB page at `addr`: true if neither the page
+/// nor a huge page over it was seen before (a huge page split later, and
+/// its pages dropped and faulted in again, is not touched first again).
 pub fn first_touch(addr: u64) -> bool {
     let Some(table) = SET.get() else {
         return false;
     };
-    insert(table, addr >> 12)
+    let window = addr >> WINDOW_SHIFT;
+    if contains(table, window | HUGE_WINDOW) {
+        return false;
+    }
+    let first = insert(table, addr >> 12);
+    if first {
+        insert(table, window | SMALL_IN_WINDOW);
+    }
+    first
+}
+
+/// The first touch of a huge page of `pages` 4 KiB pages at `base`
+/// (aligned to its size): `None` if it was seen before, else whether
+/// some of its 4 KiB pages were first touched before it ([`seen`] says
+/// which).
+pub fn first_touch_huge(base: u64, pages: u64) -> Option<bool> {
+    let table = SET.get()?;
+    let windows = (pages >> (WINDOW_SHIFT - 12)).max(1);
+    let first_window = base >> WINDOW_SHIFT;
+    if !insert(table, first_window | HUGE_WINDOW) {
+        return None;
+    }
+    let mut some_seen = false;
+    for w in first_window..first_window + windows {
+        if w != first_window {
+            insert(table, w | HUGE_WINDOW);
+        }
+        some_seen |= contains(table, w | SMALL_IN_WINDOW);
+    }
+    Some(some_seen)
+}
+
+/// True if the 4 KiB page at `addr` was first touched before.
+pub fn seen(addr: u64) -> bool {
+    SET.get().is_some_and(|table| contains(table, addr >> 12))
+}
+
+/// True if `page` (a key) is in `table`.
+fn contains(table: &[AtomicU64], page: u64) -> bool {
+    let key = page + 1;
+    let mask = table.len() - 1;
+    let mut slot = slot_of(page) & mask;
+    for _ in 0..MAX_PROBE {
+        match table[slot].load(Relaxed) {
+            0 => return false,
+            k if k == key => return true,
+            _ => slot = (slot + 1) & mask,
+        }
+    }
+    false
+}
+
+fn slot_of(page: u64) -> usize {
+    let mut h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^= h >> 31;
+    h as usize
 }
 
 /// Inserts `page` into `table`; true if it was not there.
 fn insert(table: &[AtomicU64], page: u64) -> bool {
     let key = page + 1;
     let mask = table.len() - 1;
-    let mut h = page.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    h ^= h >> 31;
-    let mut slot = h as usize & mask;
+    let mut slot = slot_of(page) & mask;
     for _ in 0..MAX_PROBE {
         match table[slot].compare_exchange(0, key, Relaxed, Relaxed) {
             Ok(_) => return true,
@@ -90,6 +155,27 @@ mod tests {
         assert_eq!(pages_mapped(1 << 30), 262_144);
         assert_eq!(pages_mapped(0), 1);
         assert_eq!(pages_mapped(12_288), 1);
+    }
+
+    #[test]
+    fn a_huge_page_s_window_is_kept_for_its_small_pages() {
+        init();
+        // A huge page at 64 GiB: its pages split later are not first
+        // touched again, and it is not first touched twice.
+        let huge = 64u64 << 30;
+        assert_eq!(first_touch_huge(huge, 512), Some(false));
+        assert_eq!(first_touch_huge(huge, 512), None);
+        assert!(!first_touch(huge + 5 * 4096));
+        // A window with a small page touched before: a huge page there
+        // says so, and which page was seen.
+        let window = huge + (2 << 20);
+        assert!(first_touch(window + 4096));
+        assert!(!first_touch(window + 4096));
+        assert_eq!(first_touch_huge(window, 512), Some(true));
+        assert!(seen(window + 4096));
+        assert!(!seen(window + 2 * 4096));
+        // Beyond the huge page, small pages are first touched as before.
+        assert!(first_touch(window + (2 << 20)));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::sys;
 use crate::threads::{self, ThreadState};
 
 use super::call_path::{call_path, PARTIAL_UNWIND};
-use super::classify::classify;
+use super::classify::{classify, Target};
 use super::forward::program_signal;
 use super::record::record;
 use super::{enter, program_snapshot};
@@ -110,49 +110,71 @@ fn fault(state: &ThreadState, ctx: &(Regs, u64, u64), ip: u64, addr: u64, page_s
         return;
     };
     // A transparent huge page is placed whole by its one fault: its first
-    // touch counts all its 4 KiB pages, and is known by its first page.
-    let pages = crate::access::pages::pages_mapped(page_size);
-    let base = addr & !(pages * 4096 - 1);
-    if !crate::access::pages::first_touch(base) {
-        let metrics = [(cct::M_PAGE_FAULTS, 1)];
-        record(state, path, &metrics, Some(target), None, &metrics, None);
+    // touch counts all its 4 KiB pages not touched before.
+    use crate::access::pages;
+    let n = pages::pages_mapped(page_size);
+    let put = |metrics: &[(usize, u64)], t: Target| {
+        record(state, path, metrics, Some(t), None, metrics, None);
+    };
+    if n == 1 {
+        let touched = pages::first_touch(addr);
+        let metrics = [(cct::M_PAGE_FAULTS, 1), (cct::M_FIRST_TOUCH, 1)];
+        put(if touched { &metrics } else { &metrics[..1] }, target);
         return;
     }
-    let end = base + pages * 4096;
-    if pages == 1 || target.range.is_some_and(|(s, e)| s <= base && e >= end) {
-        let metrics = [(cct::M_PAGE_FAULTS, 1), (cct::M_FIRST_TOUCH, pages)];
-        record(state, path, &metrics, Some(target), None, &metrics, None);
+    let base = addr & !(n * 4096 - 1);
+    let Some(some_seen) = pages::first_touch_huge(base, n) else {
+        put(&[(cct::M_PAGE_FAULTS, 1)], target);
+        return;
+    };
+    let end = base + n * 4096;
+    if !some_seen && target.range.is_some_and(|(s, e)| s <= base && e >= end) {
+        put(&[(cct::M_PAGE_FAULTS, 1), (cct::M_FIRST_TOUCH, n)], target);
         return;
     }
-    // A huge page that holds more than the faulting object: each of its
-    // pages counts for the object at its first byte (the faulting page for
-    // the faulting object), in runs of pages of one object.
+    // A huge page that holds more than the faulting object, or some of
+    // whose pages were touched before (one by one): each page not touched
+    // before counts for the object at its first byte (the faulting page
+    // for the faulting object), in runs of pages of one object.
     let own = (addr - base) / 4096;
-    let object_of = |page: u64| {
-        if page == own {
-            target
-        } else {
-            classify(state, snap, base + page * 4096, None).unwrap_or(target)
+    let mut run: Option<(Target, u64, bool)> = None;
+    let mut faulted = false;
+    let mut emit = |run: Option<(Target, u64, bool)>| {
+        if let Some((t, count, has_own)) = run {
+            let metrics = [(cct::M_FIRST_TOUCH, count), (cct::M_PAGE_FAULTS, 1)];
+            put(if has_own { &metrics } else { &metrics[..1] }, t);
+            faulted |= has_own;
         }
     };
-    let mut start = 0;
-    let mut run = object_of(0);
-    for page in 1..=pages {
-        let next = (page < pages).then(|| object_of(page));
-        if next.is_some_and(|t| same_object(&t, &run)) {
+    for page in 0..n {
+        let at = base + page * 4096;
+        if some_seen && pages::seen(at) {
+            emit(run.take());
             continue;
         }
-        let faulted = (start..page).contains(&own);
-        let metrics = [(cct::M_FIRST_TOUCH, page - start), (cct::M_PAGE_FAULTS, 1)];
-        let metrics = if faulted { &metrics[..] } else { &metrics[..1] };
-        record(state, path, metrics, Some(run), None, metrics, None);
-        if let Some(t) = next {
-            (start, run) = (page, t);
+        let t = if page == own {
+            target
+        } else {
+            classify(state, snap, at, None).unwrap_or(target)
+        };
+        match &mut run {
+            Some((r, count, has_own)) if same_object(r, &t) => {
+                *count += 1;
+                *has_own |= page == own;
+            }
+            _ => {
+                emit(run.take());
+                run = Some((t, 1, page == own));
+            }
         }
+    }
+    emit(run.take());
+    if !faulted {
+        put(&[(cct::M_PAGE_FAULTS, 1)], target);
     }
 }
 
 /// True if `a` and `b` are one data object (one node of the data trees).
-fn same_object(a: &super::classify::Target, b: &super::classify::Target) -> bool {
+fn same_object(a: &Target, b: &Target) -> bool {
     (a.root, a.tag, a.key) == (b.root, b.tag, b.key)
 }
