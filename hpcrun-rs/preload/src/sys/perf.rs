@@ -340,6 +340,11 @@ pub fn map_perf_ring(fd: c_int, data_pages: usize) -> Option<RingMemory> {
     let page = usize::try_from(page).ok().filter(|&p| p > 0)?;
     let data_size = data_pages.checked_mul(page)?;
     let len = data_size.checked_add(page)?;
+    // Under an address-space limit the ring leaves the program its
+    // headroom, as the library's other mappings (a refusal is recorded).
+    if !super::mem::limit::room_to_grow(len) {
+        return None;
+    }
     // A shared read-write mapping: writing data_tail tells the kernel what
     // has been consumed (a read-only mapping would make it overwrite).
     let p = raw_mmap(

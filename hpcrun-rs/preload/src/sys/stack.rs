@@ -38,7 +38,7 @@ use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 
-use super::mem::{raw_mmap, raw_munmap};
+use super::mem::raw_munmap;
 
 /// Bytes of a handler stack for the profiler's own work: the handler, the
 /// fatal-signal writer, the thread's set-up (virtual: pages are touched
@@ -197,13 +197,12 @@ impl HandlerStack {
             OURS.with(|o| o.set(low));
             HandlerStack { low }
         } else {
-            let p = raw_mmap(
-                0,
+            // (Under an address-space limit, leaving the program its
+            // headroom; a refusal is recorded, and the thread is not
+            // measured.)
+            let p = super::mem::limit::map_private(
                 GUARD + handler_stack_bytes(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
+                libc::MAP_NORESERVE,
             )?;
             // SAFETY: the first page of our own fresh mapping.
             unsafe { libc::mprotect(p as *mut c_void, GUARD, libc::PROT_NONE) };
