@@ -86,11 +86,13 @@ macro_rules! trampoline {
     };
 }
 
-// Each exported name loads its slot number into r11 (a scratch register
-// in every call) and jumps to `dispatch`, which jumps on to the resolved
-// function with the caller's registers and stack untouched. The first
-// call saves the argument registers, resolves (a call on the caller's
-// stack, aligned: 8 + 6 pushes + 8 bytes), restores them and jumps.
+// Each of the twelve names loads its slot number into r11 (a scratch
+// register in every call) and jumps to the dispatch code, which jumps on
+// to the resolved function with the caller's registers and stack
+// untouched. The first call saves the argument registers (every argument
+// of these functions is an integer or a pointer), resolves (a call on
+// the caller's stack, aligned: 8 + 6 pushes + 8 bytes), restores them
+// and jumps.
 std::arch::global_asm!(
     ".pushsection .text.hpcrun_unwinder,\"ax\",@progbits",
     ".p2align 4",
