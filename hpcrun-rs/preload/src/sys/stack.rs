@@ -200,10 +200,8 @@ impl HandlerStack {
             // (Under an address-space limit, leaving the program its
             // headroom; a refusal is recorded, and the thread is not
             // measured.)
-            let p = super::mem::limit::map_private(
-                GUARD + handler_stack_bytes(),
-                libc::MAP_NORESERVE,
-            )?;
+            let p =
+                super::mem::limit::map_private(GUARD + handler_stack_bytes(), libc::MAP_NORESERVE)?;
             // SAFETY: the first page of our own fresh mapping.
             unsafe { libc::mprotect(p as *mut c_void, GUARD, libc::PROT_NONE) };
             let low = p as u64 + GUARD as u64;
