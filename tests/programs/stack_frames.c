@@ -7,9 +7,10 @@
  *           one frame above the sampled function.
  *   threads two threads, one in left_locals(), one in right_locals(), each
  *           reading its own local array: two functions' frames are hot.
- *   shared  main calls shares_array(), which starts a thread and then, like
- *           the thread, reads its local array through reads_array(): the
- *           thread reads another thread's stack (as OpenMP workers read the
+ *   shared  main calls shares_array(), which reads its local array alone
+ *           for 20 ms of CPU time, then starts a thread and, like the
+ *           thread, reads the array through reads_array(): the thread
+ *           reads another thread's stack (as OpenMP workers read the
  *           shared variables in the master's frame).
  *
  * Known answer: the stack rows name the function that owns the array.
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define N 4096
 
@@ -93,11 +95,28 @@ static void *reads_shared(void *arg) {
     return NULL;
 }
 
+static double thread_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* What the warm-up read (kept, so that it is not optimised away). */
+static volatile double warm_up;
+
 __attribute__((noipa)) static double shares_array(long rounds) {
     double shared[N];
     for (int i = 0; i < N; i++)
         shared[i] = i * 0.75;
     struct share sh = {shared, rounds, 0};
+    /* Alone first, for 20 ms of this thread's CPU time (ten sampling
+     * periods at the default), so that the profiler has seen this frame
+     * on this thread before the other thread reads in it: on a loaded
+     * machine the other thread could otherwise do all its reads before
+     * this one is sampled once. */
+    double start = thread_cpu_ms();
+    while (thread_cpu_ms() - start < 20)
+        warm_up += reads_array(shared, 100000);
     pthread_t t;
     if (pthread_create(&t, NULL, reads_shared, &sh))
         return -1;
