@@ -222,9 +222,7 @@ impl BigBlocks {
     }
 
     pub fn reset_after_fork(&self) {
-        if self.write_lock.load(Relaxed) {
-            self.write_lock.store(false, Relaxed);
-        }
+        sys::release_after_fork(&self.write_lock);
         let s = self.seq.load(Relaxed);
         if s & 1 == 1 {
             self.seq.store(s + 1, Relaxed);

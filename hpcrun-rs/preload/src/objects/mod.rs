@@ -690,10 +690,7 @@ impl Objects {
     /// threads of the parent are released. The granule tables need nothing:
     /// a slot a parent's thread left odd is skipped (`granules`).
     pub fn reset_locks_after_fork(&self) {
-        // (Written only when held: see `SmallMap::reset_locks_after_fork`.)
-        if self.site_lock.load(Relaxed) {
-            self.site_lock.store(false, Relaxed);
-        }
+        sys::release_after_fork(&self.site_lock);
         if let Some(m) = small_map::existing() {
             m.reset_locks_after_fork();
         }

@@ -565,16 +565,10 @@ impl SmallMap {
     /// stays odd: its blocks are not found, and a writer makes it even
     /// again).
     pub fn reset_locks_after_fork(&self) {
-        // Only a held lock is written: a page the child only reads stays
-        // shared with the parent (no copy-on-write fault).
         for s in self.shards {
-            if s.lock.load(Relaxed) {
-                s.lock.store(false, Relaxed);
-            }
+            sys::release_after_fork(&s.lock);
         }
-        if self.chunk_lock.load(Relaxed) {
-            self.chunk_lock.store(false, Relaxed);
-        }
+        sys::release_after_fork(&self.chunk_lock);
     }
 }
 

@@ -19,7 +19,7 @@
 
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicU64, Ordering::*};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use formats::manifest::{Record, PREFIX, RESERVED};
 
@@ -38,19 +38,26 @@ static RANK: AtomicU64 = AtomicU64::new(0);
 /// The size of the MPI job this process belongs to, from the launchers'
 /// variables.
 fn world_size() -> Option<u32> {
-    // Read once, at load (a forked child keeps its parent's, and reads
-    // nothing: see `writer::rank_from_env`).
-    static WORLD: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *WORLD.get_or_init(|| {
-        [
+    static WORLD: OnceLock<Option<u32>> = OnceLock::new();
+    launcher_number(
+        &WORLD,
+        &[
             "OMPI_COMM_WORLD_SIZE",
             "PMIX_SIZE",
             "PMI_SIZE",
             "MV2_COMM_WORLD_SIZE",
             "SLURM_NTASKS",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        ],
+    )
+}
+
+/// The first of the launchers' variables `vars` that holds a number, read
+/// once into `cell` (at load: before the program can change its
+/// environment; a forked child keeps its parent's and reads nothing).
+pub fn launcher_number(cell: &OnceLock<Option<u32>>, vars: &[&str]) -> Option<u32> {
+    *cell.get_or_init(|| {
+        vars.iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
     })
 }
 

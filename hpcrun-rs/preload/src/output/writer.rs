@@ -189,22 +189,20 @@ fn log_has_room(log: &mut Vec<Allocation>) -> bool {
         && log.try_reserve_exact(more).is_ok()
 }
 
-/// This process's MPI rank, from the launchers' variables, read once (at
-/// load time: before the program can change its environment; a forked
-/// child keeps its parent's).
+/// This process's MPI rank, from the launchers' variables
+/// (`manifest::launcher_number`: read once, at load).
 pub fn rank_from_env() -> Option<u32> {
     static RANK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    *RANK.get_or_init(|| {
-        [
+    super::manifest::launcher_number(
+        &RANK,
+        &[
             "OMPI_COMM_WORLD_RANK",
             "PMIX_RANK",
             "PMI_RANK",
             "MV2_COMM_WORLD_RANK",
             "SLURM_PROCID",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
-    })
+        ],
+    )
 }
 
 fn read_process_info() -> ProcessInfo {

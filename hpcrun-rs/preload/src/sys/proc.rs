@@ -474,6 +474,18 @@ pub fn intel_cpu() -> bool {
     })
 }
 
+/// In a forked child: releases `lock`, which a thread of the parent may
+/// have held at the fork (that thread does not exist here), writing it
+/// only when it is held, so that a page the child only reads stays
+/// shared with the parent (no copy-on-write fault in a child that execs
+/// at once).
+pub fn release_after_fork(lock: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering::{Relaxed, Release};
+    if lock.load(Relaxed) {
+        lock.store(false, Release);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -731,9 +731,7 @@ pub fn reset_after_fork() {
     if !FREE.head.load(Relaxed).is_null() {
         FREE.head.store(std::ptr::null_mut(), Relaxed);
     }
-    if FREE.lock.load(Relaxed) {
-        FREE.lock.store(false, Release);
-    }
+    sys::release_after_fork(&FREE.lock);
     if RECYCLED_CPU_NS.load(Relaxed) != 0 {
         RECYCLED_CPU_NS.store(0, Relaxed);
     }
