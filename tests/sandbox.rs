@@ -29,6 +29,11 @@
 //!   other call (SECCOMP_RET_KILL_PROCESS). The profiler sees the filter
 //!   coming (its `prctl`), writes its profiles before it is in place and
 //!   makes no call of its own after it.
+//! * `chroot_jail.c`: the program changes its root to an empty directory
+//!   (in a user namespace of its own when it may not otherwise), closes
+//!   every descriptor from 3 up, then computes on a heap array: its
+//!   profile, written after the `chroot`, still reaches the measurements
+//!   directory outside the new root.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -213,4 +218,40 @@ fn a_program_that_fills_its_ulimit_v_gets_every_profile_from_the_smaller_reserve
         "{}",
         String::from_utf8_lossy(&merged.stderr)
     );
+}
+
+/// A program that confines itself with `chroot` into an empty directory
+/// and closes its descriptors keeps its output, and its profile (written
+/// at its exit, inside the new root) reaches the measurements directory:
+/// one profile, merged, whose heap array has the program's samples.
+#[test]
+fn a_program_that_chroots_itself_keeps_its_profile() {
+    let dir = scratch("sandbox-chroot");
+    let exe = compile_test_program("chroot_jail.c", &dir, &[]);
+    let jail = dir.join("jail");
+    std::fs::create_dir_all(&jail).unwrap();
+    let want = run(Command::new(&exe).arg(&jail));
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    let measurements = dir.join("measurements");
+    let got = run(Command::new(tool("hpcrun-rs"))
+        .arg("-o")
+        .arg(&measurements)
+        .arg(&exe)
+        .arg(&jail));
+    assert_same(&got, &want, "chroot_jail");
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(!stderr.contains("could not"), "{stderr}");
+    assert_eq!(read_profiles(&measurements).len(), 1, "{stderr}");
+    let data = merge_and_export(&dir, &measurements);
+    let objects = data["objects"].as_array().expect("objects");
+    let line = {
+        let text = std::fs::read_to_string(root().join("tests/programs/chroot_jail.c")).unwrap();
+        text.lines()
+            .position(|l| l.contains("double *jail_array = malloc"))
+            .expect("the allocation line") as u64
+            + 1
+    };
+    let array = heap_object_at(objects, "chroot_jail.c", line)
+        .unwrap_or_else(|| panic!("no heap object at line {line}: {objects:#?}"));
+    assert!(samples(array) > 0, "{array:#}");
 }

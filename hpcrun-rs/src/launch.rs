@@ -421,8 +421,8 @@ fn write_run_record(out: &Path, started_ns: u64, ended: Ended) {
 /// at exit, and a checkpoint one second after the start (a
 /// single-threaded program's at its next allocation after that), so
 /// nothing means the process ended past the profiler's exit paths before
-/// that, or the library never ran in it.
-const NO_PROFILE: &str = "no profile written: the program ended past the profiler's exit (a raw exit_group system call, or SIGKILL) before its first checkpoint (due 1 s after the start; a single-threaded program writes it at its next allocation), or the preload library never ran in it (a wrapper that cleared LD_PRELOAD, such as env -i)";
+/// that, the files could not be written, or the library never ran in it.
+const NO_PROFILE: &str = "no profile written: the program ended past the profiler's exit (a raw exit_group system call, or SIGKILL) before its first checkpoint (due 1 s after the start; a single-threaded program writes it at its next allocation), its profiles could not be written (the profiler's messages above name the file and the error: a program that changed its user id to one that may not write into the measurements directory, say), or the preload library never ran in it (a wrapper that cleared LD_PRELOAD, such as env -i)";
 
 /// "", or how the program ended when it did not exit with 0.
 fn ended_text(ended: Ended) -> String {

@@ -7,15 +7,20 @@
 //! another number (`sampling::make_way`), so sampling goes on. When a
 //! daemon lets go of descriptor 2 (`close`, `dup2`, `dup3`, and
 //! `setsid`, in either order), a message descriptor that is a pipe or
-//! socket goes too (`sys::let_go_of_stderr`). The raw
+//! socket goes too (`sys::let_go_of_stderr`). `chroot` first pins the
+//! measurements directory by a descriptor (`sys::outdir`), which the calls
+//! above leave open too. The raw
 //! system calls bypass these: what they close is found when sampling
 //! stops, counted and told (`notices`).
 
 #![allow(unsafe_code)]
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::Ordering;
 
 use crate::sys;
+use crate::threads::config;
+use crate::threads::guard::READY;
 
 type CloseFn = unsafe extern "C" fn(c_int) -> c_int;
 static REAL_CLOSE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -30,7 +35,7 @@ static REAL_CLOSE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsi
 /// POSIX's close contract.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if sys::holds_event(fd) || sys::is_message_fd(fd) {
+    if sys::holds_event(fd) || sys::is_message_fd(fd) || sys::outdir::is_dir_fd(fd) {
         sys::set_errno(libc::EBADF);
         return -1;
     }
@@ -94,6 +99,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
             crate::threads::sampling::make_way(new);
         }
         sys::move_message_fd(new);
+        sys::outdir::move_dir_fd(new);
     }
     let rc = sys::raw_dup2(old, new);
     if new == 2 && rc == 2 {
@@ -114,6 +120,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
             crate::threads::sampling::make_way(new);
         }
         sys::move_message_fd(new);
+        sys::outdir::move_dir_fd(new);
     }
     let rc = sys::raw_dup3(old, new, flags);
     if new == 2 && rc == 2 {
@@ -146,4 +153,37 @@ pub unsafe extern "C" fn setsid() -> libc::pid_t {
         sys::let_go_of_stderr();
     }
     sid
+}
+
+type ChrootFn = unsafe extern "C" fn(*const c_char) -> c_int;
+static REAL_CHROOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `chroot`: the measurements directory is first pinned by a descriptor
+/// (`sys::outdir`), so that the profiles, the manifest and the messages
+/// still reach it from inside the new root; then glibc's `chroot`.
+///
+/// # Safety
+/// POSIX's chroot contract (`path` a NUL-terminated string).
+#[no_mangle]
+pub unsafe extern "C" fn chroot(path: *const c_char) -> c_int {
+    if READY.load(Ordering::Acquire) {
+        if let Some(dir) = config::get().out_dir.as_deref() {
+            let saved = sys::errno();
+            if !sys::outdir::pin(dir) {
+                crate::threads::run::warn_once(&format!(
+                    "could not keep the measurements directory {dir} open before the program's chroot: profiles written after it may be lost"
+                ));
+            }
+            sys::set_errno(saved);
+        }
+    }
+    let real = sys::next_symbol_cached(&REAL_CHROOT, c"chroot");
+    if real == 0 {
+        sys::set_errno(libc::ENOSYS);
+        return -1;
+    }
+    // SAFETY: RTLD_NEXT's chroot has this signature.
+    let real: ChrootFn = unsafe { std::mem::transmute::<usize, ChrootFn>(real) };
+    // SAFETY: forwarding the caller's argument.
+    unsafe { real(path) }
 }

@@ -83,10 +83,7 @@ pub fn start(rank: Option<u32>) {
     }
     .line();
     // The reserved zeros are allocated, not written.
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
+    let created = sys::outdir::open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL)
         .map(sys::file_above_floor)
         .and_then(|f| {
             f.write_all_at(first.as_bytes(), 0)?;
@@ -122,9 +119,7 @@ fn write(record: Record) {
     };
     let line = record.line();
     let at = OFFSET.fetch_add(line.len() as u64, Relaxed);
-    let done = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
+    let done = sys::outdir::open(&path, libc::O_WRONLY)
         .map(sys::file_above_floor)
         .and_then(|f| f.write_all_at(line.as_bytes(), at));
     if let Err(e) = done {

@@ -215,11 +215,8 @@ pub fn publish(dir: &str, notices: &std::collections::BTreeMap<String, u64>) {
     // One write with O_APPEND: lines of concurrent processes do not mix.
     // (Above the descriptor floor, as the profile files: a program
     // thread's dup2 onto a low number cannot take it mid-write.)
-    if let Ok(f) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(format!("{dir}/{FILE}"))
-    {
+    let path = format!("{dir}/{FILE}");
+    if let Ok(f) = sys::outdir::open(&path, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT) {
         let _ = sys::file_above_floor(f).write_all(text.as_bytes());
     }
 }

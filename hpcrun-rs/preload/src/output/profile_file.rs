@@ -9,8 +9,6 @@
 //! writes (the next checkpoint, the final profile) `rename()` over the
 //! claimed name. A SIGKILL at any moment leaves the last complete file.
 
-use std::path::Path;
-
 use formats::measurement::{ThreadProfile, EXTENSION};
 
 use crate::sys;
@@ -65,14 +63,14 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
                 "could not write the profile of thread {} to {tmp}: {e}",
                 state.tid
             ));
-            let _ = std::fs::remove_file(&tmp);
+            let _ = sys::outdir::remove(&tmp);
             return Err(e);
         }
     };
     if let Some(path) = state.file.get() {
-        if let Err(e) = std::fs::rename(&tmp, path) {
+        if let Err(e) = sys::outdir::rename(&tmp, path) {
             warn(&format!("could not rename {tmp} to {path}: {e}"));
-            let _ = std::fs::remove_file(&tmp);
+            let _ = sys::outdir::remove(&tmp);
             return Err(e.to_string());
         }
         return Ok(written);
@@ -83,9 +81,9 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
         } else {
             format!("{base}.{attempt}.{EXTENSION}")
         };
-        match std::fs::hard_link(&tmp, &path) {
+        match sys::outdir::hard_link(&tmp, &path) {
             Ok(()) => {
-                let _ = std::fs::remove_file(&tmp);
+                let _ = sys::outdir::remove(&tmp);
                 let _ = state.file.set(path);
                 return Ok(written);
             }
@@ -93,10 +91,10 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
             // A file system without hard links: take the name if it is
             // free (not atomic against another process, but only an exec'd
             // image of this same pid and tid could want it).
-            Err(_) if !Path::new(&path).exists() => {
-                if let Err(e) = std::fs::rename(&tmp, &path) {
+            Err(_) if !sys::outdir::exists(&path) => {
+                if let Err(e) = sys::outdir::rename(&tmp, &path) {
                     warn(&format!("could not rename {tmp} to {path}: {e}"));
-                    let _ = std::fs::remove_file(&tmp);
+                    let _ = sys::outdir::remove(&tmp);
                     return Err(e.to_string());
                 }
                 let _ = state.file.set(path);
@@ -105,7 +103,7 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
             Err(_) => continue,
         }
     }
-    let _ = std::fs::remove_file(&tmp);
+    let _ = sys::outdir::remove(&tmp);
     warn(&format!("could not find a free file name for {base}"));
     Err(format!("no free file name for {base}"))
 }
@@ -114,7 +112,8 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
 /// (the whole file is never in memory: for a long allocation log it is
 /// megabytes); returns its size.
 fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
-    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let file = sys::outdir::open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
+        .map_err(|e| e.to_string())?;
     let file = sys::file_above_floor(file);
     let mut out = Counted {
         inner: std::io::BufWriter::with_capacity(64 << 10, file),

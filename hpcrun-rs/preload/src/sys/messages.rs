@@ -162,24 +162,15 @@ pub fn write_message(bytes: &[u8]) -> bool {
     true
 }
 
-/// Appends `bytes` to the file `path` (created if needed, one `write`
-/// with `O_APPEND`, so lines of processes sharing it do not mix).
-pub fn append_to_file(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
-    // SAFETY: `path` is NUL-terminated; the flags open or create a file.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
+/// Appends `bytes` to the file `path` of the output directory (created
+/// if needed, one `write` with `O_APPEND`, so lines of processes sharing
+/// it do not mix; through the pinned directory, `outdir`, after a
+/// `chroot`).
+pub fn append_to_file(path: &str, bytes: &[u8]) -> bool {
+    use std::io::Write;
+    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT;
+    let Ok(mut file) = super::outdir::open(path, flags) else {
         return false;
-    }
-    // SAFETY: writes from a live slice to the descriptor opened above.
-    let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
-    // SAFETY: closing the descriptor opened above (the system call: the
-    // interposed `close` is the program's entry).
-    unsafe { libc::syscall(libc::SYS_close, fd) };
-    n == bytes.len() as isize
+    };
+    file.write(bytes).is_ok_and(|n| n == bytes.len())
 }

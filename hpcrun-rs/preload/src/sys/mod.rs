@@ -24,6 +24,9 @@
 //! * [`messages`]: the profiler's own duplicate of the standard error
 //!   it started with, where its messages go (never descriptor 2, which
 //!   the program may have given to a file of its own).
+//! * [`outdir`]: the measurements directory pinned by a descriptor
+//!   when the program changes its root (`chroot`), and the file calls
+//!   relative to it.
 //! * [`mask`]: the signal mask by system call, the empty signal set.
 //! * [`signal`]: real `sigaction`, handlers, signal sets and masks,
 //!   [`Delivered`].
@@ -53,6 +56,7 @@ pub mod heap;
 pub mod mask;
 pub mod mem;
 pub mod messages;
+pub mod outdir;
 pub mod perf;
 pub mod prepared;
 pub mod proc;

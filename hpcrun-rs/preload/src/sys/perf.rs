@@ -713,7 +713,7 @@ pub fn holds_event(fd: c_int) -> bool {
 }
 
 /// `close_range(first, last, flags)` that leaves the profiler's live
-/// events and its message descriptor open: the system call on the gaps between them (the first call
+/// events, its message descriptor and its pinned output directory open: the system call on the gaps between them (the first call
 /// carries `CLOSE_RANGE_UNSHARE`, so the rest act on the new table).
 /// Returns 0 or -1 with errno, as the call.
 pub fn close_range_sparing_ours(first: u32, last: u32, flags: u32) -> c_int {
@@ -741,8 +741,13 @@ pub fn close_range_sparing_ours(first: u32, last: u32, flags: u32) -> c_int {
         }
         fd += 1;
     }
-    // The message descriptor (`messages`) is spared too, in order.
-    if let Some(m) = super::messages::message_fd_in(first, last) {
+    // The message descriptor (`messages`) and the pinned output directory
+    // (`outdir`) are spared too, in order.
+    let others = [
+        super::messages::message_fd_in(first, last),
+        super::outdir::dir_fd_in(first, last),
+    ];
+    for m in others.into_iter().flatten() {
         if n < ours.len() && !ours[..n].contains(&m) {
             let at = ours[..n].partition_point(|&o| o < m);
             ours.copy_within(at..n, at + 1);

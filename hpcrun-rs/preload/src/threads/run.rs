@@ -297,7 +297,7 @@ fn write_messages(text: &str) -> bool {
         return true;
     };
     let path = format!("{dir}/{MESSAGES_FILE}.{}", sys::getpid());
-    std::ffi::CString::new(path).is_ok_and(|path| sys::append_to_file(&path, text.as_bytes()))
+    sys::append_to_file(&path, text.as_bytes())
 }
 
 /// Prints a warning ([`write_messages`]); kept for later when it cannot

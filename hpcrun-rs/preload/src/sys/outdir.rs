@@ -1,0 +1,203 @@
+//! The measurements directory when the program changes its root
+//! (`chroot`).
+//!
+//! The library names its files by path (`<output>/<file>`). A program
+//! that confines itself with `chroot` (a daemon dropping into an empty
+//! directory, a build sandbox) would make those paths name nothing, and
+//! its profiles, manifest and messages would be lost. So the interposed
+//! `chroot` first pins the directory ([`pin`]): a descriptor of it
+//! (`O_PATH`, close-on-exec, above [`super::fd_floor`]), after which every
+//! file the library makes there is named relative to that descriptor
+//! (`openat`, `renameat`, `linkat`, `unlinkat`, `faccessat`): the files
+//! reach the directory outside the new root. A program that never calls
+//! `chroot` holds no such descriptor.
+//!
+//! The interposed `close`, `close_range`, `closefrom`, `dup2` and `dup3`
+//! leave it open as they do the message descriptor ([`is_dir_fd`],
+//! [`dir_fd_in`], [`move_dir_fd`]); a raw system call that closes it, or
+//! puts another file at its number, makes the paths name files again
+//! (checked by the descriptor's device and inode at each use).
+
+use std::ffi::{c_int, CString};
+use std::fs::File;
+use std::io;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
+use std::sync::OnceLock;
+
+/// The pinned directory's path, as the library names its files.
+static DIR: OnceLock<String> = OnceLock::new();
+/// Its descriptor (-1: none), device and inode.
+static FD: AtomicI32 = AtomicI32::new(-1);
+static DEV: AtomicU64 = AtomicU64::new(0);
+static INO: AtomicU64 = AtomicU64::new(0);
+
+/// Device and inode of open descriptor `fd`.
+fn identity(fd: c_int) -> Option<(u64, u64)> {
+    // SAFETY: fstat writes one owned, zero-initialised struct; a bad fd
+    // only returns an error.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
+    }
+}
+
+/// Pins `dir` (before the program's `chroot`): false if it cannot be
+/// opened or no number at or above the floor is free. Once per process;
+/// a later call keeps the first.
+pub fn pin(dir: &str) -> bool {
+    if live().is_some() {
+        return true;
+    }
+    let Ok(path) = CString::new(dir) else {
+        return false;
+    };
+    // SAFETY: `path` is NUL-terminated; O_PATH opens no file contents.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: duplicating the descriptor opened above, then closing it
+    // (the system call: the interposed `close` is the program's entry).
+    let high = unsafe {
+        let high = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, super::fd_floor());
+        libc::syscall(libc::SYS_close, fd);
+        high
+    };
+    let Some((dev, ino)) = (high >= 0).then(|| identity(high)).flatten() else {
+        return false;
+    };
+    let same_dir = match DIR.get() {
+        Some(pinned) => pinned == dir,
+        None => DIR.set(dir.to_string()).is_ok() || DIR.get().is_some_and(|d| d == dir),
+    };
+    if !same_dir {
+        // SAFETY: closing the descriptor duplicated above.
+        unsafe { libc::syscall(libc::SYS_close, high) };
+        return false;
+    }
+    DEV.store(dev, Relaxed);
+    INO.store(ino, Relaxed);
+    FD.store(high, Release);
+    true
+}
+
+/// The descriptor if it is still the one pinned (the same directory).
+fn live() -> Option<c_int> {
+    let fd = FD.load(Acquire);
+    if fd < 0 {
+        return None;
+    }
+    let same = identity(fd) == Some((DEV.load(Relaxed), INO.load(Relaxed)));
+    same.then_some(fd)
+}
+
+/// True if `fd` is the pinned directory's descriptor, still open.
+pub fn is_dir_fd(fd: c_int) -> bool {
+    fd >= 0 && FD.load(Acquire) == fd && live().is_some()
+}
+
+/// The directory's descriptor when it lies in `[first, last]` (for
+/// `close_range`, which leaves it open).
+pub fn dir_fd_in(first: u32, last: u32) -> Option<u32> {
+    let fd = u32::try_from(live()?).ok()?;
+    (first..=last).contains(&fd).then_some(fd)
+}
+
+/// Before the program's `dup2`/`dup3` onto the directory's descriptor:
+/// it moves to another free number above the floor (or is given up), and
+/// the program gets the number.
+pub fn move_dir_fd(new: c_int) {
+    if !is_dir_fd(new) {
+        return;
+    }
+    // SAFETY: duplicating our own open descriptor.
+    let moved = unsafe { libc::fcntl(new, libc::F_DUPFD_CLOEXEC, super::fd_floor()) };
+    FD.store(moved.max(-1), Release);
+}
+
+/// `path` relative to the pinned directory's descriptor, when the
+/// directory is pinned and `path` lies in it.
+fn relative(path: &str) -> Option<(c_int, CString)> {
+    let fd = live()?;
+    let rest = path.strip_prefix(DIR.get()?.as_str())?.strip_prefix('/')?;
+    Some((fd, CString::new(rest).ok()?))
+}
+
+fn c_path(path: &str) -> io::Result<CString> {
+    CString::new(path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+fn check(rc: c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `open(path, flags | O_CLOEXEC, 0666)` for a file of the output
+/// directory (through the pinned descriptor when there is one).
+pub fn open(path: &str, flags: c_int) -> io::Result<File> {
+    let flags = flags | libc::O_CLOEXEC;
+    let mode: libc::c_uint = 0o666;
+    // SAFETY: NUL-terminated paths; the flags open or create a file.
+    let fd = unsafe {
+        match relative(path) {
+            Some((dir, rest)) => libc::openat(dir, rest.as_ptr(), flags, mode),
+            None => libc::open(c_path(path)?.as_ptr(), flags, mode),
+        }
+    };
+    check(fd)?;
+    // SAFETY: the descriptor just opened, owned by nothing else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// `rename(from, to)` of files of the output directory.
+pub fn rename(from: &str, to: &str) -> io::Result<()> {
+    // SAFETY: NUL-terminated paths.
+    check(unsafe {
+        match (relative(from), relative(to)) {
+            (Some((d, a)), Some((_, b))) => libc::renameat(d, a.as_ptr(), d, b.as_ptr()),
+            _ => libc::rename(c_path(from)?.as_ptr(), c_path(to)?.as_ptr()),
+        }
+    })
+}
+
+/// `link(from, to)` of files of the output directory.
+pub fn hard_link(from: &str, to: &str) -> io::Result<()> {
+    // SAFETY: NUL-terminated paths.
+    check(unsafe {
+        match (relative(from), relative(to)) {
+            (Some((d, a)), Some((_, b))) => libc::linkat(d, a.as_ptr(), d, b.as_ptr(), 0),
+            _ => libc::link(c_path(from)?.as_ptr(), c_path(to)?.as_ptr()),
+        }
+    })
+}
+
+/// `unlink(path)` of a file of the output directory.
+pub fn remove(path: &str) -> io::Result<()> {
+    // SAFETY: a NUL-terminated path.
+    check(unsafe {
+        match relative(path) {
+            Some((d, rest)) => libc::unlinkat(d, rest.as_ptr(), 0),
+            None => libc::unlink(c_path(path)?.as_ptr()),
+        }
+    })
+}
+
+/// True if `path` (a file of the output directory) exists.
+pub fn exists(path: &str) -> bool {
+    // SAFETY: a NUL-terminated path; F_OK checks existence only.
+    unsafe {
+        match relative(path) {
+            Some((d, rest)) => libc::faccessat(d, rest.as_ptr(), libc::F_OK, 0) == 0,
+            None => c_path(path).is_ok_and(|p| libc::access(p.as_ptr(), libc::F_OK) == 0),
+        }
+    }
+}
