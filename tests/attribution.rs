@@ -1,7 +1,8 @@
 //! Attribution through the real pipeline: the page-fault source
 //! (first-touch threads, per-thread values, equal totals in the code and
 //! data trees), NUMA locality on this one-node machine, a program whose
-//! own page faults would feed back into the sampler, and call paths that
+//! own page faults would feed back into the sampler, the profiler's own
+//! first touches while it reads a large symbol table, and call paths that
 //! cannot be unwound to their root.
 
 use std::process::Command;
@@ -264,6 +265,35 @@ fn faults_on_one_page_again_and_again_stop_page_fault_sampling() {
             .contains_key("page-fault sampling stopped (fault feedback loop)")
     });
     assert!(stopped, "sampling went on: {out:?}");
+}
+
+/// The symbols of a large program are read at its first sample, in the
+/// handler: a few thousand pages of the profiler's own. Those faults are
+/// not sampled: sampled, they overflowed the thread's page-fault ring
+/// (about 800 samples) and left a signal queued for each, which found the
+/// ring drained: a thousand of them stopped the thread's page-fault
+/// sampling as a feedback loop, before the program touched its data.
+#[test]
+fn reading_a_large_symbol_table_leaves_page_fault_sampling_on() {
+    let dir = scratch("many-symbols");
+    let exe = compile_test_program("many_symbols.c", &dir, &[]);
+    let p = profile_same_output(&dir, "page-faults@1", &exe, &[]);
+    for t in read_profiles(&p.measurements) {
+        for cause in [
+            "page-fault sampling stopped (fault feedback loop)",
+            "lost in the perf ring",
+        ] {
+            assert!(
+                !t.stats.dropped.contains_key(cause),
+                "{cause}: {:?}",
+                t.stats.dropped
+            );
+        }
+    }
+    let data = export_json(&p.db, "data");
+    let table = object(&data, "table");
+    assert_eq!(metric(table, "first_touch"), 4096, "{table:#}");
+    assert_eq!(metric(table, "page_faults"), 4096, "{table:#}");
 }
 
 #[test]

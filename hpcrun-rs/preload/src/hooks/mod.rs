@@ -577,7 +577,11 @@ pub unsafe extern "C" fn dlopen(file: *const libc::c_char, flags: c_int) -> *mut
     let handle = unsafe { real(file, flags) };
     if !handle.is_null() && READY.load(Ordering::Acquire) {
         let saved = sys::errno();
-        without_hooks(|| modules::refresh(None));
+        // (The new modules' tables: the profiler's first touches, not
+        // sampled.)
+        crate::threads::sampling::without_fault_samples(|| {
+            without_hooks(|| modules::refresh(None))
+        });
         sys::set_errno(saved);
     }
     handle

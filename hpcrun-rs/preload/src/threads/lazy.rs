@@ -24,6 +24,10 @@
 //! preparation's allocations, from the library's own heap whose lock is
 //! free, are the only ones a handler makes: they are not counted as
 //! handler allocations (`sys::ALLOCATIONS_IN_HANDLER`, which stays 0).
+//! With `-e page-faults` the thread's page-fault event is stopped while
+//! they run (`sampling::without_fault_samples`, two `ioctl`s and the
+//! descriptor's check): the thousands of pages the symbols of a large
+//! program take are the profiler's first touches, not the program's.
 
 use std::sync::atomic::{AtomicBool, Ordering::*};
 
@@ -70,11 +74,14 @@ pub fn prepare_in_handler() -> bool {
 }
 
 fn prepare_with(wait: bool) -> bool {
-    if !modules::read_symbols(wait) {
-        return false;
-    }
-    soft::warm_up();
-    caches::get();
-    PREPARED.store(true, Release);
-    true
+    // (A thousand pages and more for large symbol tables: not sampled.)
+    crate::threads::sampling::without_fault_samples(|| {
+        if !modules::read_symbols(wait) {
+            return false;
+        }
+        soft::warm_up();
+        caches::get();
+        PREPARED.store(true, Release);
+        true
+    })
 }

@@ -152,6 +152,28 @@ fn start_watches(state: &threads::ThreadState, cfg: &config::Config) {
     }
 }
 
+/// Runs `work` (the profiler's own work that touches many pages at
+/// once: reading the modules' symbols) with the calling thread's
+/// page-fault event stopped. Its faults are the profiler's, not the
+/// program's; sampled, a thousand of them in a handler (where the
+/// page-fault signal waits) fill the thread's ring (about 800 samples)
+/// and lose the rest, and leave a signal queued for each, which find
+/// the ring empty: a thousand such signals stop the thread's page-fault
+/// sampling for the rest of the run (the feedback brake in
+/// `sample::handler::faults`). Not nested: an inner call would start
+/// the event again.
+pub fn without_fault_samples<R>(work: impl FnOnce() -> R) -> R {
+    let fd = threads::current().map_or(-1, |s| s.fault_fd.load(Acquire));
+    let stopped = fd >= 0 && sys::disable_owned(fd);
+    let result = work();
+    // (Not if the brake or `stop` took the event meanwhile.)
+    let still = threads::current().is_some_and(|s| s.fault_fd.load(Acquire) == fd);
+    if stopped && still && sys::owns_event(fd) {
+        sys::enable_event(fd);
+    }
+    result
+}
+
 /// Stops a thread's sampling (from any thread).
 pub fn stop(state: &threads::ThreadState, close: bool) {
     note_times(state);
