@@ -160,12 +160,21 @@ fn start_watches(state: &threads::ThreadState, cfg: &config::Config) {
 /// and lose the rest, and leave a signal queued for each, which find
 /// the ring empty: a thousand such signals stop the thread's page-fault
 /// sampling for the rest of the run (the feedback brake in
-/// `sample::handler::faults`). Not nested: an inner call would start
-/// the event again.
+/// `sample::handler::faults`). Nested calls (the modules refreshed at a
+/// `dlopen` may be the first to be read) leave the event to the
+/// outermost.
 pub fn without_fault_samples<R>(work: impl FnOnce() -> R) -> R {
-    let fd = threads::current().map_or(-1, |s| s.fault_fd.load(Acquire));
+    thread_local! {
+        static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    let outer = DEPTH.with(|d| d.replace(d.get() + 1)) == 0;
+    let fd = match threads::current() {
+        Some(s) if outer => s.fault_fd.load(Acquire),
+        _ => -1,
+    };
     let stopped = fd >= 0 && sys::disable_owned(fd);
     let result = work();
+    DEPTH.with(|d| d.set(d.get() - 1));
     // (Not if the brake or `stop` took the event meanwhile.)
     let still = threads::current().is_some_and(|s| s.fault_fd.load(Acquire) == fd);
     if stopped && still && sys::owns_event(fd) {

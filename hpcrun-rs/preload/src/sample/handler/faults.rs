@@ -33,9 +33,15 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     };
     let layout = SampleLayout::new(sys::page_fault_layout());
     let dropped = &state.stats.dropped;
+    // Samples and lost samples drained: each left a signal queued.
+    let mut signalled = 0u64;
     let drained = ring.for_each_record(|header, body| match record::parse(header, body, &layout) {
-        Ok(Record::Sample(s)) => fault(state, &ctx, s.ip, s.addr, s.data_page_size),
+        Ok(Record::Sample(s)) => {
+            signalled += 1;
+            fault(state, &ctx, s.ip, s.addr, s.data_page_size);
+        }
         Ok(Record::Lost { lost, .. }) => {
+            signalled += lost;
             dropped[threads::DROP_RING_LOST].fetch_add(lost, Relaxed);
         }
         Ok(_) => {}
@@ -47,8 +53,16 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     if bad > 0 {
         dropped[threads::DROP_BAD_RECORD].fetch_add(bad, Relaxed);
     }
-    // A feedback loop (signals without new samples, or only faults of the
-    // profiler itself) must not keep the program from running: after
+    // A signal that finds the ring empty was queued for a record an
+    // earlier signal drained (one drain takes every record, a burst of
+    // thousands while the signal waited, and the kernel queues a signal
+    // for each, lost or not): not a loop, and nothing to do.
+    if signalled == 0 {
+        return;
+    }
+    // A feedback loop (signals whose samples are all faults of the
+    // profiler itself, or a thousand faults in a row on one page: below)
+    // must not keep the program from running: after
     // `MAX_IDLE_FAULT_SIGNALS` such signals in a row, this thread's
     // page-fault sampling stops.
     if state.fault_progress.swap(false, Relaxed) {
