@@ -53,6 +53,44 @@ fn main_profile(measurements: &Path) -> formats::measurement::ThreadProfile {
         .expect("the main thread's profile")
 }
 
+/// A handler of the program's that runs on its own alternate stack
+/// (`SA_ONSTACK`, a 64 KiB stack) for 20 ms of CPU time, ten times: the
+/// profiler's sample signals due meanwhile wait until it returns, so the
+/// deepest byte it reached on that stack is the native run's (without
+/// that, each sample's signal frame went below the handler's: about
+/// 3.5 KiB deeper here, enough to overrun a stack sized for the
+/// program's handler alone). A query of the action reports the mask the
+/// program set.
+#[test]
+fn a_handler_on_the_programs_alternate_stack_gets_no_sample_frame_below_it() {
+    let dir = scratch("hostile-onstack");
+    let exe = compile_test_program("onstack_depth.c", &dir, &["-Wl,-z,now"]);
+    let want = native(&exe, &[]);
+    assert_eq!(want.status.code(), Some(0), "native run");
+    let text = String::from_utf8_lossy(&want.stdout).into_owned();
+    assert!(
+        text.starts_with("handled 10, mask as set 1, depth "),
+        "{text}"
+    );
+    for (name, opts) in [
+        ("cpu-timer", &["-e", "mem:soft@1000000"][..]),
+        (
+            "task-clock",
+            &[
+                "--timer",
+                "task-clock",
+                "-e",
+                "mem:soft@200000",
+                "-e",
+                "page-faults",
+            ][..],
+        ),
+    ] {
+        let (out, _) = profiled(&dir.join(name), opts, &exe, &[]);
+        assert_same(&out, &want, name);
+    }
+}
+
 /// A program that closes every descriptor from 3 up with the raw
 /// `close_range` system call (past the interposed libc calls), then opens and reads its own file, with a
 /// thread that ends after the program reused the numbers. The profiler

@@ -35,8 +35,31 @@ pub unsafe extern "C" fn sigaction(
     let (new_ref, old_ref) = unsafe { (new.as_ref(), old.as_mut()) };
     let rc = match forwarded::program_sigaction(signal, new_ref, old_ref) {
         Some(rc) => rc,
-        // SAFETY: forwarding the caller's arguments.
-        None => unsafe { sys::real_sigaction(signal, new, old) },
+        None => {
+            // (A handler on the alternate stack: the profiler's signals
+            // wait while it runs, `signals::onstack_action`; the program
+            // is told its own mask.)
+            let before = signals::added_to_mask(signal);
+            // SAFETY: `new` is null or valid, per the caller's contract.
+            let new_ref = unsafe { new.as_ref() };
+            let (adjusted, added) = new_ref.map_or((None, before), signals::onstack_action);
+            let new = adjusted
+                .as_ref()
+                .map_or(new, |a| a as *const libc::sigaction);
+            let mut previous = sys::make_sigaction(libc::SIG_DFL, 0, &[0; 16]);
+            // SAFETY: forwarding the caller's arguments (or the adjusted
+            // copy of `new`); `previous` is owned.
+            let rc = unsafe { sys::real_sigaction(signal, new, &mut previous) };
+            if rc == 0 {
+                signals::set_added_to_mask(signal, added);
+                // SAFETY: as above.
+                if let Some(old) = unsafe { old.as_mut() } {
+                    signals::reported_action(before, &mut previous);
+                    *old = previous;
+                }
+            }
+            rc
+        }
     };
     if rc == 0 {
         // SAFETY: as above.

@@ -537,6 +537,11 @@ pub fn move_event(fd: c_int) -> Option<c_int> {
             return None;
         }
     }
+    // Known as the profiler's before any signal can name it: the event's
+    // other thread may be sampled right now, and a signal naming a number
+    // the profiler never had would go to the program's action (the
+    // default one ends the process).
+    remember(moved);
     // SAFETY: fcntl on the new descriptor of our event.
     let flags = unsafe { libc::fcntl(moved, libc::F_GETFL) };
     if flags >= 0 && flags & libc::O_ASYNC != 0 {
@@ -548,7 +553,6 @@ pub fn move_event(fd: c_int) -> Option<c_int> {
         }
     }
     let signalled = is_perf_fd(fd);
-    remember(moved);
     forget(fd);
     if signalled {
         mark_perf_fd(moved, true);

@@ -28,7 +28,14 @@
 //!   that it stays pending for `sigwait`, `signalfd` or the unblocking
 //!   call, as the program expects;
 //! * `sigwait`, `sigwaitinfo` and `sigtimedwait` never hand a perf signal
-//!   to the program (it is dropped and the wait goes on).
+//!   to the program (it is dropped and the wait goes on);
+//! * a handler of the program's that runs on its alternate signal stack
+//!   (`SA_ONSTACK`) gets the profiler's signals in its `sa_mask`
+//!   ([`onstack_action`]; queries report the program's own mask,
+//!   [`reported_action`]): a sample signal arriving while it runs waits
+//!   until it returns, rather than put a second signal frame on that
+//!   stack, which the program sized for its own handler alone (a frame
+//!   that does not fit is a SIGSEGV from the kernel).
 //!
 //! Not interposed: the raw `rt_sigaction`/`rt_sigprocmask` system calls
 //! (the writer detects a replaced handler and a thread left without
@@ -355,4 +362,66 @@ pub fn after_wait() {
         sys::sigset_add(&mut set, s);
     }
     sys::raw_sigmask(libc::SIG_UNBLOCK, Some(&set), None);
+}
+
+/// For each signal, the sample slots whose signal the profiler added to
+/// the `sa_mask` of the program's `SA_ONSTACK` handler ([`onstack_action`]).
+static ADDED_TO_MASK: [std::sync::atomic::AtomicU8; 65] =
+    [const { std::sync::atomic::AtomicU8::new(0) }; 65];
+
+/// The sample slots added to the mask of `signal`'s current action (the
+/// program's, as the kernel holds it), for [`reported_action`].
+pub fn added_to_mask(signal: c_int) -> u8 {
+    usize::try_from(signal)
+        .ok()
+        .and_then(|s| ADDED_TO_MASK.get(s))
+        .map_or(0, |a| a.load(Relaxed))
+}
+
+/// Records `added` ([`onstack_action`]'s) as the slots in the mask of
+/// `signal`'s action, once the kernel took it.
+pub fn set_added_to_mask(signal: c_int, added: u8) {
+    if let Some(a) = usize::try_from(signal)
+        .ok()
+        .and_then(|s| ADDED_TO_MASK.get(s))
+    {
+        a.store(added, Relaxed);
+    }
+}
+
+/// The action to give the kernel for the program's `sigaction(signal,
+/// new)` on a signal other than the profiler's: `new` with the profiler's
+/// sample signals added to its mask when its handler runs on the
+/// alternate stack, and the slots added (for [`set_added_to_mask`]);
+/// `None`: `new` as it is.
+pub fn onstack_action(new: &libc::sigaction) -> (Option<libc::sigaction>, u8) {
+    let handler = new.sa_sigaction;
+    if new.sa_flags & libc::SA_ONSTACK == 0 || handler == libc::SIG_DFL || handler == libc::SIG_IGN
+    {
+        return (None, 0);
+    }
+    let mut act = *new;
+    let mut added = 0u8;
+    for i in 0..SAMPLE_SLOTS {
+        if let Some(ours) = signal_at(i) {
+            if !sys::sigset_has(&act.sa_mask, ours) {
+                sys::sigset_add(&mut act.sa_mask, ours);
+                added |= 1 << i;
+            }
+        }
+    }
+    ((added != 0).then_some(act), added)
+}
+
+/// The program's view of an action the kernel reports: the sample
+/// signals of the slots in `added` ([`added_to_mask`]) taken out of its
+/// mask.
+pub fn reported_action(added: u8, act: &mut libc::sigaction) {
+    for i in 0..SAMPLE_SLOTS {
+        if added & (1 << i) != 0 {
+            if let Some(ours) = signal_at(i) {
+                sys::sigset_del(&mut act.sa_mask, ours);
+            }
+        }
+    }
 }
