@@ -127,12 +127,17 @@ pub fn program_sigaction(
             handler => {
                 // Stored first: the wrapper finds it from its first call.
                 writer.store(i, handler, new.sa_flags, &new.sa_mask);
-                let rc =
-                    sys::install_program_wrapper(signal, on_signal, new.sa_flags, &new.sa_mask);
+                // (On the alternate stack: the profiler's signals wait
+                // while it runs, `signals::onstack_action`.)
+                let (adjusted, added) = crate::threads::signals::onstack_action(new);
+                let mask = adjusted.as_ref().map_or(&new.sa_mask, |a| &a.sa_mask);
+                let rc = sys::install_program_wrapper(signal, on_signal, new.sa_flags, mask);
                 if rc == 0 {
                     // The flags and mask a query would show natively
-                    // (glibc's SA_RESTORER, the mask as the kernel keeps it).
-                    if let Some(now) = sys::real_sigaction_query(signal) {
+                    // (glibc's SA_RESTORER, the mask as the kernel keeps it,
+                    // less the profiler's signals added to it).
+                    if let Some(mut now) = sys::real_sigaction_query(signal) {
+                        crate::threads::signals::reported_action(added, &mut now);
                         let own = libc::SA_SIGINFO | libc::SA_RESETHAND;
                         let flags = (now.sa_flags & !own) | (new.sa_flags & own);
                         writer.store(i, handler, flags, &now.sa_mask);
@@ -246,8 +251,10 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
         sys::set_errno(saved);
         return;
     }
-    let act = PROGRAM.load(i);
-    match act.sa_sigaction {
+    // (Handler and flags only: this frame may be on the program's small
+    // alternate stack, below its handler's.)
+    let (handler, flags) = PROGRAM.handler_and_flags(i);
+    match handler {
         libc::SIG_IGN => {}
         libc::SIG_DFL => {
             // The program's SA_RESETHAND handler ran: the default action
@@ -265,14 +272,12 @@ extern "C" fn on_signal(signal: c_int, info: *mut libc::siginfo_t, context: *mut
             }
         }
         handler => {
-            if act.sa_flags & libc::SA_RESETHAND != 0 {
+            if flags & libc::SA_RESETHAND != 0 {
                 PROGRAM.reset_handler_if_free(i);
             }
             sys::set_errno(saved);
             // SAFETY: the program installed `handler` with these flags.
-            unsafe {
-                delivered.call_handler(signal, handler, act.sa_flags & libc::SA_SIGINFO != 0)
-            };
+            unsafe { delivered.call_handler(signal, handler, flags & libc::SA_SIGINFO != 0) };
         }
     }
 }

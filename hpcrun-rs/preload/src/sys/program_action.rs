@@ -48,6 +48,26 @@ impl Action {
         self.seq.fetch_add(1, Release);
     }
 
+    /// The handler and flags alone (a handler's hot path: no 128-byte
+    /// mask copied onto the stack it runs on).
+    fn handler_and_flags(&self) -> (usize, c_int) {
+        loop {
+            let before = self.seq.load(Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let got = (
+                self.handler.load(Relaxed),
+                self.flags.load(Relaxed) as u32 as c_int,
+            );
+            fence(Acquire);
+            if self.seq.load(Relaxed) == before {
+                return got;
+            }
+        }
+    }
+
     fn load(&self) -> libc::sigaction {
         loop {
             let before = self.seq.load(Acquire);
@@ -92,6 +112,11 @@ impl<const N: usize> ProgramActions<N> {
     /// signal handler; panics if `i >= N`.
     pub fn load(&self, i: usize) -> libc::sigaction {
         self.actions[i].load()
+    }
+
+    /// Action `i`'s handler and flags (without its mask).
+    pub fn handler_and_flags(&self, i: usize) -> (usize, c_int) {
+        self.actions[i].handler_and_flags()
     }
 
     /// Becomes the writer of the table: blocks `block` on this thread,

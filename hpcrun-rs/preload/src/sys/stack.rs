@@ -28,11 +28,13 @@
 //!   lets the program install its own (which then takes the kernel's
 //!   frames), and puts the profiler's back when the program disables its
 //!   own ([`program_sigaltstack`]). An alternate stack of the program's
-//!   smaller than a signal frame of this machine ([`smallest_shared_altstack`]:
-//!   a 2-8 KiB one sized for older processors) would be overrun by the
-//!   first of the profiler's signals: it is recorded and reported as the
-//!   program's, while the profiler's stays installed and takes every
-//!   frame, the program's handlers' too.
+//!   smaller than a signal frame of this machine and 4.5 KiB of room
+//!   ([`smallest_shared_altstack`]: a 2-8 KiB one sized for older
+//!   processors, or for one frame and the program's handler alone) could
+//!   be overrun by the profiler's signals or its forwarding of the
+//!   program's: it is recorded and reported as the program's, while the
+//!   profiler's stays installed and takes every frame, the program's
+//!   handlers' too.
 
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
@@ -101,12 +103,22 @@ pub fn handler_stack_bytes() -> usize {
 /// and the thread-local lookup take about 100).
 pub const ENTRY_BYTES: usize = 512;
 
+/// Room on a shared alternate stack of the program's beyond the
+/// kernel's frame and [`ENTRY_BYTES`]: for the program's own handler,
+/// which the profiler's wrapper of a forwarded signal (SIGTERM, SIGUSR1,
+/// ...) calls one frame deeper than the kernel would (about 120 bytes).
+/// A stack sized to the byte for one frame and the program's handler
+/// (`MINSIGSTKSZ` and 1 KiB, without AVX-512) was overrun by 16 bytes.
+pub const SHARED_HANDLER_BYTES: usize = 4096;
+
 /// The smallest alternate stack of the program's that the profiler's
-/// signals are let land on: one of this machine's signal frames and
-/// [`ENTRY_BYTES`]. A smaller one is recorded as the program's while the
-/// profiler's stays installed ([`program_sigaltstack`]).
+/// signals are let land on: one of this machine's signal frames,
+/// [`ENTRY_BYTES`] and [`SHARED_HANDLER_BYTES`]. A smaller one is
+/// recorded as the program's while the profiler's stays installed and
+/// takes every frame, the program's handlers' too
+/// ([`program_sigaltstack`]).
 pub fn smallest_shared_altstack() -> usize {
-    signal_frame_bytes() + ENTRY_BYTES
+    signal_frame_bytes() + ENTRY_BYTES + SHARED_HANDLER_BYTES
 }
 
 /// Guard page below it (a stack overflow faults instead of writing into
