@@ -28,24 +28,14 @@
 //! profiler's messages on the launcher's standard error.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicI32, Ordering::*};
 
-/// The descriptor (-1: none), its device and inode.
-static FD: AtomicI32 = AtomicI32::new(-1);
-static DEV: AtomicU64 = AtomicU64::new(0);
-static INO: AtomicU64 = AtomicU64::new(0);
+use super::kept_fd::{identity, KeptFd};
+
+/// The descriptor, and the file it names.
+static KEPT: KeptFd = KeptFd::new();
 /// The session the process was in when the duplicate was taken.
 static SESSION: AtomicI32 = AtomicI32::new(0);
-
-/// Device and inode of open descriptor `fd`.
-fn identity(fd: c_int) -> Option<(u64, u64)> {
-    // SAFETY: fstat writes one owned, zero-initialised struct; a bad fd
-    // only returns an error.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
-    }
-}
 
 /// Takes the profiler's duplicate of descriptor 2 (at start-up, before
 /// the program runs): false when descriptor 2 is closed or no number at
@@ -58,53 +48,34 @@ pub fn keep_stderr() -> bool {
     if fd < 0 {
         return false;
     }
-    let Some((dev, ino)) = identity(fd) else {
-        return false;
-    };
-    DEV.store(dev, Relaxed);
-    INO.store(ino, Relaxed);
     // SAFETY: getsid(0) has no preconditions.
     SESSION.store(unsafe { libc::getsid(0) }, Relaxed);
-    FD.store(fd, Release);
-    true
+    KEPT.keep(fd)
 }
 
 /// The descriptor if it is still the one taken (the same file).
 fn live() -> Option<c_int> {
-    let fd = FD.load(Acquire);
-    if fd < 0 {
-        return None;
-    }
-    let same = identity(fd) == Some((DEV.load(Relaxed), INO.load(Relaxed)));
-    same.then_some(fd)
+    KEPT.live()
 }
 
 /// True if `fd` is the profiler's message descriptor, still open (the
 /// program's `close` of that number fails with `EBADF`, as if it were
 /// not there).
 pub fn is_message_fd(fd: c_int) -> bool {
-    fd >= 0 && FD.load(Acquire) == fd && live().is_some()
+    KEPT.is(fd)
 }
 
 /// The message descriptor when it lies in `[first, last]` (for
 /// `close_range`, which leaves it open).
 pub fn message_fd_in(first: u32, last: u32) -> Option<u32> {
-    let fd = u32::try_from(live()?).ok()?;
-    (first..=last).contains(&fd).then_some(fd)
+    KEPT.in_range(first, last)
 }
 
 /// Before the program's `dup2`/`dup3` onto the message descriptor's
 /// number: the descriptor moves to another free number above the floor
 /// (or is given up, if none is free), and the program gets the number.
 pub fn move_message_fd(new: c_int) {
-    if !is_message_fd(new) {
-        return;
-    }
-    // SAFETY: duplicating our own open descriptor.
-    let moved = unsafe { libc::fcntl(new, libc::F_DUPFD_CLOEXEC, super::fd_floor()) };
-    FD.store(moved.max(-1), Release);
-    // (The old number is the program's `dup2`'s to replace: not closed
-    // here, the call closes it atomically.)
+    KEPT.make_way(new);
 }
 
 /// The program closed its descriptor 2, made it another file, or left
@@ -119,8 +90,7 @@ pub fn let_go_of_stderr() {
     if unsafe { libc::getsid(0) } == SESSION.load(Relaxed) {
         return;
     }
-    let kept = (DEV.load(Relaxed), INO.load(Relaxed));
-    if identity(2) == Some(kept) {
+    if identity(2) == identity(fd) {
         return;
     }
     // SAFETY: fstat writes one owned, zero-initialised struct.
@@ -129,7 +99,7 @@ pub fn let_go_of_stderr() {
         libc::fstat(fd, &mut st) == 0
             && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK)
     };
-    if !stream || FD.compare_exchange(fd, -1, AcqRel, Relaxed).is_err() {
+    if !stream || !KEPT.give_up(fd) {
         return;
     }
     // SAFETY: closing the profiler's own descriptor (the system call: the

@@ -24,6 +24,8 @@
 //! * [`messages`]: the profiler's own duplicate of the standard error
 //!   it started with, where its messages go (never descriptor 2, which
 //!   the program may have given to a file of its own).
+//! * [`kept_fd`]: a descriptor kept for the whole run, known by its
+//!   number and its file's identity ([`kept_fd::KeptFd`]).
 //! * [`outdir`]: the measurements directory pinned by a descriptor
 //!   when the program changes its root (`chroot`), and the file calls
 //!   relative to it.
@@ -53,6 +55,7 @@
 pub mod alloc;
 pub mod dl;
 pub mod heap;
+pub mod kept_fd;
 pub mod mask;
 pub mod mem;
 pub mod messages;

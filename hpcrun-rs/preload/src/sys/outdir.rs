@@ -22,25 +22,14 @@ use std::ffi::{c_int, CString};
 use std::fs::File;
 use std::io;
 use std::os::fd::FromRawFd;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
+
+use super::kept_fd::KeptFd;
 
 /// The pinned directory's path, as the library names its files.
 static DIR: OnceLock<String> = OnceLock::new();
-/// Its descriptor (-1: none), device and inode.
-static FD: AtomicI32 = AtomicI32::new(-1);
-static DEV: AtomicU64 = AtomicU64::new(0);
-static INO: AtomicU64 = AtomicU64::new(0);
-
-/// Device and inode of open descriptor `fd`.
-fn identity(fd: c_int) -> Option<(u64, u64)> {
-    // SAFETY: fstat writes one owned, zero-initialised struct; a bad fd
-    // only returns an error.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
-    }
-}
+/// Its descriptor, and the directory it names.
+static KEPT: KeptFd = KeptFd::new();
 
 /// Pins `dir` (before the program's `chroot`): false if it cannot be
 /// opened or no number at or above the floor is free. Once per process;
@@ -69,9 +58,9 @@ pub fn pin(dir: &str) -> bool {
         libc::syscall(libc::SYS_close, fd);
         high
     };
-    let Some((dev, ino)) = (high >= 0).then(|| identity(high)).flatten() else {
+    if high < 0 {
         return false;
-    };
+    }
     let same_dir = match DIR.get() {
         Some(pinned) => pinned == dir,
         None => DIR.set(dir.to_string()).is_ok() || DIR.get().is_some_and(|d| d == dir),
@@ -81,44 +70,35 @@ pub fn pin(dir: &str) -> bool {
         unsafe { libc::syscall(libc::SYS_close, high) };
         return false;
     }
-    DEV.store(dev, Relaxed);
-    INO.store(ino, Relaxed);
-    FD.store(high, Release);
+    if !KEPT.keep(high) {
+        // SAFETY: closing the descriptor duplicated above.
+        unsafe { libc::syscall(libc::SYS_close, high) };
+        return false;
+    }
     true
 }
 
 /// The descriptor if it is still the one pinned (the same directory).
 fn live() -> Option<c_int> {
-    let fd = FD.load(Acquire);
-    if fd < 0 {
-        return None;
-    }
-    let same = identity(fd) == Some((DEV.load(Relaxed), INO.load(Relaxed)));
-    same.then_some(fd)
+    KEPT.live()
 }
 
 /// True if `fd` is the pinned directory's descriptor, still open.
 pub fn is_dir_fd(fd: c_int) -> bool {
-    fd >= 0 && FD.load(Acquire) == fd && live().is_some()
+    KEPT.is(fd)
 }
 
 /// The directory's descriptor when it lies in `[first, last]` (for
 /// `close_range`, which leaves it open).
 pub fn dir_fd_in(first: u32, last: u32) -> Option<u32> {
-    let fd = u32::try_from(live()?).ok()?;
-    (first..=last).contains(&fd).then_some(fd)
+    KEPT.in_range(first, last)
 }
 
 /// Before the program's `dup2`/`dup3` onto the directory's descriptor:
 /// it moves to another free number above the floor (or is given up), and
 /// the program gets the number.
 pub fn move_dir_fd(new: c_int) {
-    if !is_dir_fd(new) {
-        return;
-    }
-    // SAFETY: duplicating our own open descriptor.
-    let moved = unsafe { libc::fcntl(new, libc::F_DUPFD_CLOEXEC, super::fd_floor()) };
-    FD.store(moved.max(-1), Release);
+    KEPT.make_way(new);
 }
 
 /// `path` relative to the pinned directory's descriptor, when the
