@@ -33,15 +33,15 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     };
     let layout = SampleLayout::new(sys::page_fault_layout());
     let dropped = &state.stats.dropped;
-    // Samples and lost samples drained: each left a signal queued.
-    let mut signalled = 0u64;
+    // Whether any sample or loss was drained (each left a signal queued).
+    let mut drained_any = false;
     let drained = ring.for_each_record(|header, body| match record::parse(header, body, &layout) {
         Ok(Record::Sample(s)) => {
-            signalled += 1;
+            drained_any = true;
             fault(state, &ctx, s.ip, s.addr, s.data_page_size);
         }
         Ok(Record::Lost { lost, .. }) => {
-            signalled += lost;
+            drained_any = true;
             dropped[threads::DROP_RING_LOST].fetch_add(lost, Relaxed);
         }
         Ok(_) => {}
@@ -57,7 +57,7 @@ fn page_faults(state: &ThreadState, ctx: (Regs, u64, u64)) {
     // earlier signal drained (one drain takes every record, a burst of
     // thousands while the signal waited, and the kernel queues a signal
     // for each, lost or not): not a loop, and nothing to do.
-    if signalled == 0 {
+    if !drained_any {
         return;
     }
     // A feedback loop (signals whose samples are all faults of the
