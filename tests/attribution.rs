@@ -336,6 +336,36 @@ fn a_burst_of_faults_while_signals_are_blocked_leaves_page_fault_sampling_on() {
 }
 
 #[test]
+fn a_thread_that_ends_right_after_a_fault_burst_has_every_fault_counted() {
+    // The thread's handler never runs (every signal blocked to its end):
+    // nothing reads its ring, and no record after the ring filled up
+    // tells the kernel's loss. The event's own count still does.
+    let dir = scratch("fault-burst-at-thread-end");
+    let exe = compile_test_program("fault_burst_at_thread_end.c", &dir, &["-pthread"]);
+    let p = profile_same_output(&dir, "page-faults@1", &exe, &[]);
+    let profiles = read_profiles(&p.measurements);
+    let thread = profiles
+        .iter()
+        .find(|t| t.thread.index == 1)
+        .expect("the burst thread's profile");
+    let dropped = |why: &str| thread.stats.dropped.get(why).copied().unwrap_or(0);
+    let never_read = dropped("counted by the kernel, never read");
+    let counted = thread.stats.page_faults + dropped("lost in the perf ring") + never_read;
+    // (Besides the 4,096, the thread's other faults: its stack, its TLS.)
+    assert!(
+        (4096..4096 + 512).contains(&counted),
+        "{} handled, {:?}",
+        thread.stats.page_faults,
+        thread.stats.dropped
+    );
+    assert!(
+        never_read >= 4096 - thread.stats.page_faults,
+        "{:?}",
+        thread.stats.dropped
+    );
+}
+
+#[test]
 fn paths_that_cannot_be_unwound_hang_below_partial_unwind() {
     // The hot loop runs on a coroutine stack in the heap: the unwinder reads
     // only the thread's stack, so its paths stop early.

@@ -492,6 +492,7 @@ pub fn build_profile(state: &ThreadState) -> ThreadProfile {
     profile.unknown = unknown;
 
     let s = &state.stats;
+    note_never_read(s);
     profile.stats = SampleStats {
         samples: s.samples.load(Relaxed),
         timer_overruns: s.timer_overruns.load(Relaxed),
@@ -766,4 +767,19 @@ impl SiteTable {
             })
             .collect()
     }
+}
+
+/// The page-fault samples the kernel made that the handler neither read
+/// nor was told were lost (`threads::DROP_NEVER_READ`), once sampling
+/// stopped (`Stats::fault_samples_made`; 0 for a checkpoint, written
+/// while the thread samples on).
+fn note_never_read(s: &threads::Stats) {
+    let made = s.fault_samples_made.load(Relaxed);
+    if made == 0 {
+        return;
+    }
+    let told = s.page_faults.load(Relaxed)
+        + s.dropped[threads::DROP_RING_LOST].load(Relaxed)
+        + s.dropped[threads::DROP_BAD_RECORD].load(Relaxed);
+    s.dropped[threads::DROP_NEVER_READ].store(made.saturating_sub(told), Relaxed);
 }

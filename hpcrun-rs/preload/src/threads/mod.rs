@@ -49,7 +49,7 @@ use crate::code::unwind;
 use crate::sys::{self, StackBounds};
 
 /// Causes of dropped samples (index into `Stats::dropped`).
-pub const DROP_CAUSES: [&str; 9] = [
+pub const DROP_CAUSES: [&str; 10] = [
     "tree full",
     "handler re-entered",
     "object map busy",
@@ -59,6 +59,7 @@ pub const DROP_CAUSES: [&str; 9] = [
     "unreadable perf record",
     "signal queue full",
     "descriptor closed by the program",
+    "counted by the kernel, never read",
 ];
 pub const DROP_TREE_FULL: usize = 0;
 pub const DROP_REENTERED: usize = 1;
@@ -74,6 +75,13 @@ pub const DROP_QUEUE_FULL: usize = 7;
 /// (`close_range`, `closefrom`): the periods of user time after the
 /// samples it had (`ThreadState::missing_periods`).
 pub const DROP_FD_CLOSED: usize = 8;
+/// Page-fault samples the kernel made (its event's count over the
+/// period, read when sampling stopped: `Stats::fault_samples_made`) that
+/// the handler never read nor was told were lost: lost in a full ring
+/// with no later record to carry the kernel's "lost" record, or left in
+/// the ring by a thread that ended with the signal blocked or pending.
+/// Set when the final profile is written.
+pub const DROP_NEVER_READ: usize = 9;
 
 /// Sample counters of one thread.
 /// The most periods one CPU-time timer signal stood for, process-wide
@@ -131,6 +139,11 @@ pub struct Stats {
     pub partial_unwinds: AtomicU64,
     /// Page-fault samples handled.
     pub page_faults: AtomicU64,
+    /// Page-fault samples the kernel made: the event's count divided by
+    /// its period, read when the thread's sampling stopped (0 before, or
+    /// when the event was no longer the profiler's). See
+    /// `DROP_NEVER_READ`.
+    pub fault_samples_made: AtomicU64,
     /// Allocation-hook calls of this thread, those timed and their time
     /// (`hooks::timed`; only this thread writes them). A checkpoint
     /// rewrites the file when the calls changed.
@@ -190,6 +203,7 @@ impl Stats {
             fds_closed,
             partial_unwinds,
             page_faults,
+            fault_samples_made,
             hook_calls,
             hook_timed,
             hook_timed_ns,
@@ -221,6 +235,7 @@ impl Stats {
             shared_in_flight,
             partial_unwinds,
             page_faults,
+            fault_samples_made,
             hook_calls,
             hook_timed,
             hook_timed_ns,

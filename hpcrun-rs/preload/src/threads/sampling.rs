@@ -201,6 +201,9 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
         }
         // Only if the descriptor is still ours: the program may have closed
         // it (close_range, closefrom) and reused its number for its own file.
+        if bit == 1 {
+            note_fault_samples_made(state, fd);
+        }
         let ours = if close {
             // The ring stays mapped (a late handler may still read it).
             sys::close_event(fd)
@@ -220,6 +223,23 @@ pub fn stop(state: &threads::ThreadState, close: bool) {
     state.watch.stop(close);
     if close {
         pmu::sampler::stop_thread(&state.hw);
+    }
+}
+
+/// Reads how many samples the thread's page-fault event `fd` made (its
+/// count over the period) into the thread's stats, after stopping it
+/// (so that the count is final), if `fd` is still the profiler's.
+/// Compared with the samples the handler read and the losses the kernel
+/// told, it counts those never read (`threads::DROP_NEVER_READ`).
+fn note_fault_samples_made(state: &threads::ThreadState, fd: i32) {
+    let Some(period) = config::get().page_faults else {
+        return;
+    };
+    if sys::disable_owned(fd) {
+        if let Some(count) = sys::read_counter(fd) {
+            let made = count / period.max(1);
+            state.stats.fault_samples_made.store(made, Relaxed);
+        }
     }
 }
 
