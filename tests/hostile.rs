@@ -693,3 +693,32 @@ fn messages_never_go_into_the_programs_file_on_descriptor_2() {
         assert!(!line.contains("paranoid"), "{name}: {line}");
     }
 }
+
+#[test]
+fn threads_the_program_cancels_never_leave_the_profiler_stuck() {
+    // Natively about a second. Under the profiler a cancellation that
+    // acted inside the profiler's own work left its locks held: the next
+    // thread to load a library waited for ever (hence the time limit).
+    let dir = scratch("hostile-cancelled-threads");
+    let exe = compile_test_program("cancelled_threads.c", &dir, &["-pthread", "-ldl"]);
+    let want = native(&exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout),
+        "150 rounds, 0 workers not cancelled\n"
+    );
+    for opts in [
+        &["-e", "mem:soft"][..],
+        &["-e", "mem:soft", "-e", "page-faults@1"],
+    ] {
+        std::fs::create_dir_all(&dir).unwrap();
+        let measurements = dir.join(format!("measurements-{}", opts.len()));
+        let got = run(Command::new("timeout")
+            .args(["-k", "10", "300"])
+            .arg(tool("hpcrun-rs"))
+            .args(opts)
+            .arg("-o")
+            .arg(&measurements)
+            .arg(&exe));
+        assert_same(&got, &want, &format!("{opts:?}"));
+    }
+}

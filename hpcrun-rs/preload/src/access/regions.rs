@@ -112,6 +112,7 @@ pub fn label_new_regions() {
     if !PENDING.load(Relaxed) || !PENDING.swap(false, AcqRel) {
         return;
     }
+    let _no_cancel = crate::sys::cancel::NoCancel::new();
     let maps = read_maps();
     if maps.is_empty() {
         return; // Unreadable (no descriptor left): the writer tries again.

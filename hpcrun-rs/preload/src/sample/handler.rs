@@ -71,6 +71,9 @@ pub(super) fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs,
             // next signal.)
             state.stats.dropped[threads::DROP_REENTERED].fetch_add(1, Relaxed);
         } else {
+            // (Dropped last: the work may read files, a cancellation point
+            // for a thread the program cancelled.)
+            let no_cancel = sys::cancel::NoCancel::new();
             // SAFETY: the kernel passes a valid ucontext_t for SA_SIGINFO
             // handlers; it lives for the duration of the handler.
             let uc = unsafe { &*(context as *const libc::ucontext_t) };
@@ -97,6 +100,7 @@ pub(super) fn enter(context: *mut c_void, work: impl FnOnce(&ThreadState, (Regs,
             });
             drop(section);
             state.in_handler.store(false, Release);
+            drop(no_cancel);
         }
     }
     sys::set_errno(saved_errno);

@@ -116,8 +116,9 @@ pub fn write_message(bytes: &[u8]) -> bool {
     };
     let mut rest = bytes;
     while !rest.is_empty() {
-        // SAFETY: writes from a live slice to our own descriptor.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        // SAFETY: writes from a live slice to our own descriptor. (The
+        // system call, not libc's `write`: not a cancellation point.)
+        let n = unsafe { libc::syscall(libc::SYS_write, fd, rest.as_ptr(), rest.len()) };
         if n < 0 {
             if super::errno() == libc::EINTR {
                 continue;

@@ -53,6 +53,7 @@
 #![allow(unsafe_code)]
 
 pub mod alloc;
+pub mod cancel;
 pub mod dl;
 pub mod heap;
 pub mod kept_fd;

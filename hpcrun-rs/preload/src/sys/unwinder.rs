@@ -161,19 +161,38 @@ extern "C" fn resolve(slot: usize) -> usize {
 fn from_libgcc(name: &CStr) -> usize {
     let mut handle = LIBGCC.load(Acquire);
     if handle == 0 {
+        // libc's `dlopen`, not the library's own hook: this may run inside
+        // an unwinding (a thread the program cancelled, leaving the
+        // library's `pthread_create` frame), where the hook's module
+        // refresh and its locks have no place.
+        let real = super::dl::next_symbol(c"dlopen");
+        if real.is_null() {
+            return 0;
+        }
+        type DlopenFn = unsafe extern "C" fn(*const libc::c_char, libc::c_int) -> *mut c_void;
+        // SAFETY: RTLD_NEXT's `dlopen` has this signature.
+        let real: DlopenFn = unsafe { std::mem::transmute::<*mut c_void, DlopenFn>(real) };
         // SAFETY: a NUL-terminated file name; RTLD_LOCAL keeps its symbols
         // out of the program's lookup order.
         handle =
-            unsafe { libc::dlopen(c"libgcc_s.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) }
-                as usize;
+            unsafe { real(c"libgcc_s.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) } as usize;
         if handle == 0 {
             return 0;
         }
         if let Err(other) = LIBGCC.compare_exchange(0, handle, AcqRel, Acquire) {
             // Another thread loaded it too: the same object, one more
             // reference.
-            // SAFETY: a handle dlopen returned.
-            unsafe { libc::dlclose(handle as *mut c_void) };
+            // (libc's `dlclose`, as for `dlopen` above.)
+            let close = super::dl::next_symbol(c"dlclose");
+            if !close.is_null() {
+                type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> libc::c_int;
+                // SAFETY: RTLD_NEXT's `dlclose` has this signature, and
+                // `handle` is a handle its `dlopen` returned.
+                unsafe {
+                    let close: DlcloseFn = std::mem::transmute::<*mut c_void, DlcloseFn>(close);
+                    close(handle as *mut c_void);
+                }
+            }
             handle = other;
         }
     }

@@ -42,8 +42,11 @@ pub fn guarded(f: impl FnOnce()) {
 /// allocates meanwhile (`opendir`'s buffer, the loader's records) is the
 /// library's own, served from its heap, never by the program's allocator
 /// (`sys::heap::with_libc_served`; after a fatal signal, by the
-/// program's allocator as any other call).
+/// program's allocator as any other call). The thread's cancellation is
+/// held off meanwhile (`sys::cancel`).
 pub fn without_hooks<R>(f: impl FnOnce() -> R) -> R {
+    // (Dropped last: the library's work may reach cancellation points.)
+    let _no_cancel = sys::cancel::NoCancel::new();
     let was = IN_HOOK.with(|g| g.replace(true));
     let r = sys::heap::with_libc_served(f);
     IN_HOOK.with(|g| g.set(was));
