@@ -38,9 +38,9 @@ fn assert_same(profiled: &Output, native: &Output, what: &str) {
         String::from_utf8_lossy(&profiled.stderr)
     );
     assert_eq!(
-        profiled.status.code(),
-        native.status.code(),
-        "{what}: exit status differs; stderr: {}",
+        shell_status(&profiled.status),
+        shell_status(&native.status),
+        "{what}: exit status or signal differs; stderr: {}",
         String::from_utf8_lossy(&profiled.stderr)
     );
 }

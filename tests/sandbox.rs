@@ -64,9 +64,9 @@ fn assert_same(got: &Output, want: &Output, what: &str) {
         String::from_utf8_lossy(&got.stderr)
     );
     assert_eq!(
-        got.status.code(),
-        want.status.code(),
-        "{what}: exit status differs; stderr: {}",
+        shell_status(&got.status),
+        shell_status(&want.status),
+        "{what}: exit status or signal differs; stderr: {}",
         String::from_utf8_lossy(&got.stderr)
     );
 }
@@ -217,6 +217,47 @@ fn a_program_that_fills_its_ulimit_v_gets_every_profile_from_the_smaller_reserve
         Some(0),
         "{}",
         String::from_utf8_lossy(&merged.stderr)
+    );
+}
+
+/// A program that fills its address-space limit and then dies of a
+/// SIGSEGV dies of it under the profiler too: the profiles written after
+/// the fatal signal find no room for new mappings and take the reserve
+/// (a failed allocation there would end the program by SIGABRT instead).
+#[test]
+fn a_program_that_crashes_with_its_ulimit_v_full_dies_of_its_own_signal() {
+    let dir = scratch("fill-address-space-crash");
+    let exe = compile_test_program("fill_address_space.c", &dir, &["-pthread"]);
+    let limited = |cmd: String| {
+        run(Command::new("sh").arg("-c").arg(format!(
+            "ulimit -c 0 && ulimit -v 200000 && exec {cmd} crash"
+        )))
+    };
+    let want = limited(exe.display().to_string());
+    assert_eq!(String::from_utf8_lossy(&want.stdout), "filled\n");
+    assert_eq!(
+        shell_status(&want.status),
+        128 + libc::SIGSEGV,
+        "native run: {want:?}"
+    );
+    let measurements = dir.join("measurements");
+    let got = limited(format!(
+        "{} -o {} {}",
+        tool("hpcrun-rs").display(),
+        measurements.display(),
+        exe.display()
+    ));
+    assert_same(
+        &got,
+        &want,
+        "fill_address_space crash under ulimit -v 200000",
+    );
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(
+        read_profiles(&measurements)
+            .iter()
+            .any(|p| p.thread.index == 0),
+        "{stderr}"
     );
 }
 

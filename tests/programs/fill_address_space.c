@@ -1,7 +1,9 @@
 /* Fills its address-space limit (`ulimit -v`) while 3 more threads
  * compute: blocks of 1 MiB, each written, then blocks of 64 bytes, until
  * malloc fails; it keeps them all until its threads end. Prints
- * "filled" and exits 0. */
+ * "filled" and exits 0. With the argument `crash`, it prints "filled"
+ * once its address space is full and then dies of a SIGSEGV (a store
+ * through a null pointer) while its threads still compute. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +15,8 @@ static void *work(void *arg) {
     return arg;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int crash = argc > 1 && strcmp(argv[1], "crash") == 0;
     pthread_t t[3];
     int started = 0;
     for (int i = 0; i < 3; i++)
@@ -26,6 +29,11 @@ int main(void) {
         big++;
     }
     while (malloc(64)) small++;
+    if (crash) {
+        printf("filled\n");
+        fflush(stdout);
+        *(volatile int *)0 = 1;
+    }
     for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
     printf("filled\n");
     return big > 0 && small > 0 && started == 3 ? 0 : 1;

@@ -55,10 +55,14 @@ pub struct LibraryAllocator;
 static CRASH_MODE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 static CRASH_NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static CRASH_END: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The signal that ends the process, whose profiles crash mode writes.
+static CRASH_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// Switches the library's allocator to crash mode for the rest of the
-/// process's life.
-pub fn enter_crash_mode() {
+/// process's life: the profiles are written next, then `signal` ends the
+/// process (its default action).
+pub fn enter_crash_mode(signal: c_int) {
+    CRASH_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
     CRASH_MODE.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
@@ -79,20 +83,58 @@ fn crash_alloc(layout: Layout) -> *mut u8 {
             }
             continue;
         }
-        let size = CHUNK.max(layout.size() + align as usize);
-        let Some(p) = raw_mmap(
-            0,
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        ) else {
-            return std::ptr::null_mut();
+        // A chunk; under an address-space limit that the program filled
+        // (what brought it down, often), one just large enough, then the
+        // heap's reserve (mapped at load, taken without its lock).
+        let least = (layout.size() + align as usize).next_multiple_of(4096);
+        let Some((p, size)) = [CHUNK.max(least), least.max(256 << 10), least]
+            .into_iter()
+            .find_map(|size| Some((crash_map(size)?, size)))
+            .or_else(|| {
+                let size = least.max(256 << 10);
+                [size, least]
+                    .into_iter()
+                    .find_map(|size| Some((super::heap::reserve_pages(size)?, size)))
+            })
+        else {
+            give_up();
         };
         CRASH_END.store(p as u64 + size as u64, SeqCst);
         CRASH_NEXT.store(p as u64, SeqCst);
     }
+}
+
+/// `size` bytes of a private mapping of their own.
+fn crash_map(size: usize) -> Option<*mut u8> {
+    raw_mmap(
+        0,
+        size,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    )
+}
+
+/// No memory is left to write the profiles after a fatal signal: the
+/// process ends now as that signal ends it (its default action), as it
+/// would have without the profiler, rather than by the abort that a
+/// failed allocation is in Rust. Says so first (no allocation).
+fn give_up() -> ! {
+    let signal = CRASH_SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
+    super::write_message(
+        b"hpcrun-rs: no memory left to write the profiles after the program's fatal signal; they are lost\n",
+    );
+    if signal > 0 {
+        super::die_by_default(signal);
+        let mut set = super::mask::empty_sigset();
+        // SAFETY: `set` is a valid, initialised signal set.
+        unsafe { libc::sigaddset(&mut set, signal) };
+        super::mask::raw_sigmask(libc::SIG_UNBLOCK, Some(&set), None);
+    }
+    // (A signal whose default action does not end the process.)
+    // SAFETY: ends the process at once.
+    unsafe { libc::_exit(128 + signal) }
 }
 
 /// True once a fatal signal switched the allocator to private mappings.

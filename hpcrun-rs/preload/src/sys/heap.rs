@@ -314,6 +314,13 @@ fn from_reserve(bytes: usize) -> *mut u8 {
     }
 }
 
+/// `bytes` (page multiple) of the reserve, lock-free: for the crash-mode
+/// allocator (`alloc`), which may not take the heap's lock.
+pub fn reserve_pages(bytes: usize) -> Option<*mut u8> {
+    let p = from_reserve(bytes);
+    (!p.is_null()).then_some(p)
+}
+
 /// `bytes` (page multiple) of a mapping of their own, else (refused,
 /// and recorded: [`refused`]) of the reserve; null when both refuse.
 fn map(bytes: usize) -> *mut u8 {

@@ -261,7 +261,7 @@ pub fn forward(signal: c_int, delivered: &sys::Delivered, flush: fn()) {
             // A real-time signal's default action ends the process: write
             // the profiles first, then let it happen.
             let saved = sys::errno();
-            sys::enter_crash_mode();
+            sys::enter_crash_mode(signal);
             crate::threads::guard::without_hooks(flush);
             sys::die_by_default(signal);
             sys::set_errno(saved);

@@ -97,7 +97,7 @@ fn fatal(signal: c_int, context: *mut c_void) {
         sys::reraise(signal);
         return;
     }
-    sys::enter_crash_mode();
+    sys::enter_crash_mode(signal);
     INTERRUPTED_SP.with(|c| c.set(interrupted_sp(context)));
     crate::threads::guard::without_hooks(|| crate::output::manifest::signalled(signal));
     crate::threads::guard::without_hooks(flush_on_own_stack);
