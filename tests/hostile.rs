@@ -722,3 +722,33 @@ fn threads_the_program_cancels_never_leave_the_profiler_stuck() {
         assert_same(&got, &want, &format!("{opts:?}"));
     }
 }
+
+#[test]
+fn a_program_under_a_small_stack_limit_runs_as_natively() {
+    // The limit is the launcher's too (the shell's `ulimit -s`), and the
+    // preload library's set-up runs on the program's main thread: both
+    // work on stacks of their own.
+    let dir = scratch("hostile-small-stack-limit");
+    let exe = compile_test_program("small_main_stack.c", &dir, &["-pthread"]);
+    let limited = |cmd: String| {
+        run(Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -s 48 && exec {cmd}")))
+    };
+    let want = limited(exe.display().to_string());
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout),
+        "ok\n",
+        "native: {want:?}"
+    );
+    let measurements = dir.join("measurements");
+    let got = limited(format!(
+        "{} -o {} {}",
+        tool("hpcrun-rs").display(),
+        measurements.display(),
+        exe.display()
+    ));
+    assert_same(&got, &want, "ulimit -s 48");
+    let threads = read_profiles(&measurements).len();
+    assert_eq!(threads, 2, "{}", String::from_utf8_lossy(&got.stderr));
+}

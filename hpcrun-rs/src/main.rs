@@ -185,9 +185,31 @@ fn print_out(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// The stack of the thread the launcher works on.
+const LAUNCHER_STACK: usize = 8 << 20;
+
 fn main() -> ExitCode {
     // Before any thread exists: forwarded signals are taken by one thread.
     signals::block();
+    // The launcher's work needs more stack than a small `ulimit -s` (the
+    // shell's, which the program inherits, and under which the program
+    // may run natively) leaves the main thread: it runs on a thread whose
+    // stack is its own size.
+    let worker = std::thread::Builder::new()
+        .name("hpcrun-rs".into())
+        .stack_size(LAUNCHER_STACK)
+        .spawn(launcher);
+    match worker {
+        Ok(handle) => handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => launcher(),
+    }
+}
+
+/// The launcher: parses the arguments, runs the program and ends as it
+/// ended.
+fn launcher() -> ExitCode {
     let args = Args::parse();
     if args.print_header {
         print_out(HEADER);

@@ -82,75 +82,88 @@ fn init() {
             // measured themselves.
             return;
         }
-        // The standard error the process started with (the launcher's),
-        // before the program can give descriptor 2 to a file of its own.
-        sys::keep_stderr();
-        warn_if_malloc_comes_first();
-        let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
-        if !objects::init(cfg.alloc_log, shift) {
-            return;
-        }
-        if let Some(small) = objects::small_map::get() {
-            small.set_cap(cfg.max_tracking_memory);
-        }
-        // Without symbols: read at the first sample (`threads::lazy`).
-        modules::refresh(None);
-        anchors::init();
-        numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
-        let signal = sys::sigrtmin() + cfg.signal_offset;
-        let cpu_time = cfg.event == hpcrun_abi::event::Event::CpuTime.name();
-        run::configure(signal, cfg.histogram, cpu_time);
-        // Hardware memory events (mem:latency, mem:stores) drain a perf ring
-        // in their own handler.
-        let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
-            Ok(Some(_)) => handler::on_hw_sample,
-            Ok(None) => handler::on_sample,
-            Err(e) => {
-                run::warn(&format!("{e}: no samples"));
-                handler::on_sample
-            }
-        };
-        // Page faults: the next signal, each handler blocking the other.
-        let fault_signal = signal + 1;
-        if cfg.period_ns > 0 && !signals::take_over(signal, on_signal, &[fault_signal]) {
-            run::warn("could not install the sample signal handler; sampling disabled");
-        }
-        if cfg.page_faults.is_some() {
-            pages::init();
-            if let Some(objs) = objects::get() {
-                std::hint::black_box(objs.prefault());
-            }
-            if !signals::take_over(fault_signal, handler::on_page_fault, &[signal]) {
-                run::warn("could not install the page-fault signal handler");
-            }
-        }
-        // A full queue of real-time signals turns a sample into SIGIO, whose
-        // default action would end the program: borrowed, the program's
-        // own action and queries stay its own.
-        signals::take_over_sigio(handler::on_sigio);
-        if let Some(key) = sys::thread_exit_key(on_thread_exit) {
-            threads::set_exit_key(key);
-        }
-        writer::init_process_info();
-        crate::output::manifest::start(writer::rank_from_env());
-        sys::at_exit(at_exit);
-        for signal in FATAL_SIGNALS {
-            sys::install_fatal_handler(signal, handler::on_fatal);
-        }
-        super::forwarded::set_fatal_path(handler::on_fatal);
-        sys::at_fork(after_fork_in_child);
-        if !code_only() && cfg.period_ns > 0 {
-            crate::access::watch::configure(cfg.sharing_every, cfg.reuse_every);
-        }
-        run::set_active(true);
-        // No thread yet: the helper starts with the program's second one.
-        checkpoint::start();
-        guard::READY.store(true, Release);
-        sampling::start_thread(threads::next_index());
-        if threads::current().is_some() {
-            checkpoint::thread_started();
+        // The rest runs on the main thread's handler stack (made now, as
+        // for every measured thread): the program's own stack may be
+        // small (`ulimit -s`), and this set-up needs more than 16 KiB.
+        let mut measured = || measured_init(cfg);
+        match sys::HandlerStack::for_current_thread() {
+            Some(stack) => stack.run(&mut measured),
+            None => measured(),
         }
     });
+}
+
+/// The part of [`init`] that a measured process runs: its tables, its
+/// signal handlers, the main thread's sampling.
+fn measured_init(cfg: &'static config::Config) {
+    // The standard error the process started with (the launcher's),
+    // before the program can give descriptor 2 to a file of its own.
+    sys::keep_stderr();
+    warn_if_malloc_comes_first();
+    let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
+    if !objects::init(cfg.alloc_log, shift) {
+        return;
+    }
+    if let Some(small) = objects::small_map::get() {
+        small.set_cap(cfg.max_tracking_memory);
+    }
+    // Without symbols: read at the first sample (`threads::lazy`).
+    modules::refresh(None);
+    anchors::init();
+    numa::init(std::path::Path::new(numa::SYSFS_NODES), cfg.numa);
+    let signal = sys::sigrtmin() + cfg.signal_offset;
+    let cpu_time = cfg.event == hpcrun_abi::event::Event::CpuTime.name();
+    run::configure(signal, cfg.histogram, cpu_time);
+    // Hardware memory events (mem:latency, mem:stores) drain a perf ring
+    // in their own handler.
+    let on_signal = match pmu::sampler::setup(&cfg.event, cfg.period_ns) {
+        Ok(Some(_)) => handler::on_hw_sample,
+        Ok(None) => handler::on_sample,
+        Err(e) => {
+            run::warn(&format!("{e}: no samples"));
+            handler::on_sample
+        }
+    };
+    // Page faults: the next signal, each handler blocking the other.
+    let fault_signal = signal + 1;
+    if cfg.period_ns > 0 && !signals::take_over(signal, on_signal, &[fault_signal]) {
+        run::warn("could not install the sample signal handler; sampling disabled");
+    }
+    if cfg.page_faults.is_some() {
+        pages::init();
+        if let Some(objs) = objects::get() {
+            std::hint::black_box(objs.prefault());
+        }
+        if !signals::take_over(fault_signal, handler::on_page_fault, &[signal]) {
+            run::warn("could not install the page-fault signal handler");
+        }
+    }
+    // A full queue of real-time signals turns a sample into SIGIO, whose
+    // default action would end the program: borrowed, the program's
+    // own action and queries stay its own.
+    signals::take_over_sigio(handler::on_sigio);
+    if let Some(key) = sys::thread_exit_key(on_thread_exit) {
+        threads::set_exit_key(key);
+    }
+    writer::init_process_info();
+    crate::output::manifest::start(writer::rank_from_env());
+    sys::at_exit(at_exit);
+    for signal in FATAL_SIGNALS {
+        sys::install_fatal_handler(signal, handler::on_fatal);
+    }
+    super::forwarded::set_fatal_path(handler::on_fatal);
+    sys::at_fork(after_fork_in_child);
+    if !code_only() && cfg.period_ns > 0 {
+        crate::access::watch::configure(cfg.sharing_every, cfg.reuse_every);
+    }
+    run::set_active(true);
+    // No thread yet: the helper starts with the program's second one.
+    checkpoint::start();
+    guard::READY.store(true, Release);
+    sampling::start_thread(threads::next_index());
+    if threads::current().is_some() {
+        checkpoint::thread_started();
+    }
 }
 
 /// Process names of MPI/batch launchers and daemons, which are not measured.
