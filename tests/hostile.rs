@@ -752,3 +752,36 @@ fn a_program_under_a_small_stack_limit_runs_as_natively() {
     let threads = read_profiles(&measurements).len();
     assert_eq!(threads, 2, "{}", String::from_utf8_lossy(&got.stderr));
 }
+
+#[test]
+fn threads_that_call_exit_together_keep_every_profile() {
+    // The first `exit` runs the atexit handlers, the profiler's last;
+    // the others' `exit` would end the process as soon as they found no
+    // handler left, in the middle of the writing (half the runs lost
+    // every profile). Four runs.
+    let dir = scratch("hostile-exit-together");
+    let exe = compile_test_program("exit_together.c", &dir, &["-pthread"]);
+    let want = native(&exe, &["exit"]);
+    assert_eq!(want.status.code(), Some(3), "native run: {want:?}");
+    for run_no in 0..4 {
+        let (got, measurements) = profiled(&dir.join(format!("run{run_no}")), &[], &exe, &["exit"]);
+        assert_same(&got, &want, "exit from 2 threads");
+        let mut threads: Vec<u32> = read_profiles(&measurements)
+            .iter()
+            .map(|p| p.thread.index)
+            .collect();
+        threads.sort_unstable();
+        assert_eq!(threads, [0, 1], "{}", String::from_utf8_lossy(&got.stderr));
+    }
+}
+
+#[test]
+fn a_program_that_ends_by_quick_exit_keeps_its_profile() {
+    let dir = scratch("hostile-quick-exit");
+    let exe = compile_test_program("exit_together.c", &dir, &["-pthread"]);
+    let want = native(&exe, &["quick"]);
+    assert_eq!(want.status.code(), Some(4), "native run: {want:?}");
+    let (got, measurements) = profiled(&dir, &[], &exe, &["quick"]);
+    assert_same(&got, &want, "quick_exit");
+    assert_eq!(main_profile(&measurements).thread.index, 0);
+}

@@ -623,9 +623,53 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn _exit(status: c_int) -> ! {
     if READY.load(Ordering::Acquire) {
-        without_hooks(crate::output::exit::flush_all);
+        without_hooks(crate::output::exit::flush_at_end);
     }
     sys::exit_group(status)
+}
+
+type ExitFn = unsafe extern "C" fn(c_int) -> !;
+
+/// libc's `name` (`exit`, `quick_exit`), or `exit_group` if none.
+fn real_exit(name: &std::ffi::CStr) -> ExitFn {
+    let real = sys::next_symbol(name);
+    if real.is_null() {
+        extern "C" fn group(status: c_int) -> ! {
+            sys::exit_group(status)
+        }
+        return group;
+    }
+    // SAFETY: RTLD_NEXT's `exit` and `quick_exit` have this signature.
+    unsafe { std::mem::transmute::<*mut c_void, ExitFn>(real) }
+}
+
+/// # Safety
+/// C's exit contract. The profiles are written by the `atexit` handler,
+/// after the program's own; a second thread that calls `exit` meanwhile
+/// waits until they are written (`exit::before_exit`): its `exit` would
+/// otherwise end the process while they are being written.
+#[no_mangle]
+pub unsafe extern "C" fn exit(status: c_int) -> ! {
+    if READY.load(Ordering::Acquire) {
+        without_hooks(crate::output::exit::before_exit);
+    }
+    let real = real_exit(c"exit");
+    // SAFETY: forwarding the caller's argument.
+    unsafe { real(status) }
+}
+
+/// # Safety
+/// C11's quick_exit contract: `at_quick_exit` handlers, then `_exit`
+/// inside libc (not the interposed one), and no `atexit` handler: the
+/// profiles are written here first.
+#[no_mangle]
+pub unsafe extern "C" fn quick_exit(status: c_int) -> ! {
+    if READY.load(Ordering::Acquire) {
+        without_hooks(crate::output::exit::flush_at_end);
+    }
+    let real = real_exit(c"quick_exit");
+    // SAFETY: forwarding the caller's argument.
+    unsafe { real(status) }
 }
 
 /// # Safety

@@ -198,7 +198,7 @@ extern "C" fn at_exit() {
     if sandbox::quiet() {
         return;
     }
-    guard::without_hooks(exit::flush_all);
+    guard::without_hooks(exit::flush_at_end);
 }
 
 /// Signals whose default action ends the process: profiles are written

@@ -58,6 +58,20 @@ pub fn address_space_limit() -> Option<u64> {
     limit.filter(|&l| l != libc::RLIM_INFINITY)
 }
 
+/// True if thread `tid` of this process still runs (`tgkill` with
+/// signal 0: no signal is sent).
+pub fn thread_alive(tid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the thread exists.
+    unsafe {
+        libc::syscall(
+            libc::SYS_tgkill,
+            getpid() as libc::pid_t,
+            tid as libc::pid_t,
+            0,
+        ) == 0
+    }
+}
+
 /// True if process `pid` exists and has not ended (a zombie, ended but
 /// not reaped yet, has ended). Reads `/proc/PID/stat`.
 pub fn process_alive(pid: u32) -> bool {
