@@ -785,3 +785,33 @@ fn a_program_that_ends_by_quick_exit_keeps_its_profile() {
     assert_same(&got, &want, "quick_exit");
     assert_eq!(main_profile(&measurements).thread.index, 0);
 }
+
+#[test]
+fn a_program_started_with_its_standard_descriptors_closed_finds_them_closed() {
+    // Rust's runtime opens /dev/null on the launcher's closed standard
+    // descriptors before its `main`; the program must not inherit them.
+    let dir = scratch("hostile-closed-stdio");
+    let exe = compile_test_program("closed_stdio.c", &dir, &[]);
+    let closed = |cmd: String, report: &Path| {
+        let out = run(Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec {cmd} {} <&- >&- 2>&-", report.display())));
+        (out, std::fs::read_to_string(report).unwrap_or_default())
+    };
+    let (want, want_report) = closed(exe.display().to_string(), &dir.join("native.txt"));
+    assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
+    assert_eq!(want_report, "open at start: 0 0 0; first open: 0\n");
+    let measurements = dir.join("measurements");
+    let (got, got_report) = closed(
+        format!(
+            "{} -o {} {}",
+            tool("hpcrun-rs").display(),
+            measurements.display(),
+            exe.display()
+        ),
+        &dir.join("profiled.txt"),
+    );
+    assert_eq!(got_report, want_report);
+    assert_eq!(got.status.code(), Some(0), "{got:?}");
+    assert_eq!(main_profile(&measurements).thread.index, 0);
+}

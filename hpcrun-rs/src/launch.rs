@@ -307,9 +307,14 @@ pub fn run(args: &Args) -> Result<Ended> {
     // Open MPI warns about every listed variable that is not set, so the
     // list holds exactly the variables set above.
     command.env("OMPI_MCA_mca_base_env_list", ompi_env_list(&vars));
-    // SAFETY: the closure only calls pthread_sigmask, which is
-    // async-signal-safe.
-    unsafe { command.pre_exec(signals::unblock_in_child) };
+    // SAFETY: the closure calls only async-signal-safe functions
+    // (pthread_sigmask, signal, close, getrlimit, setrlimit).
+    unsafe {
+        command.pre_exec(|| {
+            crate::inherited::restore_in_child();
+            signals::unblock_in_child()
+        })
+    };
     let started_ns = now_unix_ns();
     // Daemons and background jobs of the program come back to the
     // launcher when their parent ends, not to init.

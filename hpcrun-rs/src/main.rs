@@ -14,6 +14,7 @@
 
 mod descendants;
 mod events;
+mod inherited;
 mod launch;
 mod marker;
 mod notices;
@@ -192,7 +193,7 @@ fn main() -> ExitCode {
     // Before any thread exists: forwarded signals are taken by one thread.
     signals::block();
     // The launcher's work needs more stack than a small `ulimit -s` (the
-    // shell's, which the program inherits, and under which the program
+    // shell's, which sets the hard limit too, and under which the program
     // may run natively) leaves the main thread: it runs on a thread whose
     // stack is its own size.
     let worker = std::thread::Builder::new()
