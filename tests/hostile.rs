@@ -815,3 +815,21 @@ fn a_program_started_with_its_standard_descriptors_closed_finds_them_closed() {
     assert_eq!(got.status.code(), Some(0), "{got:?}");
     assert_eq!(main_profile(&measurements).thread.index, 0);
 }
+
+#[test]
+fn an_orphan_sees_its_parent_end_as_natively() {
+    // The launcher is the run's subreaper (it waits for what the program
+    // leaves behind): an orphan's real parent becomes hpcrun-rs, where
+    // natively it is init, and a program that waits for getppid() == 1
+    // would wait for ever.
+    let dir = scratch("hostile-orphan");
+    let exe = compile_test_program("orphan_parent.c", &dir, &[]);
+    let want = native(&exe, &[]);
+    let want_out = String::from_utf8_lossy(&want.stdout).into_owned();
+    if !want_out.contains("ppid 1") {
+        eprintln!("skipped: a subreaper adopts orphans here natively: {want_out}");
+        return;
+    }
+    let (got, _) = profiled(&dir, &[], &exe, &[]);
+    assert_same(&got, &want, "orphan");
+}

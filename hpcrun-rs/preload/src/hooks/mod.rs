@@ -431,6 +431,7 @@ pub mod labels;
 mod malloc;
 pub(crate) mod ompt;
 pub(crate) mod openmp;
+pub(crate) mod parent;
 mod seccomp;
 mod thread_create;
 

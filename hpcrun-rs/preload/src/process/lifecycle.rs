@@ -76,6 +76,8 @@ fn init() {
         // Also in an MPI launcher started by hpcrun-rs: it too gets a
         // group's signal twice.
         super::forwarded::init(cfg.launcher_pid);
+        // (And its orphans, too, are given to the launcher.)
+        crate::hooks::parent::note(cfg.launcher_pid);
         if is_launcher() {
             // MPI launchers and daemons pass LD_PRELOAD and HPCRUN_* on to
             // the ranks (the environment is left untouched) but are not

@@ -14,8 +14,9 @@ pub fn getpid() -> u32 {
 }
 
 pub fn getppid() -> u32 {
-    // SAFETY: getppid has no preconditions.
-    unsafe { libc::getppid() as u32 }
+    // SAFETY: getppid has no preconditions. (The system call: libc's
+    // `getppid` is the interposed one, `hooks::parent`.)
+    unsafe { libc::syscall(libc::SYS_getppid) as u32 }
 }
 
 /// Clock `clock` in ns (`clock_gettime`: async-signal-safe); `None` for
