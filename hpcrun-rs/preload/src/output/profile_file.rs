@@ -39,6 +39,9 @@ fn base_name(dir: &str, profile: &ThreadProfile) -> String {
 /// this thread wrote before; returns the bytes written (0 on failure,
 /// which is warned about, never fatal).
 pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
+    // A write past the file-size limit fails (EFBIG) and the file is told
+    // lost, without the SIGXFSZ that would end the program.
+    let _quiet = sys::file_limits::QuietFsize::new();
     let written = write_file(state, dir, profile);
     // The run manifest tells final profiles written and lost (a failed
     // checkpoint is not a loss yet: a later one or the final may land).
@@ -113,27 +116,40 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
 /// megabytes); returns its size.
 fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
     let file = sys::outdir::open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| sys::file_limits::describe(&e))?;
     let file = sys::file_above_floor(file);
     let mut out = Counted {
         inner: std::io::BufWriter::with_capacity(64 << 10, file),
         bytes: 0,
+        failed: None,
     };
-    profile.write_to(&mut out).map_err(|e| e.to_string())?;
-    let file = out.inner.into_inner().map_err(|e| e.error().to_string())?;
+    // (The encoder's error wraps the file's: told as the file's, which
+    // names the file-size limit when that is the cause.)
+    profile.write_to(&mut out).map_err(|e| match out.failed {
+        Some(code) => sys::file_limits::describe(&std::io::Error::from_raw_os_error(code)),
+        None => e.to_string(),
+    })?;
+    let file = out
+        .inner
+        .into_inner()
+        .map_err(|e| sys::file_limits::describe(e.error()))?;
     drop(file);
     Ok(out.bytes)
 }
 
-/// A writer that counts the bytes it passes on.
+/// A writer that counts the bytes it passes on, and keeps the system's
+/// error code of a write that failed.
 struct Counted<W> {
     inner: W,
     bytes: usize,
+    failed: Option<i32>,
 }
 
 impl<W: std::io::Write> std::io::Write for Counted<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.inner.write(buf).inspect_err(|e| {
+            self.failed = self.failed.or(e.raw_os_error());
+        })?;
         self.bytes += n;
         Ok(n)
     }
