@@ -9,6 +9,8 @@
 //! writes (the next checkpoint, the final profile) `rename()` over the
 //! claimed name. A SIGKILL at any moment leaves the last complete file.
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use formats::measurement::{ThreadProfile, EXTENSION};
 
 use crate::sys;
@@ -61,11 +63,24 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
     let tmp = format!("{dir}/.{stem}.w{}.tmp", sys::gettid());
     let written = match encode_into(&tmp, profile) {
         Ok(n) => n,
-        Err(e) => {
-            warn(&format!(
+        Err((e, code)) => {
+            let line = format!(
                 "could not write the profile of thread {} to {tmp}: {e}",
                 state.tid
-            ));
+            );
+            // Checkpoints past the file-size limit would fail the same
+            // way at every interval: said once (each final profile lost
+            // is said).
+            if profile.stats.checkpoints != 0 && code == Some(libc::EFBIG) {
+                static TOLD: AtomicBool = AtomicBool::new(false);
+                if !TOLD.swap(true, Relaxed) {
+                    warn(&format!(
+                        "{line} (checkpoint; later ones past the limit are not said)"
+                    ));
+                }
+            } else {
+                warn(&line);
+            }
             let _ = sys::outdir::remove(&tmp);
             return Err(e);
         }
@@ -113,10 +128,12 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
 
 /// Encodes `profile` into a new file at `path` through a 64 KiB buffer
 /// (the whole file is never in memory: for a long allocation log it is
-/// megabytes); returns its size.
-fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
+/// megabytes); returns its size, or the reason and the system's error
+/// code.
+fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, (String, Option<i32>)> {
+    let told = |e: &std::io::Error| (sys::file_limits::describe(e), e.raw_os_error());
     let file = sys::outdir::open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
-        .map_err(|e| sys::file_limits::describe(&e))?;
+        .map_err(|e| told(&e))?;
     let file = sys::file_above_floor(file);
     let mut out = Counted {
         inner: std::io::BufWriter::with_capacity(64 << 10, file),
@@ -126,13 +143,10 @@ fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
     // (The encoder's error wraps the file's: told as the file's, which
     // names the file-size limit when that is the cause.)
     profile.write_to(&mut out).map_err(|e| match out.failed {
-        Some(code) => sys::file_limits::describe(&std::io::Error::from_raw_os_error(code)),
-        None => e.to_string(),
+        Some(code) => told(&std::io::Error::from_raw_os_error(code)),
+        None => (e.to_string(), None),
     })?;
-    let file = out
-        .inner
-        .into_inner()
-        .map_err(|e| sys::file_limits::describe(e.error()))?;
+    let file = out.inner.into_inner().map_err(|e| told(e.error()))?;
     drop(file);
     Ok(out.bytes)
 }
