@@ -833,3 +833,86 @@ fn an_orphan_sees_its_parent_end_as_natively() {
     let (got, _) = profiled(&dir, &[], &exe, &[]);
     assert_same(&got, &want, "orphan");
 }
+
+/// A program under a small file-size limit (the shell's `ulimit -f`, or
+/// its own `setrlimit`) ends as natively: the profiler's writes past the
+/// limit fail without the SIGXFSZ that would end the program (or run its
+/// handler), and each profile lost is told on standard error with the
+/// limit named. The manifest's reserve shrinks to what the limit allows.
+#[test]
+fn a_program_under_a_small_file_size_limit_runs_as_natively_and_the_loss_is_told() {
+    let dir = scratch("hostile-file-size-limit");
+    let exe = compile_test_program("small_file_size_limit.c", &dir, &["-pthread"]);
+    let data = dir.join("data.txt");
+    let data = data.to_str().unwrap();
+    // (dash counts `ulimit -f` in blocks of 512 bytes: 1 KiB.)
+    let cases: [(&str, Option<&str>, &[&str]); 3] = [
+        ("ulimit -f", Some("ulimit -f 2"), &[data]),
+        ("setrlimit", None, &[data, "1024"]),
+        ("setrlimit, handler", None, &[data, "1024", "handler"]),
+    ];
+    for (i, (name, shell, args)) in cases.into_iter().enumerate() {
+        let limited = |cmd: &Path, opts: &[String]| {
+            let mut line = String::from("exec");
+            for word in opts.iter().map(String::as_str).chain(args.iter().copied()) {
+                line.push(' ');
+                line.push_str(word);
+            }
+            let line = line.replacen("exec", &format!("exec {}", cmd.display()), 1);
+            let script = match shell {
+                Some(limit) => format!("{limit} && {line}"),
+                None => line,
+            };
+            run(Command::new("sh").arg("-c").arg(script))
+        };
+        let want = limited(&exe, &[]);
+        assert_eq!(
+            String::from_utf8_lossy(&want.stdout),
+            "done, 0 SIGXFSZ\n",
+            "{name}: native run: {want:?}"
+        );
+        let measurements = dir.join(format!("measurements-{i}"));
+        let opts = [
+            "-o".to_string(),
+            measurements.display().to_string(),
+            exe.display().to_string(),
+        ];
+        let got = limited(&tool("hpcrun-rs"), &opts);
+        assert_same(&got, &want, name);
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        let told = stderr
+            .lines()
+            .filter(|l| l.contains("could not write the profile of thread"))
+            .collect::<Vec<_>>();
+        assert!(!told.is_empty(), "{name}: {stderr}");
+        for line in told {
+            assert!(
+                line.contains("`ulimit -f`) is 1024 bytes"),
+                "{name}: {line}"
+            );
+        }
+    }
+}
+
+/// A program that lowers its soft open-file limit, fills its descriptor
+/// table and ends holding every descriptor, its threads ending
+/// meanwhile, ends as natively and every profile is written (the library
+/// opens its files above the soft limit, raised for that moment).
+#[test]
+fn a_program_that_ends_with_its_descriptor_table_full_runs_as_natively_and_its_profiles_are_written(
+) {
+    let dir = scratch("hostile-full-descriptor-table");
+    let exe = compile_test_program("full_descriptor_table.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout),
+        "table full: EMFILE\n",
+        "native run: {want:?}"
+    );
+    let (got, measurements) = profiled(&dir, &[], &exe, &[]);
+    assert_same(&got, &want, "full descriptor table");
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(!stderr.contains("could not write"), "{stderr}");
+    assert_eq!(read_profiles(&measurements).len(), 3, "{stderr}");
+    merge(&dir, &measurements);
+}

@@ -1,12 +1,13 @@
 //! This process's part of the run manifest (`formats::manifest`): a
 //! file of its own in the output directory, created at start with
 //! `formats::manifest::RESERVED` bytes of zeros after its `process`
-//! record, then one record per final profile written (`final`), per
+//! record (fewer under a file-size limit that allows fewer), then one record per final profile written (`final`), per
 //! profile that could not be written (`lost`, with the reason) and at the
 //! end (`exit`). Records are written in place into the reserved bytes
 //! (the file is opened for each and closed again: the program's
 //! descriptors stay its own), so they fit on a disk that filled up
-//! meanwhile. Never from a signal handler but the fatal one (which
+//! meanwhile. A write past the file-size limit only fails
+//! (`sys::file_limits::QuietFsize`). Never from a signal handler but the fatal one (which
 //! writes profiles anyway), never once a killing seccomp filter is in
 //! (`sandbox::quiet`).
 //!
@@ -82,12 +83,21 @@ pub fn start(rank: Option<u32>) {
         start_ns,
     }
     .line();
-    // The reserved zeros are allocated, not written.
+    // The reserved zeros are allocated, not written; under a file-size
+    // limit, only as many as it allows (the records past them extend the
+    // file while the limit and the disk let them).
+    let _quiet = sys::file_limits::QuietFsize::new();
+    let at = first.len() as u64;
+    let reserve = sys::file_limits::file_size_limit()
+        .map_or(RESERVED, |limit| RESERVED.min(limit.saturating_sub(at)));
     let created = sys::outdir::open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL)
         .map(sys::file_above_floor)
         .and_then(|f| {
             f.write_all_at(first.as_bytes(), 0)?;
-            sys::reserve_zeros(&f, first.len() as u64, RESERVED)
+            if reserve > 0 {
+                sys::reserve_zeros(&f, at, reserve)?;
+            }
+            Ok(())
         });
     let mut file = FILE.lock().unwrap_or_else(|e| e.into_inner());
     match created {
@@ -98,7 +108,8 @@ pub fn start(rank: Option<u32>) {
         Err(e) => {
             *file = None;
             crate::threads::run::warn(&format!(
-                "could not create the run manifest {path}: {e}; hpcprof-rs will not be able to tell which profiles are missing"
+                "could not create the run manifest {path}: {}; hpcprof-rs will not be able to tell which profiles are missing",
+                sys::file_limits::describe(&e)
             ));
         }
     }
@@ -119,11 +130,15 @@ fn write(record: Record) {
     };
     let line = record.line();
     let at = OFFSET.fetch_add(line.len() as u64, Relaxed);
+    let _quiet = sys::file_limits::QuietFsize::new();
     let done = sys::outdir::open(&path, libc::O_WRONLY)
         .map(sys::file_above_floor)
         .and_then(|f| f.write_all_at(line.as_bytes(), at));
     if let Err(e) = done {
-        crate::threads::run::warn_once(&format!("could not write to the run manifest {path}: {e}"));
+        crate::threads::run::warn_once(&format!(
+            "could not write to the run manifest {path}: {}",
+            sys::file_limits::describe(&e)
+        ));
     }
 }
 

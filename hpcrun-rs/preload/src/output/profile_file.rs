@@ -9,6 +9,8 @@
 //! writes (the next checkpoint, the final profile) `rename()` over the
 //! claimed name. A SIGKILL at any moment leaves the last complete file.
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use formats::measurement::{ThreadProfile, EXTENSION};
 
 use crate::sys;
@@ -39,6 +41,9 @@ fn base_name(dir: &str, profile: &ThreadProfile) -> String {
 /// this thread wrote before; returns the bytes written (0 on failure,
 /// which is warned about, never fatal).
 pub fn write(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> usize {
+    // A write past the file-size limit fails (EFBIG) and the file is told
+    // lost, without the SIGXFSZ that would end the program.
+    let _quiet = sys::file_limits::QuietFsize::new();
     let written = write_file(state, dir, profile);
     // The run manifest tells final profiles written and lost (a failed
     // checkpoint is not a loss yet: a later one or the final may land).
@@ -58,11 +63,24 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
     let tmp = format!("{dir}/.{stem}.w{}.tmp", sys::gettid());
     let written = match encode_into(&tmp, profile) {
         Ok(n) => n,
-        Err(e) => {
-            warn(&format!(
+        Err((e, code)) => {
+            let line = format!(
                 "could not write the profile of thread {} to {tmp}: {e}",
                 state.tid
-            ));
+            );
+            // Checkpoints past the file-size limit would fail the same
+            // way at every interval: said once (each final profile lost
+            // is said).
+            if profile.stats.checkpoints != 0 && code == Some(libc::EFBIG) {
+                static TOLD: AtomicBool = AtomicBool::new(false);
+                if !TOLD.swap(true, Relaxed) {
+                    warn(&format!(
+                        "{line} (checkpoint; later ones past the limit are not said)"
+                    ));
+                }
+            } else {
+                warn(&line);
+            }
             let _ = sys::outdir::remove(&tmp);
             return Err(e);
         }
@@ -110,30 +128,42 @@ fn write_file(state: &ThreadState, dir: &str, profile: &ThreadProfile) -> Result
 
 /// Encodes `profile` into a new file at `path` through a 64 KiB buffer
 /// (the whole file is never in memory: for a long allocation log it is
-/// megabytes); returns its size.
-fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, String> {
+/// megabytes); returns its size, or the reason and the system's error
+/// code.
+fn encode_into(path: &str, profile: &ThreadProfile) -> Result<usize, (String, Option<i32>)> {
+    let told = |e: &std::io::Error| (sys::file_limits::describe(e), e.raw_os_error());
     let file = sys::outdir::open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| told(&e))?;
     let file = sys::file_above_floor(file);
     let mut out = Counted {
         inner: std::io::BufWriter::with_capacity(64 << 10, file),
         bytes: 0,
+        failed: None,
     };
-    profile.write_to(&mut out).map_err(|e| e.to_string())?;
-    let file = out.inner.into_inner().map_err(|e| e.error().to_string())?;
+    // (The encoder's error wraps the file's: told as the file's, which
+    // names the file-size limit when that is the cause.)
+    profile.write_to(&mut out).map_err(|e| match out.failed {
+        Some(code) => told(&std::io::Error::from_raw_os_error(code)),
+        None => (e.to_string(), None),
+    })?;
+    let file = out.inner.into_inner().map_err(|e| told(e.error()))?;
     drop(file);
     Ok(out.bytes)
 }
 
-/// A writer that counts the bytes it passes on.
+/// A writer that counts the bytes it passes on, and keeps the system's
+/// error code of a write that failed.
 struct Counted<W> {
     inner: W,
     bytes: usize,
+    failed: Option<i32>,
 }
 
 impl<W: std::io::Write> std::io::Write for Counted<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.inner.write(buf).inspect_err(|e| {
+            self.failed = self.failed.or(e.raw_os_error());
+        })?;
         self.bytes += n;
         Ok(n)
     }

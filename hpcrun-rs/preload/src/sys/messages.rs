@@ -114,6 +114,8 @@ pub fn write_message(bytes: &[u8]) -> bool {
     let Some(fd) = live() else {
         return false;
     };
+    // (Standard error may be a file past the file-size limit.)
+    let _quiet = super::file_limits::QuietFsize::new();
     let mut rest = bytes;
     while !rest.is_empty() {
         // SAFETY: writes from a live slice to our own descriptor. (The
@@ -143,5 +145,6 @@ pub fn append_to_file(path: &str, bytes: &[u8]) -> bool {
     let Ok(mut file) = super::outdir::open(path, flags) else {
         return false;
     };
+    let _quiet = super::file_limits::QuietFsize::new();
     file.write(bytes).is_ok_and(|n| n == bytes.len())
 }

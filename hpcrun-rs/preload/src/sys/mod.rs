@@ -26,6 +26,11 @@
 //!   the program may have given to a file of its own).
 //! * [`kept_fd`]: a descriptor kept for the whole run, known by its
 //!   number and its file's identity ([`kept_fd::KeptFd`]).
+//! * [`file_limits`]: the file-size limit (SIGXFSZ held from the
+//!   program around the library's writes, [`file_limits::QuietFsize`])
+//!   and the open-file limit (raised a little to open an output file
+//!   when the program took every number) as they bear on the library's
+//!   own files.
 //! * [`outdir`]: the measurements directory pinned by a descriptor
 //!   when the program changes its root (`chroot`), and the file calls
 //!   relative to it.
@@ -55,6 +60,7 @@
 pub mod alloc;
 pub mod cancel;
 pub mod dl;
+pub mod file_limits;
 pub mod heap;
 pub mod kept_fd;
 pub mod mask;

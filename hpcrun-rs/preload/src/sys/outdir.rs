@@ -122,17 +122,25 @@ fn check(rc: c_int) -> io::Result<()> {
 }
 
 /// `open(path, flags | O_CLOEXEC, 0666)` for a file of the output
-/// directory (through the pinned descriptor when there is one).
+/// directory (through the pinned descriptor when there is one), above
+/// the soft open-file limit when the program took every number below it
+/// (`file_limits::open_with_spare`).
 pub fn open(path: &str, flags: c_int) -> io::Result<File> {
     let flags = flags | libc::O_CLOEXEC;
     let mode: libc::c_uint = 0o666;
-    // SAFETY: NUL-terminated paths; the flags open or create a file.
-    let fd = unsafe {
-        match relative(path) {
-            Some((dir, rest)) => libc::openat(dir, rest.as_ptr(), flags, mode),
-            None => libc::open(c_path(path)?.as_ptr(), flags, mode),
+    let relative = relative(path);
+    let absolute = c_path(path)?;
+    // (A descriptor table full to the soft limit: opened above it,
+    // `file_limits`.)
+    let fd = super::file_limits::open_with_spare(|| {
+        // SAFETY: NUL-terminated paths; the flags open or create a file.
+        unsafe {
+            match &relative {
+                Some((dir, rest)) => libc::openat(*dir, rest.as_ptr(), flags, mode),
+                None => libc::open(absolute.as_ptr(), flags, mode),
+            }
         }
-    };
+    });
     check(fd)?;
     // SAFETY: the descriptor just opened, owned by nothing else.
     Ok(unsafe { File::from_raw_fd(fd) })
