@@ -142,6 +142,10 @@ fn measured_init(cfg: &'static config::Config) {
     // default action would end the program: borrowed, the program's
     // own action and queries stay its own.
     signals::take_over_sigio(handler::on_sigio);
+    // A mask inherited blocking the sample signals (across `exec`, from
+    // `posix_spawn`'s attribute, from a parent that blocked everything)
+    // is the program's: recorded as such, and unblocked in the kernel.
+    signals::adopt_inherited_mask(signals::blocked_bits());
     if let Some(key) = sys::thread_exit_key(on_thread_exit) {
         threads::set_exit_key(key);
     }
