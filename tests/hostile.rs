@@ -824,3 +824,33 @@ fn a_signal_mask_inherited_across_exec_and_posix_spawn_is_the_programs() {
     assert_eq!(sampled(true), 2, "{stderr}");
     assert_eq!(sampled(false), 1, "{stderr}");
 }
+
+/// A program that sets `umask(0777)`: its profiles and the other files
+/// the profiler makes stay readable and writable by their owner, and
+/// hpcprof-rs merges them.
+#[test]
+fn the_programs_umask_leaves_its_profiles_readable() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("hostile-umask");
+    let exe = compile_test_program("umask_all.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(String::from_utf8_lossy(&want.stdout), "done\n");
+    let (got, measurements) = profiled(&dir, &[], &exe, &[]);
+    assert_same(&got, &want, "umask 0777");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&measurements).unwrap() {
+        let entry = entry.unwrap();
+        let mode = entry.metadata().unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o600,
+            0o600,
+            "{}: mode {mode:o}",
+            entry.path().display()
+        );
+        files += 1;
+    }
+    assert!(files >= 2, "{files} files");
+    // (The tests may run as root, who reads any file: the modes above are
+    // what an ordinary user's hpcprof-rs needs.)
+    merge(&dir, &measurements);
+}

@@ -99,6 +99,9 @@ fn measured_init(cfg: &'static config::Config) {
     // The standard error the process started with (the launcher's),
     // before the program can give descriptor 2 to a file of its own.
     sys::keep_stderr();
+    // The umask the files the library creates follow, before the
+    // program can change it.
+    sys::outdir::note_umask();
     warn_if_malloc_comes_first();
     let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
     if !objects::init(cfg.alloc_log, shift) {
