@@ -916,3 +916,105 @@ fn a_program_that_ends_with_its_descriptor_table_full_runs_as_natively_and_its_p
     assert_eq!(read_profiles(&measurements).len(), 3, "{stderr}");
     merge(&dir, &measurements);
 }
+
+/// Threads created with a signal-mask attribute that blocks every signal
+/// (`pthread_attr_setsigmask_np`): their `pthread_sigmask` query reports
+/// the profiler's signal blocked, as natively, and they are sampled
+/// (the profiler keeps the signal unblocked in the kernel and holds the
+/// program's own signals of that number back).
+#[test]
+fn threads_created_with_a_mask_attribute_see_their_mask_and_are_sampled() {
+    let dir = scratch("hostile-mask-attribute");
+    let exe = compile_test_program("mask_attr_threads.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout)
+            .matches("SIGRTMIN+4 blocked 1")
+            .count(),
+        2,
+        "native: {want:?}"
+    );
+    let (got, measurements) = profiled(&dir, &[], &exe, &[]);
+    assert_same(&got, &want, "attribute mask");
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let profiles = read_profiles(&measurements);
+    assert_eq!(profiles.len(), 3, "{stderr}");
+    // Each thread computes ~0.1 s of CPU time or more.
+    for p in profiles.iter().filter(|p| p.thread.index != 0) {
+        assert!(
+            p.stats.samples >= 10,
+            "thread {} has {} samples",
+            p.thread.index,
+            p.stats.samples
+        );
+    }
+}
+
+/// A program that blocked the profiler's signal with `sigprocmask` keeps
+/// it blocked across `exec` (a failed one leaves the program sampled), and
+/// a child started by `posix_spawn` with a mask blocking every signal
+/// starts with it blocked: each child's own `SIGRTMIN+4` stays pending and
+/// it exits 0, as natively (not killed by the signal), and every process
+/// is sampled.
+#[test]
+fn a_signal_mask_inherited_across_exec_and_posix_spawn_is_the_programs() {
+    let dir = scratch("hostile-mask-exec");
+    let exe = compile_test_program("exec_blocked_signal.c", &dir, &[]);
+    let want = native(&exe, &[]);
+    assert_eq!(
+        String::from_utf8_lossy(&want.stdout),
+        "failed exec: -1 1\nSIGRTMIN+4 blocked after it 1\n\
+         child: SIGRTMIN+4 blocked at start 1\nchild: SIGRTMIN+4 pending 1\n\
+         fork+exec: child exit 0\n\
+         child: SIGRTMIN+4 blocked at start 1\nchild: SIGRTMIN+4 pending 1\n\
+         posix_spawn: child exit 0\n",
+        "native: {want:?}"
+    );
+    let (got, measurements) = profiled(&dir, &[], &exe, &[]);
+    assert_same(&got, &want, "exec with a blocked signal");
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // The parent (after its failed exec) and both children compute
+    // ~0.1 s of CPU time or more each.
+    let profiles = read_profiles(&measurements);
+    let sampled = |child: bool| {
+        profiles
+            .iter()
+            .filter(|p| p.process.command.iter().any(|a| a == "child") == child)
+            .filter(|p| p.stats.samples >= 10)
+            .count()
+    };
+    assert_eq!(sampled(true), 2, "{stderr}");
+    assert_eq!(sampled(false), 1, "{stderr}");
+}
+
+/// A program that sets `umask(0777)`: its profiles and the other files
+/// the profiler makes stay readable and writable by their owner, and
+/// hpcprof-rs merges them.
+#[test]
+fn the_programs_umask_leaves_its_profiles_readable() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("hostile-umask");
+    let exe = compile_test_program("umask_all.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(String::from_utf8_lossy(&want.stdout), "done\n");
+    let (got, measurements) = profiled(&dir, &[], &exe, &[]);
+    assert_same(&got, &want, "umask 0777");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&measurements).unwrap() {
+        let entry = entry.unwrap();
+        let mode = entry.metadata().unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o600,
+            0o600,
+            "{}: mode {mode:o}",
+            entry.path().display()
+        );
+        files += 1;
+    }
+    assert!(files >= 2, "{files} files");
+    // (The tests may run as root, who reads any file: the modes above are
+    // what an ordinary user's hpcprof-rs needs.)
+    merge(&dir, &measurements);
+}

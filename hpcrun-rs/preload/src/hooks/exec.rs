@@ -1,7 +1,10 @@
 //! The interposed `exec` family: what a process measured before it
-//! replaces its image is written first (`exit::before_exec`), then the
-//! real function runs; if it fails, the program goes on as before,
-//! still sampled, and its later profiles replace those.
+//! replaces its image is written first (`exit::before_exec`), the
+//! profiler's signals that the program blocked are blocked in the kernel
+//! (the new image inherits the mask the program asked for;
+//! `signals::block_for_exec`), then the real function runs; if it fails,
+//! the program goes on as before, still sampled, and its later profiles
+//! replace those.
 //!
 //! glibc's `execv`, `execvp`, `execl*` call its internal `__execve`, not
 //! the exported `execve`, so each entry point is interposed:
@@ -28,6 +31,7 @@ use crate::output::exit;
 use crate::sys;
 use crate::threads;
 use crate::threads::guard::{without_hooks, READY};
+use crate::threads::signals;
 
 type Argv = *const *const c_char;
 
@@ -74,8 +78,11 @@ fn around_exec(call: impl FnOnce() -> c_int) -> c_int {
             None => before = Some(exit::before_exec()),
         });
     }
+    // The new image inherits the mask the program asked for.
+    let blocked = signals::block_for_exec();
     let rc = call();
     let saved = sys::errno();
+    signals::after_failed_exec(&blocked);
     without_hooks(|| drop(before));
     sys::set_errno(saved);
     rc

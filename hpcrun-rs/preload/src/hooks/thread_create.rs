@@ -2,7 +2,10 @@
 //! measurement (state, perf event) before the program's start routine,
 //! and the creating thread records where it created it
 //! ([`crate::threads::creators`]): the program's call path of the call, continued
-//! by the creator's own creation path.
+//! by the creator's own creation path. The new thread's program-blocked
+//! profiler signals are its creator's, or those of the attribute's signal
+//! mask (`pthread_attr_setsigmask_np`), and any the kernel mask it starts
+//! with blocks (`signals::adopt_inherited_mask`).
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::Ordering;
@@ -25,15 +28,19 @@ struct Trampoline {
     start: StartRoutine,
     arg: *mut c_void,
     index: u32,
-    /// The creator's program-blocked profiler signals (a new thread
-    /// inherits its creator's signal mask).
+    /// The new thread's program-blocked profiler signals: those of the
+    /// attribute's signal mask when it carries one, else the creator's (a
+    /// new thread inherits its creator's signal mask).
     blocked: u8,
 }
 
 extern "C" fn thread_start(raw: *mut c_void) -> *mut c_void {
     // SAFETY: `raw` is the Box we leaked in pthread_create below.
     let tramp = unsafe { Box::from_raw(raw as *mut Trampoline) };
-    crate::threads::signals::set_blocked_bits(tramp.blocked);
+    // glibc gave the thread its mask (the attribute's, or the creator's)
+    // before this runs: a profiler signal blocked there is recorded as
+    // the program's and unblocked in the kernel.
+    crate::threads::signals::adopt_inherited_mask(tramp.blocked);
     without_hooks(|| {
         crate::threads::sampling::start_thread(tramp.index);
         // A second thread of the program runs: the checkpoint helper
@@ -94,11 +101,17 @@ unsafe extern "C" fn pthread_create_at(
     if !sys::heap::short_of_memory() {
         guarded(|| record_creator(index, caller));
     }
+    // SAFETY: `attr` is null or the program's initialised attribute
+    // (pthread_create's contract).
+    let attr_mask = sys::attr_sigmask(unsafe { attr.as_ref() });
     let tramp = Box::into_raw(Box::new(Trampoline {
         start,
         arg,
         index,
-        blocked: crate::threads::signals::blocked_bits(),
+        blocked: match attr_mask {
+            Some(mask) => crate::threads::signals::bits_in(&mask),
+            None => crate::threads::signals::blocked_bits(),
+        },
     }));
     // SAFETY: forwarding with our trampoline; it takes ownership of `tramp`.
     let rc = unsafe { real(thread, attr, thread_start, tramp as *mut c_void) };

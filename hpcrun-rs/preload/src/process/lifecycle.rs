@@ -101,6 +101,9 @@ fn measured_init(cfg: &'static config::Config) {
     // The standard error the process started with (the launcher's),
     // before the program can give descriptor 2 to a file of its own.
     sys::keep_stderr();
+    // The umask the files the library creates follow, before the
+    // program can change it.
+    sys::outdir::note_umask();
     warn_if_malloc_comes_first();
     let shift = run::table_shift(objects::full_bytes(cfg.alloc_log));
     if !objects::init(cfg.alloc_log, shift) {
@@ -144,6 +147,10 @@ fn measured_init(cfg: &'static config::Config) {
     // default action would end the program: borrowed, the program's
     // own action and queries stay its own.
     signals::take_over_sigio(handler::on_sigio);
+    // A mask inherited blocking the sample signals (across `exec`, from
+    // `posix_spawn`'s attribute, from a parent that blocked everything)
+    // is the program's: recorded as such, and unblocked in the kernel.
+    signals::adopt_inherited_mask(signals::blocked_bits());
     if let Some(key) = sys::thread_exit_key(on_thread_exit) {
         threads::set_exit_key(key);
     }

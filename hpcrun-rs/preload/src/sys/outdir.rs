@@ -17,11 +17,18 @@
 //! [`dir_fd_in`], [`move_dir_fd`]); a raw system call that closes it, or
 //! puts another file at its number, makes the paths name files again
 //! (checked by the descriptor's device and inode at each use).
+//!
+//! The files the library creates there (profiles, checkpoints, manifests,
+//! notices, messages) take their mode from the umask the process started
+//! with, and are always readable and writable by their owner: a program's
+//! own `umask` (`umask(0777)`, or `077` in a group-shared directory) does
+//! not hide them from hpcprof-rs.
 
 use std::ffi::{c_int, CString};
 use std::fs::File;
 use std::io;
 use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use super::kept_fd::KeptFd;
@@ -121,10 +128,38 @@ fn check(rc: c_int) -> io::Result<()> {
     }
 }
 
+/// The process's umask when the library started (before the program's
+/// code ran); [`u32::MAX`] until [`note_umask`].
+static START_UMASK: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Reads the umask the process started with (at load, one thread): the
+/// files the library creates take their modes from it, not from a
+/// `umask` the program sets later.
+pub fn note_umask() {
+    // SAFETY: umask cannot fail; the old value is put back at once.
+    let old = unsafe { libc::syscall(libc::SYS_umask, 0o077) };
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_umask, old) };
+    START_UMASK.store((old as u32) & 0o777, Relaxed);
+}
+
+/// The mode of a file the library creates: `0666` less the umask the
+/// process started with, and always readable and writable by its owner
+/// (hpcprof-rs, run by the same user, must read it).
+fn file_mode() -> libc::mode_t {
+    let umask = match START_UMASK.load(Relaxed) {
+        u32::MAX => 0o022,
+        m => m,
+    };
+    (0o666 & !umask) | 0o600
+}
+
 /// `open(path, flags | O_CLOEXEC, 0666)` for a file of the output
 /// directory (through the pinned descriptor when there is one), above
 /// the soft open-file limit when the program took every number below it
-/// (`file_limits::open_with_spare`).
+/// (`file_limits::open_with_spare`). A file it creates (`O_CREAT`) gets
+/// [`file_mode`] whatever the program's umask is now (a program's
+/// `umask(0777)` would make it unreadable).
 pub fn open(path: &str, flags: c_int) -> io::Result<File> {
     let flags = flags | libc::O_CLOEXEC;
     let mode: libc::c_uint = 0o666;
@@ -142,6 +177,11 @@ pub fn open(path: &str, flags: c_int) -> io::Result<File> {
         }
     });
     check(fd)?;
+    if flags & libc::O_CREAT != 0 {
+        // SAFETY: the descriptor just opened. (A failure, e.g. a shared
+        // file of another user's, leaves the mode as it is.)
+        unsafe { libc::fchmod(fd, file_mode()) };
+    }
     // SAFETY: the descriptor just opened, owned by nothing else.
     Ok(unsafe { File::from_raw_fd(fd) })
 }

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_void};
 
-pub use super::mask::{empty_sigset, raw_sigmask};
+pub use super::mask::{attr_sigmask, empty_sigset, kernel_mask, raw_sigmask};
 
 use super::proc::{getpid, gettid};
 

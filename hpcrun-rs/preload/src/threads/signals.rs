@@ -37,6 +37,13 @@
 //!   stack, which the program sized for its own handler alone (a frame
 //!   that does not fit is a SIGSEGV from the kernel).
 //!
+//! A mask the program's signals inherit past these calls (across `exec`,
+//! from `posix_spawn`'s or a thread's attribute, from the parent) is
+//! taken the same way at the start of each process and thread
+//! ([`adopt_inherited_mask`]), and the program-blocked signals are
+//! blocked in the kernel just before `exec` ([`block_for_exec`]), so that
+//! the new image starts with the mask it would have natively.
+//!
 //! Not interposed: the raw `rt_sigaction`/`rt_sigprocmask` system calls
 //! (the writer detects a replaced handler and a thread left without
 //! samples, and says so), and `signalfd` reads (a profiler signal can only
@@ -335,10 +342,71 @@ pub fn blocked_bits() -> u8 {
     BLOCKED.with(|b| b.get())
 }
 
-/// Sets this thread's program-blocked bits (a new thread inherits its
-/// creator's mask).
-pub fn set_blocked_bits(bits: u8) {
-    BLOCKED.with(|b| b.set(bits));
+/// The profiler's sample signals in `set`, as program-blocked bits.
+pub fn bits_in(set: &libc::sigset_t) -> u8 {
+    let mut bits = 0;
+    for (i, s) in OURS[..SAMPLE_SLOTS].iter().enumerate() {
+        let signal = s.load(Relaxed);
+        if signal > 0 && sys::sigset_has(set, signal) {
+            bits |= 1 << i;
+        }
+    }
+    bits
+}
+
+/// The profiler's sample signals of the slots in `bits`, as a set.
+fn set_of(bits: u8) -> libc::sigset_t {
+    let mut set = sys::empty_sigset();
+    for (i, s) in OURS[..SAMPLE_SLOTS].iter().enumerate() {
+        let signal = s.load(Relaxed);
+        if signal > 0 && bits & (1 << i) != 0 {
+            sys::sigset_add(&mut set, signal);
+        }
+    }
+    set
+}
+
+/// At the start of a process (once the handlers are installed) or of a
+/// thread: the profiler's sample signals that the kernel mask holds
+/// blocked (a mask inherited across `exec`, set by `posix_spawn`'s
+/// attribute or a thread attribute, or left by a parent that blocked
+/// every signal) become this thread's program-blocked signals, with
+/// `bits` (the creator's, or the thread attribute's), and are unblocked
+/// in the kernel: the program sees the mask it would have natively,
+/// its own signals of those numbers are held back, and sampling works.
+pub fn adopt_inherited_mask(bits: u8) {
+    let found = bits_in(&sys::kernel_mask());
+    for i in 0..SAMPLE_SLOTS {
+        if found & (1 << i) != 0 {
+            BLOCKS.fetch_add(1, Relaxed);
+        }
+    }
+    // Recorded before the unblock: a program signal pending there is
+    // held back by the handler, not run.
+    BLOCKED.with(|b| b.set(bits | found));
+    if found != 0 {
+        sys::raw_sigmask(libc::SIG_UNBLOCK, Some(&set_of(found)), None);
+    }
+}
+
+/// Just before `exec`: the profiler's signals this thread's program code
+/// blocked are blocked in the kernel, so that the new image inherits them
+/// blocked, as natively (its library records them again,
+/// [`adopt_inherited_mask`]). Returns those it blocked there, for
+/// [`after_failed_exec`].
+pub fn block_for_exec() -> libc::sigset_t {
+    let bits = BLOCKED.with(|b| b.get());
+    let mut before = sys::empty_sigset();
+    sys::raw_sigmask(libc::SIG_BLOCK, Some(&set_of(bits)), Some(&mut before));
+    // (A held-back program signal may have left one blocked already: it
+    // stays so.)
+    set_of(bits & !bits_in(&before))
+}
+
+/// The `exec` failed: the signals [`block_for_exec`] blocked are unblocked
+/// again, and sampling goes on.
+pub fn after_failed_exec(blocked: &libc::sigset_t) {
+    sys::raw_sigmask(libc::SIG_UNBLOCK, Some(blocked), None);
 }
 
 /// True if `set` holds a profiler signal.
