@@ -16,11 +16,11 @@
 //!   below the soft open-file limit taken) leaves the library no number
 //!   for its files: [`open_with_spare`] then raises the soft limit by a
 //!   few numbers (never above the hard limit), opens the file and puts
-//!   the limit back. The descriptor, above the limit, stays valid.
+//!   the limit back, one thread at a time. The descriptor, above the limit, stays valid.
 
 use std::ffi::c_int;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering::*};
+use std::sync::atomic::{AtomicU32, Ordering::*};
 
 use super::mask::{empty_sigset, raw_sigmask};
 
@@ -136,12 +136,31 @@ pub fn describe(e: &io::Error) -> String {
     }
 }
 
-/// How many numbers [`open_with_spare`] adds to the soft limit.
-const SPARE: u64 = 4;
+/// How many numbers [`open_with_spare`] adds to the soft limit: room
+/// for the files of several threads writing at once (each may hold two
+/// numbers for a moment: the file, and its copy above the descriptor
+/// floor), whose earlier files still hold the numbers just above it.
+const SPARE: u64 = 32;
 
-/// One thread at a time raises the limit (the others, and a signal
-/// handler that interrupted the raiser, only try again).
-static RAISING: AtomicBool = AtomicBool::new(false);
+/// The thread that raises the limit now (its tid; 0: none). One thread
+/// at a time: another waits until it is done (at most a second), a
+/// signal handler that interrupted the raiser only tries again.
+static RAISER: AtomicU32 = AtomicU32::new(0);
+
+/// Takes [`RAISER`] for the calling thread: false if it holds it already
+/// (a handler that interrupted it) or another thread kept it for a
+/// second.
+fn take_raiser() -> bool {
+    let me = super::gettid();
+    for _ in 0..1000 {
+        match RAISER.compare_exchange(0, me, Acquire, Relaxed) {
+            Ok(_) => return true,
+            Err(owner) if owner == me => return false,
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+    false
+}
 
 fn nofile() -> Option<libc::rlimit> {
     // SAFETY: getrlimit writes into a valid, owned struct.
@@ -165,8 +184,14 @@ pub fn open_with_spare(mut open: impl FnMut() -> c_int) -> c_int {
     if fd >= 0 || super::errno() != libc::EMFILE {
         return fd;
     }
-    if RAISING.swap(true, Acquire) {
+    if !take_raiser() {
         return open();
+    }
+    // (Another thread's raise may have let a number go meanwhile.)
+    let fd = open();
+    if fd >= 0 || super::errno() != libc::EMFILE {
+        RAISER.store(0, Release);
+        return fd;
     }
     let fd = match nofile() {
         Some(old) if old.rlim_cur != libc::RLIM_INFINITY && old.rlim_cur < old.rlim_max => {
@@ -192,6 +217,6 @@ pub fn open_with_spare(mut open: impl FnMut() -> c_int) -> c_int {
             -1
         }
     };
-    RAISING.store(false, Release);
+    RAISER.store(0, Release);
     fd
 }
