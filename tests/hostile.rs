@@ -1018,3 +1018,36 @@ fn the_programs_umask_leaves_its_profiles_readable() {
     // what an ordinary user's hpcprof-rs needs.)
     merge(&dir, &measurements);
 }
+
+#[test]
+fn threads_started_while_the_program_calls_closefrom_keep_their_descriptors() {
+    // A new thread's perf events are opened at the lowest free numbers
+    // and moved above the floor: a closefrom running in between would
+    // close them, and the threads would lose their sampling.
+    let dir = scratch("hostile-closefrom-race");
+    let exe = compile_test_program("closefrom_while_threads_start.c", &dir, &["-pthread"]);
+    let want = native(&exe, &[]);
+    assert_eq!(String::from_utf8_lossy(&want.stdout), "ok\n");
+    let opts = [
+        "--timer",
+        "task-clock",
+        "-e",
+        "mem:soft@200000",
+        "-e",
+        "page-faults",
+    ];
+    let (got, measurements) = profiled(&dir, &opts, &exe, &[]);
+    assert_same(&got, &want, "closefrom while threads start");
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    assert!(!stderr.contains("closed the profiler's"), "{stderr}");
+    for p in read_profiles(&measurements) {
+        assert!(
+            !p.stats
+                .dropped
+                .contains_key("descriptor closed by the program"),
+            "thread {}: {:?}",
+            p.thread.index,
+            p.stats.dropped
+        );
+    }
+}

@@ -166,14 +166,22 @@ pub fn open(path: &str, flags: c_int) -> io::Result<File> {
     let relative = relative(path);
     let absolute = c_path(path)?;
     // (A descriptor table full to the soft limit: opened above it,
-    // `file_limits`.)
-    let fd = super::file_limits::open_with_spare(|| {
-        // SAFETY: NUL-terminated paths; the flags open or create a file.
-        unsafe {
-            match &relative {
-                Some((dir, rest)) => libc::openat(*dir, rest.as_ptr(), flags, mode),
-                None => libc::open(absolute.as_ptr(), flags, mode),
+    // `file_limits`. Moved above the descriptor floor before a
+    // `closefrom` of the program's in another thread may run: `perf`.)
+    let fd = super::perf::opening_own(|| {
+        let fd = super::file_limits::open_with_spare(|| {
+            // SAFETY: NUL-terminated paths; the flags open or create a file.
+            unsafe {
+                match &relative {
+                    Some((dir, rest)) => libc::openat(*dir, rest.as_ptr(), flags, mode),
+                    None => libc::open(absolute.as_ptr(), flags, mode),
+                }
             }
+        });
+        if fd < 0 {
+            fd
+        } else {
+            super::perf::move_above_floor(fd)
         }
     });
     check(fd)?;
