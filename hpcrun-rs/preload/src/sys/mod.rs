@@ -19,6 +19,9 @@
 //!   thread's start and which is built at its first use.
 //! * [`mem`]: the `mmap` system calls, zeroed mappings ([`ZeroInit`]),
 //!   file mappings, views of loaded code, NUMA node of a page.
+//! * [`floor`]: the profiler's descriptors moved above the floor
+//!   ([`fd_floor`]), and kept apart from the program's `closefrom`
+//!   while one is made.
 //! * [`perf`]: perf events (task clock, page faults, watchpoints), ring
 //!   buffer mappings ([`RingMemory`]), signal routing, the profiler's fds.
 //! * [`messages`]: the profiler's own duplicate of the standard error
@@ -61,6 +64,7 @@ pub mod alloc;
 pub mod cancel;
 pub mod dl;
 pub mod file_limits;
+pub mod floor;
 pub mod heap;
 pub mod kept_fd;
 pub mod mask;
@@ -80,6 +84,7 @@ pub mod unwinder;
 
 pub use alloc::*;
 pub use dl::*;
+pub use floor::{fd_floor, file_above_floor};
 pub use mem::*;
 pub use messages::*;
 pub use perf::*;

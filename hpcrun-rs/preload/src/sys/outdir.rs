@@ -167,8 +167,8 @@ pub fn open(path: &str, flags: c_int) -> io::Result<File> {
     let absolute = c_path(path)?;
     // (A descriptor table full to the soft limit: opened above it,
     // `file_limits`. Moved above the descriptor floor before a
-    // `closefrom` of the program's in another thread may run: `perf`.)
-    let fd = super::perf::opening_own(|| {
+    // `closefrom` of the program's in another thread may run: `floor`.)
+    let fd = super::floor::opening_own(|| {
         let fd = super::file_limits::open_with_spare(|| {
             // SAFETY: NUL-terminated paths; the flags open or create a file.
             unsafe {
@@ -181,7 +181,7 @@ pub fn open(path: &str, flags: c_int) -> io::Result<File> {
         if fd < 0 {
             fd
         } else {
-            super::perf::move_above_floor(fd)
+            super::floor::move_above_floor(fd)
         }
     });
     check(fd)?;
