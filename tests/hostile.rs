@@ -610,11 +610,7 @@ fn churned_threads_do_not_grow_the_address_space() {
 fn a_threaded_program_that_fits_under_ulimit_v_natively_fits_measured() {
     let dir = scratch("hostile-ulimit-v");
     let exe = compile_test_program("address_space.c", &dir, &["-pthread"]);
-    let limited = |cmd: String| {
-        run(Command::new("sh")
-            .arg("-c")
-            .arg(format!("ulimit -v 600000 && exec {cmd}")))
-    };
+    let limited = |cmd: String| run_in_shell("ulimit -v 600000", &cmd);
     let want = limited(format!("{} 40 16", exe.display()));
     assert_eq!(String::from_utf8_lossy(&want.stdout), "blocks 40\n");
     let measurements = dir.join("measurements");
@@ -730,11 +726,7 @@ fn a_program_under_a_small_stack_limit_runs_as_natively() {
     // work on stacks of their own.
     let dir = scratch("hostile-small-stack-limit");
     let exe = compile_test_program("small_main_stack.c", &dir, &["-pthread"]);
-    let limited = |cmd: String| {
-        run(Command::new("sh")
-            .arg("-c")
-            .arg(format!("ulimit -s 48 && exec {cmd}")))
-    };
+    let limited = |cmd: String| run_in_shell("ulimit -s 48", &cmd);
     let want = limited(exe.display().to_string());
     assert_eq!(
         String::from_utf8_lossy(&want.stdout),

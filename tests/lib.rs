@@ -233,6 +233,16 @@ pub fn shell_status(status: &std::process::ExitStatus) -> i32 {
         .unwrap_or(-1)
 }
 
+/// Runs the shell command line `cmd` as `sh -c "SETUP && exec CMD"`:
+/// under limits the shell sets first (`setup`: `ulimit -v 200000`), as a
+/// user would start it (the limits are the launcher's and the
+/// program's).
+pub fn run_in_shell(setup: &str, cmd: &str) -> Output {
+    run(Command::new("sh")
+        .arg("-c")
+        .arg(format!("{setup} && exec {cmd}")))
+}
+
 /// Runs a command, returning its output; panics if it cannot start.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output()

@@ -184,11 +184,7 @@ fn a_program_that_kills_on_unlisted_calls_runs_as_natively() {
 fn a_program_that_fills_its_ulimit_v_gets_every_profile_from_the_smaller_reserve() {
     let dir = scratch("fill-address-space");
     let exe = compile_test_program("fill_address_space.c", &dir, &["-pthread"]);
-    let limited = |cmd: String| {
-        run(Command::new("sh")
-            .arg("-c")
-            .arg(format!("ulimit -v 200000 && exec {cmd}")))
-    };
+    let limited = |cmd: String| run_in_shell("ulimit -v 200000", &cmd);
     let want = limited(exe.display().to_string());
     assert_eq!(want.status.code(), Some(0), "native run: {want:?}");
     let measurements = dir.join("measurements");
@@ -228,11 +224,8 @@ fn a_program_that_fills_its_ulimit_v_gets_every_profile_from_the_smaller_reserve
 fn a_program_that_crashes_with_its_ulimit_v_full_dies_of_its_own_signal() {
     let dir = scratch("fill-address-space-crash");
     let exe = compile_test_program("fill_address_space.c", &dir, &["-pthread"]);
-    let limited = |cmd: String| {
-        run(Command::new("sh").arg("-c").arg(format!(
-            "ulimit -c 0 && ulimit -v 200000 && exec {cmd} crash"
-        )))
-    };
+    let limited =
+        |cmd: String| run_in_shell("ulimit -c 0 && ulimit -v 200000", &format!("{cmd} crash"));
     let want = limited(exe.display().to_string());
     assert_eq!(String::from_utf8_lossy(&want.stdout), "filled\n");
     assert_eq!(
